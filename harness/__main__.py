@@ -1,0 +1,106 @@
+"""Command line: ``python -m harness {run,report,cell} ...``.
+
+User errors print one line and exit 2; ``run`` exits 1 when any cell did not pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from .errors import UserError
+
+DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix" / "default.toml"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
+        self.exit(2, f"{self.prog}: error: {message}; see --help\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m harness", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run the cells of one session at one Paddle version (host side)")
+    run.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix TOML (default: %(default)s)")
+    run.add_argument("--session", required=True, help="session name, e.g. cpu_fp32")
+    run.add_argument("--paddle", help="Paddle version (default: the session's first)")
+    run.add_argument("--model", action="append", help="only this model (repeatable)")
+    run.add_argument("--mode", action="append", help="only this train mode (repeatable)")
+    run.add_argument("--results", type=Path, default=Path("results"), help="results root (default: %(default)s)")
+    run.add_argument("--run", dest="run_name", default="default", help="run name under the results root")
+    run.add_argument("--force", action="store_true", help="redo cells that already have a record")
+    run.add_argument("--python", help="Python of the Paddle environment (default: this one)")
+
+    report = sub.add_parser("report", help="merge every record of a run into markdown and a table")
+    report.add_argument("--results", type=Path, default=Path("results"))
+    report.add_argument("--run", dest="run_name", default="default")
+    report.add_argument("--out", type=Path, help="markdown file (default: <results>/<run>/report.md)")
+
+    cell = sub.add_parser("cell", help="(cell side) run one cell in this Paddle environment")
+    cell.add_argument("--spec", type=Path, required=True)
+    cell.add_argument("--work", type=Path, required=True)
+    return parser
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from . import matrix as matrix_mod
+    from . import report
+    from .runner import LocalLauncher, run_session
+
+    matrix = matrix_mod.load(args.matrix)
+    session = matrix.session(args.session)
+    version = args.paddle or session.versions[0]
+    results = args.results / args.run_name
+    records = run_session(
+        matrix, session.name, version, results=results, modes=args.mode, models=args.model,
+        force=args.force, launcher=LocalLauncher(args.python),
+    )
+    print()
+    print(report.terminal_table(records))
+    summary = report.write_markdown(results / f"summary-{session.name}-{version}.md", records,
+                                    f"{session.name} · Paddle {version}")
+    print(f"\nrecords: {results}/{session.name}/{version}/   summary: {summary}")
+    return 0 if all(r["verdict"]["status"] in ("pass", "skip") for r in records) else 1
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from . import report
+    from .records import load_records
+
+    results = args.results / args.run_name
+    if not results.is_dir():
+        raise UserError(f"--results/--run: {results} does not exist; run a session first or point at a results dir.")
+    records = load_records(results)
+    if not records:
+        raise UserError(f"--results/--run: no result records under {results}; run a session first.")
+    print(report.terminal_table(records))
+    out = report.write_markdown(args.out or results / "report.md", records, f"Qualification report · run {args.run_name}")
+    print(f"\nreport: {out}")
+    return 0
+
+
+def _cmd_cell(args: argparse.Namespace) -> int:
+    from .cell import worker
+
+    return worker.main(args.spec, args.work)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    handler = {"run": _cmd_run, "report": _cmd_report, "cell": _cmd_cell}[args.command]
+    try:
+        return handler(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted; finished cells keep their records, rerun to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

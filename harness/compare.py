@@ -1,0 +1,149 @@
+"""Element-wise comparison of two arrays, numpy only (used on both sides).
+
+Semantics (isclose-style): an element matches when
+``|got - ref| <= atol + rtol * |ref|``. NaN matches only NaN at the same position;
+an infinity matches only the same infinity. Integer and boolean outputs are compared
+exactly.
+
+A comparison that cannot fail is reported as ``vacuous``: when every reference element
+lies inside its own tolerance band (``|ref| <= atol + rtol*|ref|``) an all-zero output
+would pass, so a pass says nothing. Such a result never counts as a pass.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict
+
+import numpy as np
+
+
+def tolerance_band(ref: np.ndarray, atol: float, rtol: float) -> np.ndarray:
+    return atol + rtol * np.abs(ref)
+
+
+def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> Dict[str, Any]:
+    """Error statistics of ``got`` against ``ref`` and whether it is within tolerance."""
+    ref = np.asarray(ref)
+    got = np.asarray(got)
+    stats: Dict[str, Any] = {
+        "shape": list(ref.shape),
+        "dtype": str(ref.dtype),
+        "atol": float(atol),
+        "rtol": float(rtol),
+    }
+    if ref.shape != got.shape:
+        stats.update(
+            status="fail",
+            note=f"shape mismatch: expected {list(ref.shape)}, got {list(got.shape)}",
+            got_shape=list(got.shape),
+            total=int(ref.size),
+            mismatched=int(ref.size),
+            max_abs=None,
+            max_rel=None,
+            cosine=None,
+            vacuous=False,
+        )
+        return stats
+
+    exact = not (np.issubdtype(ref.dtype, np.floating) or np.issubdtype(ref.dtype, np.complexfloating))
+    total = int(ref.size)
+    if exact:
+        mism = ref != got
+        a = ref.astype(np.float64)
+        b = got.astype(np.float64)
+        diff = np.abs(a - b)
+        stats.update(
+            total=total,
+            mismatched=int(np.count_nonzero(mism)),
+            max_abs=float(diff.max()) if total else 0.0,
+            max_rel=_max_rel(diff, np.abs(a)),
+            cosine=_cosine(a, b),
+            vacuous=False,
+            exact=True,
+        )
+        stats["status"] = "pass" if stats["mismatched"] == 0 else "fail"
+        return stats
+
+    a = ref.astype(np.float64)
+    b = got.astype(np.float64)
+    nan_a, nan_b = np.isnan(a), np.isnan(b)
+    inf_a, inf_b = np.isinf(a), np.isinf(b)
+    finite = ~(nan_a | nan_b | inf_a | inf_b)
+    # Non-finite positions match only when both sides hold the same special value.
+    special_ok = (nan_a & nan_b) | (inf_a & inf_b & (a == b))
+    diff = np.zeros_like(a)
+    diff[finite] = np.abs(a[finite] - b[finite])
+    band = tolerance_band(a, atol, rtol)
+    within = np.zeros(a.shape, dtype=bool)
+    within[finite] = diff[finite] <= band[finite]
+    within |= special_ok
+    mismatched = int(total - np.count_nonzero(within))
+
+    finite_ref = np.abs(a[np.isfinite(a)])
+    # The comparison cannot fail if zeros everywhere would still pass.
+    vacuous = bool(total) and finite_ref.size == total and bool(
+        np.all(finite_ref <= tolerance_band(finite_ref, atol, rtol))
+    )
+    stats.update(
+        total=total,
+        mismatched=mismatched,
+        max_abs=float(diff[finite].max()) if np.any(finite) else None,
+        max_rel=_max_rel(diff[finite], np.abs(a[finite])),
+        cosine=_cosine(a[finite], b[finite]),
+        ref_absmax=float(finite_ref.max()) if finite_ref.size else None,
+        nan_ref=int(np.count_nonzero(nan_a)),
+        nan_got=int(np.count_nonzero(nan_b)),
+        inf_ref=int(np.count_nonzero(inf_a)),
+        inf_got=int(np.count_nonzero(inf_b)),
+        vacuous=vacuous,
+    )
+    if mismatched:
+        stats["status"] = "fail"
+    elif vacuous:
+        stats["status"] = "fail"
+        stats["note"] = (
+            f"vacuous: reference |max| {stats['ref_absmax']:.3g} lies inside atol {atol:g}"
+            f" + rtol {rtol:g}*|ref|; an all-zero output would pass"
+        )
+    else:
+        stats["status"] = "pass"
+    return stats
+
+
+def _max_rel(diff: np.ndarray, ref_abs: np.ndarray) -> "float | None":
+    """Largest |diff|/|ref| over elements with a non-zero reference (zeros have no relative error)."""
+    nz = ref_abs > 0
+    if diff.size == 0:
+        return None
+    if not np.any(nz):
+        return 0.0 if not np.any(diff > 0) else math.inf
+    return float((diff[nz] / ref_abs[nz]).max())
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> "float | None":
+    a = a.ravel()
+    b = b.ravel()
+    if a.size == 0:
+        return None
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0.0 or nb == 0.0:
+        return 1.0 if na == nb else 0.0
+    return float(np.dot(a, b) / (na * nb))
+
+
+def worst(outputs: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """The worst output (failing first, then largest max_rel, then max_abs) for one-line summaries."""
+    if not outputs:
+        return {}
+
+    def badness(item):
+        stats = item[1]
+        return (stats.get("status") != "pass", _num(stats.get("max_rel")), _num(stats.get("max_abs")))
+
+    label, stats = max(outputs.items(), key=badness)
+    return dict(stats, output=label)
+
+
+def _num(value: Any) -> float:
+    return -1.0 if value is None else float(value)

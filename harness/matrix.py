@@ -1,0 +1,392 @@
+"""Host side: load and validate a matrix file, expand it to cells.
+
+A matrix file (TOML, see ``matrix/default.toml``) declares Paddle versions, sessions
+(device, backend, precision), train modes, models and tolerances. Everything a cell
+needs is resolved here into a plain JSON-able *cell spec*, so the cell side never
+reads TOML and never has to guess a default.
+
+Every problem is reported as a :class:`UserError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11: the host side runs on any Python
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from .errors import UserError
+
+DEVICES = {"cpu": {"native", "onednn"}, "gpu": {"native", "trt"}}
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+# Modes the schema knows; which of them a cell side can run is decided there.
+MODES = ("normal", "amp_o1", "amp_o2", "pact")
+REFERENCE_STAGES = ("baseline", "memory", "ir")
+
+_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([.\-+]?[0-9A-Za-z.]+)?$")
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_FACTORY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+_TOP_KEYS = {"run", "paddle", "sessions", "modes", "tolerances", "models"}
+_RUN_KEYS = {
+    "default_paddle", "modes", "models", "seed", "train_steps",
+    "reference_threads", "deploy_threads", "stage_timeout",
+}
+_PADDLE_KEYS = {"python", "packages", "gpu_packages", "note"}
+_SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tags"}
+_MODE_KEYS = {"description", "requires_device"}
+_TOL_KEYS = {"atol", "rtol"}
+_MODEL_KEYS = {"factory", "inputs", "tolerances", "description"}
+_INPUT_KEYS = {"shape", "low", "high"}
+
+
+def session_name(device: str, backend: str, precision: str) -> str:
+    """`<device>_<backend>_<precision>`, the backend word omitted for native kernels."""
+    if backend == "native":
+        return f"{device}_{precision}"
+    return f"{device}_{backend}_{precision}"
+
+
+def backend_stage_name(device: str, backend: str, precision: str) -> str:
+    """The last stage is named after what it switches on: `onednn_bf16`, `trt_fp16`, `gpu_fp16`."""
+    return f"{device if backend == 'native' else backend}_{precision}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Session:
+    name: str
+    device: str
+    backend: str
+    precision: str
+    versions: List[str]
+    description: str
+    tags: List[str]
+
+    @property
+    def stages(self) -> List[str]:
+        return [*REFERENCE_STAGES, backend_stage_name(self.device, self.backend, self.precision)]
+
+
+@dataclasses.dataclass
+class Matrix:
+    path: Path
+    data: Dict[str, Any]
+
+    # -- accessors -------------------------------------------------------
+    @property
+    def run(self) -> Dict[str, Any]:
+        return self.data["run"]
+
+    @property
+    def versions(self) -> List[str]:
+        return list(self.data["paddle"])
+
+    def version(self, version: str) -> Dict[str, Any]:
+        if version not in self.data["paddle"]:
+            known = ", ".join(self.versions)
+            raise UserError(
+                f"{self.path}: Paddle version {version!r} is not in [paddle]; known: {known}. "
+                f"Add a [paddle.\"{version}\"] table or pick a known version."
+            )
+        return self.data["paddle"][version]
+
+    @property
+    def sessions(self) -> Dict[str, Session]:
+        return {name: self._session(name) for name in self.data["sessions"]}
+
+    def session(self, name: str) -> Session:
+        if name not in self.data["sessions"]:
+            known = ", ".join(self.data["sessions"])
+            raise UserError(f"{self.path}: unknown session {name!r}; known: {known}.")
+        return self._session(name)
+
+    def _session(self, name: str) -> Session:
+        raw = self.data["sessions"][name]
+        versions = list(raw.get("paddle") or self._default_versions())
+        return Session(
+            name=name,
+            device=raw["device"],
+            backend=raw["backend"],
+            precision=raw["precision"],
+            versions=versions,
+            description=raw.get("description", ""),
+            tags=list(raw.get("tags", [])),
+        )
+
+    def _default_versions(self) -> List[str]:
+        default = self.run["default_paddle"]
+        return [default] + [v for v in self.versions if v != default]
+
+    def packages(self, session: Session, version: str) -> List[str]:
+        entry = self.version(version)
+        key = "gpu_packages" if session.device == "gpu" else "packages"
+        if key not in entry:
+            raise UserError(
+                f"{self.path}: [paddle.\"{version}\"] has no {key}; session {session.name} "
+                f"cannot install Paddle {version}. Add {key} or remove {version} from the session."
+            )
+        return list(entry[key])
+
+    def tolerance(self, precision: str) -> Dict[str, float]:
+        return dict(self.data["tolerances"][precision])
+
+    # -- expansion -------------------------------------------------------
+    def expand(
+        self,
+        session_name_: str,
+        version: str,
+        modes: Optional[List[str]] = None,
+        models: Optional[List[str]] = None,
+    ) -> List[Dict[str, Any]]:
+        """Every cell of one session at one Paddle version, as JSON-able specs."""
+        session = self.session(session_name_)
+        self.version(version)
+        if version not in session.versions:
+            raise UserError(
+                f"{self.path}: session {session.name} does not run Paddle {version} "
+                f"(sessions.{session.name}.paddle lists {', '.join(session.versions)})."
+            )
+        modes = list(modes or self.run["modes"])
+        models = list(models or self.run["models"])
+        for mode in modes:
+            if mode not in self.data["modes"]:
+                raise UserError(
+                    f"{self.path}: unknown train mode {mode!r}; known: {', '.join(self.data['modes'])}."
+                )
+        for model in models:
+            if model not in self.data["models"]:
+                raise UserError(
+                    f"{self.path}: unknown model {model!r}; known: {', '.join(self.data['models'])}."
+                )
+        cells = []
+        for mode in modes:
+            for model in models:
+                cells.append(self._cell(session, version, mode, model))
+        return cells
+
+    def _cell(self, session: Session, version: str, mode: str, model: str) -> Dict[str, Any]:
+        raw_model = self.data["models"][model]
+        precisions = sorted({"fp32", session.precision})
+        tolerances = {p: self.tolerance(p) for p in precisions}
+        overrides = {
+            p: copy.deepcopy(raw_model.get("tolerances", {}).get(p, {})) for p in precisions
+        }
+        run = self.run
+        return {
+            "id": f"{session.name}/{version}/{mode}/{model}",
+            "session": {
+                "name": session.name,
+                "device": session.device,
+                "backend": session.backend,
+                "precision": session.precision,
+            },
+            "stages": session.stages,
+            "paddle": version,
+            "mode": mode,
+            "mode_requires_device": self.data["modes"][mode].get("requires_device"),
+            "model": {
+                "name": model,
+                "factory": raw_model["factory"],
+                "inputs": copy.deepcopy(raw_model.get("inputs", {})),
+            },
+            "tolerances": tolerances,
+            "output_tolerances": overrides,
+            "seed": run["seed"],
+            "train_steps": run["train_steps"],
+            "reference_threads": run["reference_threads"],
+            "deploy_threads": run["deploy_threads"],
+            "stage_timeout": run["stage_timeout"],
+            "matrix": str(self.path),
+        }
+
+
+# -- loading and validation ---------------------------------------------
+
+_RUN_DEFAULTS = {
+    "modes": ["normal"],
+    "seed": 2026,
+    "train_steps": 2,
+    "reference_threads": 1,
+    "deploy_threads": 2,
+    "stage_timeout": 300,
+}
+
+
+def load(path: "str | Path") -> Matrix:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: matrix file not found; pass an existing file with --matrix.") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the matrix file ({exc.strerror}).") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}; fix the file.") from None
+    _validate(path, data)
+    return Matrix(path=path, data=data)
+
+
+def _fail(path: Path, key: str, what: str) -> None:
+    raise UserError(f"{path}: {key}: {what}")
+
+
+def _check_keys(path: Path, where: str, table: Any, allowed: set) -> None:
+    if not isinstance(table, dict):
+        _fail(path, where, f"expected a table, got {type(table).__name__}.")
+    for key in table:
+        if key not in allowed:
+            _fail(path, f"{where}.{key}" if where else key,
+                  f"unknown key; allowed here: {', '.join(sorted(allowed))}.")
+
+
+def _require(path: Path, where: str, table: Dict[str, Any], key: str, kind: type) -> Any:
+    if key not in table:
+        _fail(path, f"{where}.{key}", "missing; add it.")
+    value = table[key]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        _fail(path, f"{where}.{key}", f"expected {kind.__name__}, got {value!r}.")
+    return value
+
+
+def _str_list(path: Path, where: str, value: Any) -> List[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        _fail(path, where, f"expected a list of strings, got {value!r}.")
+    return value
+
+
+def _validate(path: Path, data: Dict[str, Any]) -> None:
+    _check_keys(path, "", data, _TOP_KEYS)
+    for key in ("paddle", "sessions", "tolerances", "models"):
+        if not data.get(key):
+            _fail(path, f"[{key}]", "missing or empty; the matrix needs at least one entry.")
+
+    for version, entry in data["paddle"].items():
+        where = f'paddle."{version}"'
+        if not _VERSION_RE.match(version):
+            _fail(path, where, "not a Paddle version like 3.3.1.")
+        _check_keys(path, where, entry, _PADDLE_KEYS)
+        python = _require(path, where, entry, "python", str)
+        if not re.match(r"^3\.\d+$", python):
+            _fail(path, f"{where}.python", f"expected a Python like \"3.11\", got {python!r}.")
+        if "packages" not in entry and "gpu_packages" not in entry:
+            _fail(path, f"{where}.packages", "missing; list the pip requirements for this version.")
+        for key in ("packages", "gpu_packages"):
+            if key in entry:
+                _str_list(path, f"{where}.{key}", entry[key])
+
+    run = data.setdefault("run", {})
+    _check_keys(path, "run", run, _RUN_KEYS)
+    for key, value in _RUN_DEFAULTS.items():
+        run.setdefault(key, copy.deepcopy(value))
+    run.setdefault("default_paddle", next(iter(data["paddle"])))
+    if run["default_paddle"] not in data["paddle"]:
+        _fail(path, "run.default_paddle", f"{run['default_paddle']!r} is not in [paddle].")
+    run.setdefault("models", list(data["models"]))
+    for key in ("modes", "models"):
+        _str_list(path, f"run.{key}", run[key])
+    for key in ("seed", "train_steps", "reference_threads", "deploy_threads"):
+        _require(path, "run", run, key, int)
+    run["stage_timeout"] = _require(path, "run", run, "stage_timeout", float)
+    if run["train_steps"] < 0 or run["reference_threads"] < 1 or run["deploy_threads"] < 1:
+        _fail(path, "run", "train_steps must be >= 0 and thread counts >= 1.")
+    if run["stage_timeout"] <= 0:
+        _fail(path, "run.stage_timeout", "must be a positive number of seconds.")
+
+    modes = data.setdefault("modes", {"normal": {}})
+    for mode, entry in modes.items():
+        if mode not in MODES:
+            _fail(path, f"modes.{mode}", f"unknown train mode; known: {', '.join(MODES)}.")
+        _check_keys(path, f"modes.{mode}", entry, _MODE_KEYS)
+        if entry.get("requires_device") not in (None, *DEVICES):
+            _fail(path, f"modes.{mode}.requires_device", f"expected one of {', '.join(DEVICES)}.")
+    for mode in run["modes"]:
+        if mode not in modes:
+            _fail(path, "run.modes", f"{mode!r} is not declared in [modes].")
+
+    for precision, tol in data["tolerances"].items():
+        if precision not in PRECISIONS:
+            _fail(path, f"tolerances.{precision}", f"unknown precision; known: {', '.join(PRECISIONS)}.")
+        _validate_tolerance(path, f"tolerances.{precision}", tol)
+    if "fp32" not in data["tolerances"]:
+        _fail(path, "tolerances.fp32", "missing; every stage before the backend is compared at fp32.")
+
+    for name, raw in data["sessions"].items():
+        where = f"sessions.{name}"
+        _check_keys(path, where, raw, _SESSION_KEYS)
+        device = _require(path, where, raw, "device", str)
+        backend = _require(path, where, raw, "backend", str)
+        precision = _require(path, where, raw, "precision", str)
+        if device not in DEVICES:
+            _fail(path, f"{where}.device", f"{device!r} unknown; known: {', '.join(DEVICES)}.")
+        if backend not in DEVICES[device]:
+            _fail(path, f"{where}.backend",
+                  f"{backend!r} is not a {device} backend; known: {', '.join(sorted(DEVICES[device]))}.")
+        if precision not in PRECISIONS:
+            _fail(path, f"{where}.precision", f"{precision!r} unknown; known: {', '.join(PRECISIONS)}.")
+        if precision not in data["tolerances"]:
+            _fail(path, f"{where}.precision", f"no [tolerances.{precision}] table; add one.")
+        canonical = session_name(device, backend, precision)
+        if name != canonical:
+            _fail(path, where, f"a session's name says what runs: call it {canonical!r}.")
+        if "paddle" in raw:
+            for version in _str_list(path, f"{where}.paddle", raw["paddle"]):
+                if version not in data["paddle"]:
+                    _fail(path, f"{where}.paddle", f"{version!r} is not in [paddle].")
+        if "tags" in raw:
+            _str_list(path, f"{where}.tags", raw["tags"])
+
+    for name, raw in data["models"].items():
+        where = f"models.{name}"
+        if not _NAME_RE.match(name):
+            _fail(path, where, "model names are identifiers (letters, digits, _).")
+        _check_keys(path, where, raw, _MODEL_KEYS)
+        factory = _require(path, where, raw, "factory", str)
+        if not _FACTORY_RE.match(factory):
+            _fail(path, f"{where}.factory", f"{factory!r} is not of the form package.module:function.")
+        for input_name, spec in raw.get("inputs", {}).items():
+            iwhere = f"{where}.inputs.{input_name}"
+            _check_keys(path, iwhere, spec, _INPUT_KEYS)
+            if "shape" in spec:
+                shape = spec["shape"]
+                if not isinstance(shape, list) or not all(
+                    isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape
+                ):
+                    _fail(path, f"{iwhere}.shape", f"expected a list of positive integers, got {shape!r}.")
+            for key in ("low", "high"):
+                if key in spec and not isinstance(spec[key], (int, float)):
+                    _fail(path, f"{iwhere}.{key}", f"expected a number, got {spec[key]!r}.")
+            if "low" in spec and "high" in spec and not spec["low"] < spec["high"]:
+                _fail(path, iwhere, "low must be below high.")
+        for precision, per_output in raw.get("tolerances", {}).items():
+            if precision not in PRECISIONS:
+                _fail(path, f"{where}.tolerances.{precision}", f"unknown precision; known: {', '.join(PRECISIONS)}.")
+            if not isinstance(per_output, dict):
+                _fail(path, f"{where}.tolerances.{precision}", "expected a table of outputs.")
+            for output, tol in per_output.items():
+                _validate_tolerance(path, f"{where}.tolerances.{precision}.{output}", tol, partial=True)
+    for model in run["models"]:
+        if model not in data["models"]:
+            _fail(path, "run.models", f"{model!r} is not declared in [models].")
+
+
+def _validate_tolerance(path: Path, where: str, tol: Any, partial: bool = False) -> None:
+    _check_keys(path, where, tol, _TOL_KEYS)
+    for key in _TOL_KEYS:
+        if key not in tol:
+            if partial:
+                continue
+            _fail(path, f"{where}.{key}", "missing; give both atol and rtol.")
+        value = tol[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            _fail(path, f"{where}.{key}", f"expected a non-negative number, got {value!r}.")
+        tol[key] = float(value)

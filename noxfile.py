@@ -1,0 +1,86 @@
+"""Nox sessions, generated from the matrix (``matrix/default.toml`` or ``$HARNESS_MATRIX``).
+
+Thin on purpose: every decision lives in ``harness``; this file only turns the matrix
+into sessions.
+
+* ``<session>`` (``cpu_fp32``, ``cpu_onednn_bf16``, ``gpu_trt_fp16``...) runs at the matrix's
+  default Paddle version; ``<session>@<version>`` at any other version it lists.
+* tags: the device (``cpu``/``gpu``), the backend, the precision, ``paddle-<version>``, and
+  ``default`` for the default-version sessions. ``nox -t cpu`` runs every CPU session at
+  every version; ``nox -t default`` every session at the default version.
+* arguments after ``--`` go to ``python -m harness run`` (``--model``, ``--force``, ``--run``...).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from harness import matrix as _matrix  # noqa: E402  (host side: no paddle)
+from harness.errors import UserError  # noqa: E402
+from harness.hostenv import gpu_absence_reason  # noqa: E402
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.reuse_venv = "yes"
+nox.options.download_python = "never"
+
+MATRIX_PATH = Path(os.environ.get("HARNESS_MATRIX", ROOT / "matrix" / "default.toml"))
+try:
+    MATRIX = _matrix.load(MATRIX_PATH)
+except UserError as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(2)
+
+HOST_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+# A uv-made venv cannot import paddle without setuptools; tabulate prints the tables.
+CELL_SIDE_EXTRAS = ["setuptools", "tabulate"]
+
+
+def _cell_session(name: str, version: str):
+    session = MATRIX.session(name)
+
+    def run(s: nox.Session) -> None:
+        if session.device == "gpu":
+            reason = gpu_absence_reason()
+            if reason:
+                s.skip(f"{name}: {reason}")
+        s.install(*MATRIX.packages(session, version), *CELL_SIDE_EXTRAS)
+        s.run("python", "-m", "harness", "run", "--matrix", str(MATRIX_PATH),
+              "--session", name, "--paddle", version, *s.posargs)
+
+    run.__doc__ = f"{session.description or name} · Paddle {version}"
+    return run
+
+
+for _session in MATRIX.sessions.values():
+    for _version in _session.versions:
+        _default = _version == _session.versions[0]
+        _tags = [_session.device, _session.backend, _session.precision, f"paddle-{_version}", *_session.tags]
+        if _default:
+            _tags.append("default")
+        nox.session(
+            name=_session.name if _default else f"{_session.name}@{_version}",
+            python=MATRIX.version(_version)["python"],
+            tags=_tags,
+        )(_cell_session(_session.name, _version))
+
+
+@nox.session(python=HOST_PYTHON)
+def tests(s: nox.Session) -> None:
+    """The test suite, on real Paddle (CPU, the matrix's default version)."""
+    default = MATRIX.run["default_paddle"]
+    s.install("pytest", "nox", "uv", "tabulate", *MATRIX.version(default)["packages"], "setuptools")
+    s.run("pytest", *(s.posargs or ["-q"]), env={"HARNESS_TEST_PADDLE": default})
+
+
+@nox.session(python=HOST_PYTHON, venv_backend="uv|virtualenv")
+def report(s: nox.Session) -> None:
+    """Merge every result record of a run into markdown (``-- --run NAME``)."""
+    s.install("tabulate", "numpy")
+    s.run("python", "-m", "harness", "report", *s.posargs)
