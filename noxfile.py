@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
@@ -30,12 +31,17 @@ nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
 nox.options.download_python = "never"
 
+
+def _user_error(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)  # nox lets SystemExit through: the run ends with the user-error code
+
+
 MATRIX_PATH = Path(os.environ.get("HARNESS_MATRIX", ROOT / "matrix" / "default.toml"))
 try:
     MATRIX = _matrix.load(MATRIX_PATH)
 except UserError as exc:
-    print(f"error: {exc}", file=sys.stderr)
-    sys.exit(2)
+    _user_error(str(exc))
 
 HOST_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 # A uv-made venv cannot import paddle without setuptools; tabulate prints the tables.
@@ -50,9 +56,19 @@ def _cell_session(name: str, version: str):
             reason = gpu_absence_reason()
             if reason:
                 s.skip(f"{name}: {reason}")
-        s.install(*MATRIX.packages(session, version), *CELL_SIDE_EXTRAS)
-        s.run("python", "-m", "harness", "run", "--matrix", str(MATRIX_PATH),
-              "--session", name, "--paddle", version, *s.posargs)
+        packages = MATRIX.packages(session, version)
+        try:
+            s.install(*packages, *CELL_SIDE_EXTRAS, silent=True)
+        except CommandFailed:
+            _user_error(f"{MATRIX_PATH}: paddle.\"{version}\": cannot install {' '.join(packages)} for "
+                        f"Python {s.python} here (installer output above); fix the version or its python.")
+        try:
+            s.run("python", "-m", "harness", "run", "--matrix", str(MATRIX_PATH),
+                  "--session", name, "--paddle", version, *s.posargs)
+        except CommandFailed as exc:
+            if getattr(exc, "return_code", None) == 2:
+                sys.exit(2)  # bad input: the harness printed its one line
+            raise
 
     run.__doc__ = f"{session.description or name} · Paddle {version}"
     return run

@@ -74,9 +74,8 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -
     special_ok = (nan_a & nan_b) | (inf_a & inf_b & (a == b))
     diff = np.zeros_like(a)
     diff[finite] = np.abs(a[finite] - b[finite])
-    band = tolerance_band(a, atol, rtol)
     within = np.zeros(a.shape, dtype=bool)
-    within[finite] = diff[finite] <= band[finite]
+    within[finite] = diff[finite] <= tolerance_band(a[finite], atol, rtol)
     within |= special_ok
     mismatched = int(total - np.count_nonzero(within))
 

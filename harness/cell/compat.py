@@ -218,6 +218,10 @@ def create_predictor(config: "paddle_infer.Config") -> Any:
     return paddle_infer.create_predictor(config)
 
 
+def input_names(predictor: Any) -> List[str]:
+    return list(predictor.get_input_names())
+
+
 def run_predictor(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str], List[Any]]:
     """Feed every input by name, run once, fetch every output in the predictor's order."""
     names = list(predictor.get_input_names())

@@ -248,6 +248,7 @@ class Cell:
             "status": "pass",
             "paddle": info,
             "inputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()},
+            "signature_order": [getattr(s, "name", None) for s in _signature_specs(input_spec)],
             "outputs": labels,
             "output_shapes": {label: list(a.shape) for label, a in outputs},
             "export": files,
@@ -392,6 +393,7 @@ class Cell:
             "config": _plain(knobs),
             "outputs": outputs,
             "worst": worst(outputs),
+            "feed_order": compat.input_names(predictor),
             "timings": {"build": round(build_s, 4), "run": round(run_s, 4)},
         }
         if any(v.get("vacuous") for v in outputs.values()):
@@ -403,6 +405,19 @@ class Cell:
     def _load_outputs(self, name: str, labels: List[str]) -> List[np.ndarray]:
         data = np.load(self.work / name)
         return [data[f"o{i}"] for i in range(len(labels))]
+
+
+def _signature_specs(input_spec: List[Any]) -> List[Any]:
+    """InputSpecs in the order the forward's signature lists them (dicts in insertion order)."""
+    out: List[Any] = []
+    for item in input_spec:
+        if isinstance(item, dict):
+            out.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            out.extend(_signature_specs(list(item)))
+        else:
+            out.append(item)
+    return out
 
 
 def _plain(knobs: Dict[str, Any]) -> Dict[str, Any]:

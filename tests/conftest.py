@@ -1,0 +1,106 @@
+"""Shared helpers: small matrices written to tmp dirs, the harness run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def installed_paddle() -> str:
+    for dist in ("paddlepaddle", "paddlepaddle-gpu"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    pytest.skip("no Paddle installed in this environment; run the tests with `nox -s tests`")
+
+
+SESSIONS = """
+[sessions.cpu_fp32]
+device = "cpu"
+backend = "native"
+precision = "fp32"
+
+[sessions.cpu_onednn_fp32]
+device = "cpu"
+backend = "onednn"
+precision = "fp32"
+
+[sessions.cpu_onednn_bf16]
+device = "cpu"
+backend = "onednn"
+precision = "bf16"
+"""
+
+
+def matrix_text(version: str, models: Dict[str, str], *, bf16_tol: float = 5e-2, stage_timeout: float = 120,
+                extra: str = "") -> str:
+    lines = [
+        "[run]",
+        f'default_paddle = "{version}"',
+        "train_steps = 1",
+        f"stage_timeout = {stage_timeout}",
+        f'[paddle."{version}"]',
+        'python = "3.11"',
+        f'packages = ["paddlepaddle=={version}"]',
+        SESSIONS,
+        "[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4",
+        f"[tolerances.bf16]\natol = {bf16_tol}\nrtol = {bf16_tol}",
+    ]
+    for name, factory in models.items():
+        lines += [f"[models.{name}]", f'factory = "{factory}"']
+        if factory.startswith("tests."):
+            lines.append("inputs.image = { shape = [2, 3, 16, 16] }")
+    lines.append(extra)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def paddle_version() -> str:
+    return installed_paddle()
+
+
+@pytest.fixture
+def write_matrix(tmp_path, paddle_version):
+    def write(models: Dict[str, str], name: str = "matrix.toml", **kwargs) -> Path:
+        path = tmp_path / name
+        path.write_text(matrix_text(paddle_version, models, **kwargs), encoding="utf-8")
+        return path
+
+    return write
+
+
+def run_harness(*args: str, cwd: Optional[Path] = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd or ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def load_record(results: Path, cell_id: str) -> dict:
+    return json.loads((results / f"{cell_id}.json").read_text(encoding="utf-8"))
+
+
+def stages_by_name(record: dict) -> Dict[str, dict]:
+    return {s["name"]: s for s in record["stages"]}
+
+
+def one_line_error(proc: subprocess.CompletedProcess) -> str:
+    """The user-error contract: exit 2, one line on stderr, no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
+__all__: List[str] = ["run_harness", "load_record", "stages_by_name", "one_line_error"]

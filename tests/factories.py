@@ -1,0 +1,95 @@
+"""Model factories used by the tests (cell side: imported inside the Paddle environment).
+
+Each one is a small real model; some misbehave on purpose in ways real models and real
+Paddle processes do (Python-side state baked in by to_static, a process that dies, a stage
+that hangs), so the tests can check the harness's answer to each.
+"""
+
+import os
+import signal
+import time
+
+import paddle
+import paddle.nn as nn
+from paddle.static import InputSpec
+
+
+class SmallConvNet(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2D(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2D(8)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, image):
+        x = nn.functional.relu(self.bn(self.conv(image)))
+        return self.fc(x.mean(axis=[2, 3]))
+
+
+def _image_spec():
+    return [InputSpec([None, 3, None, None], "float32", "image")]
+
+
+def clean():
+    return SmallConvNet(), _image_spec()
+
+
+class CallCounter(SmallConvNet):
+    """Scales its output by how often forward ran: to_static bakes in the count at trace time."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, image):
+        self.calls += 1
+        return super().forward(image) * float(self.calls)
+
+
+def python_state():
+    return CallCounter(), _image_spec()
+
+
+class Tiny(SmallConvNet):
+    def forward(self, image):
+        return super().forward(image) * 1e-7
+
+
+def tiny_outputs():
+    """Outputs around 1e-7, as random-init networks give: fp32 atol 1e-4 cannot judge them."""
+    layer = Tiny()
+    return layer, _image_spec()
+
+
+def dies_in_factory():
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _on_ir_predictor(action):
+    """Make creating the first IR-optimized predictor of this process misbehave.
+
+    Installed by the factory, so it lives only in the worker that ran the setup; the
+    worker the host restarts after the crash or timeout resumes without it.
+    """
+    real = paddle.inference.create_predictor
+
+    def create_predictor(config):
+        if config.ir_optim():
+            action()
+        return real(config)
+
+    paddle.inference.create_predictor = create_predictor
+
+
+def dies_in_ir_stage():
+    _on_ir_predictor(lambda: os.kill(os.getpid(), signal.SIGKILL))
+    return clean()
+
+
+def hangs_in_ir_stage():
+    _on_ir_predictor(lambda: time.sleep(3600))
+    return clean()
+
+
+def returns_garbage():
+    return "not a layer"

@@ -1,0 +1,81 @@
+import math
+
+import numpy as np
+import pytest
+
+from harness.compare import compare_arrays, worst
+
+
+def test_within_isclose_band_passes_and_reports_statistics():
+    ref = np.array([1.0, -2.0, 4.0])
+    got = ref + np.array([5e-5, -1e-4, 2e-4])
+    stats = compare_arrays(ref, got, atol=1e-4, rtol=1e-4)
+    assert stats["status"] == "pass"
+    assert stats["mismatched"] == 0 and stats["total"] == 3
+    assert stats["max_abs"] == pytest.approx(2e-4, rel=1e-3)
+    assert stats["max_rel"] == pytest.approx(5e-5, rel=1e-2)
+    assert stats["cosine"] == pytest.approx(1.0)
+    assert stats["vacuous"] is False
+
+
+def test_one_element_outside_the_band_fails_and_is_counted():
+    ref = np.ones(1000, dtype=np.float32)
+    got = ref.copy()
+    got[17] += 1e-3  # band at |ref|=1 is 2e-4
+    stats = compare_arrays(ref, got, atol=1e-4, rtol=1e-4)
+    assert stats["status"] == "fail"
+    assert stats["mismatched"] == 1
+
+
+def test_nan_on_one_side_is_a_mismatch_and_on_both_sides_is_not():
+    ref = np.array([1.0, np.nan, 3.0])
+    assert compare_arrays(ref, np.array([1.0, np.nan, 3.0]), 1e-4, 1e-4)["status"] == "pass"
+    one_side = compare_arrays(ref, np.array([1.0, 2.0, np.nan]), 1e-4, 1e-4)
+    assert one_side["status"] == "fail"
+    assert one_side["mismatched"] == 2
+    assert one_side["nan_ref"] == 1 and one_side["nan_got"] == 1
+
+
+def test_infinities_match_only_the_same_infinity():
+    ref = np.array([np.inf, -np.inf, 1.0])
+    assert compare_arrays(ref, ref.copy(), 0, 0)["status"] == "pass"
+    flipped = compare_arrays(ref, np.array([-np.inf, -np.inf, 1.0]), 1e3, 1e3)
+    assert flipped["status"] == "fail" and flipped["mismatched"] == 1
+
+
+def test_tolerance_wider_than_the_reference_is_vacuous_not_a_pass():
+    # A random-init network's logits are ~1e-7: an all-zero output would pass atol 1e-4.
+    ref = np.full(10, 1.3e-7, dtype=np.float32)
+    stats = compare_arrays(ref, np.zeros_like(ref), atol=1e-4, rtol=1e-4)
+    assert stats["mismatched"] == 0
+    assert stats["vacuous"] is True
+    assert stats["status"] == "fail"
+    assert "vacuous" in stats["note"]
+
+
+def test_shape_mismatch_fails_without_comparing_by_position():
+    stats = compare_arrays(np.zeros((2, 3)), np.zeros((3, 2)), 1.0, 1.0)
+    assert stats["status"] == "fail"
+    assert "shape mismatch" in stats["note"]
+
+
+def test_integer_outputs_compare_exactly():
+    ref = np.array([3, 1, 2], dtype=np.int64)
+    assert compare_arrays(ref, ref.copy(), 10, 10)["status"] == "pass"
+    assert compare_arrays(ref, np.array([3, 1, 3], dtype=np.int64), 10, 10)["status"] == "fail"
+
+
+def test_relative_error_ignores_zero_reference_elements():
+    stats = compare_arrays(np.array([0.0, 2.0]), np.array([1e-6, 2.002]), 1e-4, 1e-4)
+    assert stats["max_rel"] == pytest.approx(1e-3)
+    assert math.isfinite(stats["max_rel"])
+
+
+def test_worst_prefers_failing_outputs_then_largest_relative_error():
+    outputs = {
+        "a": {"status": "pass", "max_rel": 0.5, "max_abs": 1.0},
+        "b": {"status": "fail", "max_rel": 1e-3, "max_abs": 1e-3},
+    }
+    assert worst(outputs)["output"] == "b"
+    outputs["b"]["status"] = "pass"
+    assert worst(outputs)["output"] == "a"
