@@ -100,3 +100,11 @@ def report(s: nox.Session) -> None:
     """Merge every result record of a run into markdown (``-- --run NAME``)."""
     s.install("tabulate", "numpy")
     s.run("python", "-m", "harness", "report", *s.posargs)
+
+
+@nox.session(python=HOST_PYTHON)
+def bench(s: nox.Session) -> None:
+    """Harness overhead against hand-written scripts making the same Paddle calls (ratios)."""
+    default = MATRIX.run["default_paddle"]
+    s.install(*MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS)
+    s.run("python", "-m", "harness.bench.cell", *s.posargs)

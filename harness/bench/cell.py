@@ -1,0 +1,61 @@
+"""Wall time of one harness cell against the hand-written script making the same Paddle calls.
+
+``python -m harness.bench.cell [--repeat N]`` (``nox -s bench``): runs the harness on
+``resnet18`` in ``cpu_fp32`` once to learn the stage configs, then alternates harness and
+plain-script runs N times each and prints both medians and their ratio (target <= 1.2x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAIN = Path(__file__).with_name("plain_cell.py")
+
+
+def _timed(cmd, env) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"benchmark command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
+    return elapsed
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.bench.cell")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--session", default="cpu_fp32")
+    args = parser.parse_args(argv)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        harness_cmd = [sys.executable, "-m", "harness", "run", "--session", args.session, "--model", "resnet18",
+                       "--results", str(tmp / "results"), "--force"]
+        _timed(harness_cmd, env)  # warm-up, and the record whose stage configs the plain script replays
+        record = next((tmp / "results").rglob("resnet18.json"))
+        harness_times, plain_times = [], []
+        for i in range(args.repeat):
+            harness_times.append(_timed(harness_cmd, env))
+            work = tmp / f"plain{i}"
+            work.mkdir()
+            plain_times.append(_timed([sys.executable, str(PLAIN), str(record), str(work)], env))
+        h, p = statistics.median(harness_times), statistics.median(plain_times)
+        stages = [s["name"] for s in json.loads(record.read_text())["stages"]]
+    print(f"cell {args.session}/resnet18, stages {stages}, {args.repeat} runs each, interleaved")
+    print(f"harness: median {h:.2f} s  ({', '.join(f'{t:.2f}' for t in harness_times)})")
+    print(f"plain:   median {p:.2f} s  ({', '.join(f'{t:.2f}' for t in plain_times)})")
+    print(f"ratio harness/plain: {h / p:.2f}x  (target <= 1.20x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
