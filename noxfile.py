@@ -48,6 +48,15 @@ HOST_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 CELL_SIDE_EXTRAS = ["setuptools", "tabulate"]
 
 
+def _run_harness(s: nox.Session, *args: str) -> None:
+    try:
+        s.run("python", "-m", "harness", *args)
+    except CommandFailed as exc:
+        if getattr(exc, "return_code", None) == 2:
+            sys.exit(2)  # bad input: the harness printed its one line
+        raise
+
+
 def _cell_session(name: str, version: str):
     session = MATRIX.session(name)
 
@@ -62,13 +71,7 @@ def _cell_session(name: str, version: str):
         except CommandFailed:
             _user_error(f"{MATRIX_PATH}: paddle.\"{version}\": cannot install {' '.join(packages)} for "
                         f"Python {s.python} here (installer output above); fix the version or its python.")
-        try:
-            s.run("python", "-m", "harness", "run", "--matrix", str(MATRIX_PATH),
-                  "--session", name, "--paddle", version, *s.posargs)
-        except CommandFailed as exc:
-            if getattr(exc, "return_code", None) == 2:
-                sys.exit(2)  # bad input: the harness printed its one line
-            raise
+        _run_harness(s, "run", "--matrix", str(MATRIX_PATH), "--session", name, "--paddle", version, *s.posargs)
 
     run.__doc__ = f"{session.description or name} · Paddle {version}"
     return run
@@ -87,6 +90,33 @@ for _session in MATRIX.sessions.values():
         )(_cell_session(_session.name, _version))
 
 
+def _portability_session(version: str):
+    def run(s: nox.Session) -> None:
+        cpu = MATRIX.session("cpu_fp32")
+        s.install(*MATRIX.packages(cpu, version), *CELL_SIDE_EXTRAS, silent=True)
+        _run_harness(s, "port", *s.posargs)
+
+    run.__doc__ = f"Other versions' cpu_fp32 exports, run by Paddle {version}"
+    return run
+
+
+# After the cell sessions, so that `nox -t cpu` runs them once every version has exported.
+for _version in MATRIX.session("cpu_fp32").versions if "cpu_fp32" in MATRIX.sessions else []:
+    _default = _version == MATRIX.run["default_paddle"]
+    nox.session(
+        name="portability" if _default else f"portability@{_version}",
+        python=MATRIX.version(_version)["python"],
+        tags=["cpu", "portability", f"paddle-{_version}"],
+    )(_portability_session(_version))
+
+
+@nox.session(python=HOST_PYTHON)
+def regress(s: nox.Session) -> None:
+    """Cross-version report (``-- --base 3.2.2 --head 3.3.1``); exit 1 when a stage regressed."""
+    s.install("tabulate", "numpy", silent=True)
+    _run_harness(s, "regress", *s.posargs)
+
+
 @nox.session(python=HOST_PYTHON)
 def tests(s: nox.Session) -> None:
     """The test suite, on real Paddle (CPU, the matrix's default version)."""
@@ -95,11 +125,11 @@ def tests(s: nox.Session) -> None:
     s.run("pytest", *(s.posargs or ["-q"]), env={"HARNESS_TEST_PADDLE": default})
 
 
-@nox.session(python=HOST_PYTHON, venv_backend="uv|virtualenv")
+@nox.session(python=HOST_PYTHON)
 def report(s: nox.Session) -> None:
     """Merge every result record of a run into markdown (``-- --run NAME``)."""
-    s.install("tabulate", "numpy")
-    s.run("python", "-m", "harness", "report", *s.posargs)
+    s.install("tabulate", "numpy", silent=True)
+    _run_harness(s, "report", *s.posargs)
 
 
 @nox.session(python=HOST_PYTHON)

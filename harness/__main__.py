@@ -40,6 +40,25 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--run", dest="run_name", default="default")
     report.add_argument("--out", type=Path, help="markdown file (default: <results>/<run>/report.md)")
 
+    regress = sub.add_parser("regress", help="cross-version report: transitions, drift, agreement, portability")
+    regress.add_argument("--results", type=Path, default=Path("results"))
+    regress.add_argument("--run", dest="run_name", default="default")
+    regress.add_argument("--base", help="base Paddle version (default: every older version)")
+    regress.add_argument("--head", help="head Paddle version (default: the newest with records)")
+    regress.add_argument("--out", type=Path, help="markdown file (default: <results>/<run>/regression.md)")
+
+    port = sub.add_parser("port", help="run other versions' exports with this environment's Paddle")
+    port.add_argument("--results", type=Path, default=Path("results"))
+    port.add_argument("--run", dest="run_name", default="default")
+    port.add_argument("--session", default="cpu_fp32", help="whose exports to load (default: %(default)s)")
+    port.add_argument("--model", action="append")
+
+    load = sub.add_parser("load", help="(cell side) run one exported model once with the baseline config")
+    load.add_argument("--program", type=Path, required=True)
+    load.add_argument("--params", type=Path)
+    load.add_argument("--inputs", type=Path, required=True)
+    load.add_argument("--out", type=Path, required=True)
+
     cell = sub.add_parser("cell", help="(cell side) run one cell in this Paddle environment")
     cell.add_argument("--spec", type=Path, required=True)
     cell.add_argument("--work", type=Path, required=True)
@@ -83,6 +102,25 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_regress(args: argparse.Namespace) -> int:
+    from . import regress
+
+    return regress.run(args.results / args.run_name, args.base, args.head, args.out)
+
+
+def _cmd_port(args: argparse.Namespace) -> int:
+    from . import portability
+
+    results = portability.run(args.results / args.run_name, args.session, args.model)
+    return 0 if all(r["status"] in ("pass", "skip") for r in results) else 1
+
+
+def _cmd_load(args: argparse.Namespace) -> int:
+    from .cell import load
+
+    return load.main(args.program, args.params, args.inputs, args.out)
+
+
 def _cmd_cell(args: argparse.Namespace) -> int:
     from .cell import worker
 
@@ -91,7 +129,8 @@ def _cmd_cell(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
-    handler = {"run": _cmd_run, "report": _cmd_report, "cell": _cmd_cell}[args.command]
+    handler = {"run": _cmd_run, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
+               "load": _cmd_load, "cell": _cmd_cell}[args.command]
     try:
         return handler(args)
     except UserError as exc:

@@ -210,6 +210,9 @@ def run_session(matrix: Any, session: str, version: str, *, results: Path,
     launcher = launcher or LocalLauncher()
     records = []
     for spec in cells:
+        # One version-neutral checkpoint per (mode, model) and run: every session and
+        # Paddle version of the run computes with the same weights.
+        spec["checkpoint"] = str(Path(results) / "checkpoints" / spec["mode"] / f"{spec['model']['name']}.npz")
         path = cell_record_path(results, spec["id"])
         if path.exists() and not force:
             record = load_record(path)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import time
 import traceback
@@ -228,7 +229,11 @@ class Cell:
         t = time.perf_counter()
         paddle.seed(spec["seed"])
         compat.set_flags_for_determinism()
-        losses = _phase("train", lambda: lite_train(paddle, layer, input_spec, arrays, spec["train_steps"], spec["seed"]))
+        weights = self.load_checkpoint(layer)
+        losses: List[float] = []
+        if weights is None:
+            losses = _phase("train", lambda: lite_train(paddle, layer, input_spec, arrays, spec["train_steps"], spec["seed"]))
+            weights = self.save_checkpoint(layer)
         timings["train"] = time.perf_counter() - t
         layer.eval()
 
@@ -253,8 +258,51 @@ class Cell:
             "output_shapes": {label: list(a.shape) for label, a in outputs},
             "export": files,
             "losses": losses,
+            "weights": weights,
             "timings": {k: round(v, 4) for k, v in timings.items()},
         }
+
+    # -- version-neutral weights ------------------------------------------------
+    def _checkpoint_meta(self) -> Dict[str, Any]:
+        spec = self.spec
+        return {"factory": spec["model"]["factory"], "mode": spec["mode"], "seed": spec["seed"],
+                "train_steps": spec["train_steps"], "inputs": spec["model"].get("inputs", {})}
+
+    def load_checkpoint(self, layer: Any) -> Optional[Dict[str, Any]]:
+        """Load the run's shared checkpoint of this model, if one was trained already.
+
+        The first cell of a run to train a model saves its state as plain ``.npz``; every
+        other cell (another session, another Paddle version) loads it, so versions are
+        compared on the same weights. A checkpoint made for another factory, seed or input
+        shape is ignored and overwritten.
+        """
+        path = self.spec.get("checkpoint")
+        if not path or not Path(path).exists():
+            return None
+        with np.load(path) as data:
+            meta = json.loads(str(data["__meta__"])) if "__meta__" in data.files else None
+            if meta != self._checkpoint_meta():
+                return None
+            state = {k: data[k] for k in data.files if k != "__meta__"}
+        own = layer.state_dict()
+        if set(own) != set(state):
+            missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))
+            raise RuntimeError(f"checkpoint {path} does not fit this Paddle's model: missing {missing[:5]}, "
+                               f"unexpected {extra[:5]}")
+        layer.set_state_dict({k: self.paddle.to_tensor(v) for k, v in state.items()})
+        return {"source": "checkpoint", "path": str(path), "sha256": _sha256(Path(path))}
+
+    def save_checkpoint(self, layer: Any) -> Dict[str, Any]:
+        path = self.spec.get("checkpoint")
+        if not path:
+            path = str(self.work / "weights.npz")
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        arrays = {k: v.numpy() for k, v in layer.state_dict().items()}
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+        np.savez(tmp, __meta__=np.array(json.dumps(self._checkpoint_meta())), **arrays)
+        os.replace(tmp, path)
+        return {"source": "trained", "path": str(path), "sha256": _sha256(path)}
 
     def build_model(self):
         factory_path = self.spec["model"]["factory"]
@@ -418,6 +466,16 @@ def _signature_specs(input_spec: List[Any]) -> List[Any]:
         else:
             out.append(item)
     return out
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _plain(knobs: Dict[str, Any]) -> Dict[str, Any]:

@@ -1,0 +1,111 @@
+"""Host side: artifact portability, a model exported by Paddle X run by Paddle Y.
+
+``python -m harness port`` runs in Paddle Y's environment (``nox -s portability@Y``). For every
+cell of the run exported by another version, it loads the export in a fresh process (some
+pairs crash: a 3.0 ``.json`` loaded by 2.6.2 segfaults), runs it on the cell's inputs and
+compares with the exporting version's own baseline outputs at fp32 tolerance. One record per
+(exporter, loader, model) under ``results/<run>/portability/``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from .compare import compare_arrays
+from .errors import UserError
+from .records import atomic_write_json, load_records
+from .runner import REPO_ROOT, signal_name
+
+LOAD_TIMEOUT = 300
+
+
+def this_paddle() -> str:
+    """The Paddle version of this environment, read without importing paddle."""
+    for dist in ("paddlepaddle", "paddlepaddle-gpu"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    raise UserError("no Paddle installed in this environment; run `python -m harness port` inside a Paddle env "
+                    "(nox -s portability@<version>).")
+
+
+def port_one(record: Dict[str, Any], loader: str, out_dir: Path, python: str) -> Dict[str, Any]:
+    work = Path(record["_path"]).with_suffix("")
+    export = record["setup"]["export"]
+    program = work / "export" / Path(export["program"]).name
+    params = work / "export" / Path(export["params"]).name if export.get("params") else None
+    cell = record["cell"]
+    result: Dict[str, Any] = {
+        "kind": "portability", "exported_by": cell["paddle"], "loaded_by": loader,
+        "session": cell["session"]["name"], "mode": cell["mode"], "model": cell["model"]["name"],
+        "format": export.get("format"), "program": str(program),
+    }
+    out = out_dir / f"{cell['model']['name']}.outputs.npz"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [python, "-m", "harness", "load", "--program", str(program), "--inputs", str(work / "inputs.npz"),
+           "--out", str(out)]
+    if params:
+        cmd += ["--params", str(params)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+    started = time.time()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=LOAD_TIMEOUT, env=env,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        result.update(status="timeout", message=f"loading ran over {LOAD_TIMEOUT} s")
+        return result
+    result["seconds"] = round(time.time() - started, 3)
+    tail = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    if proc.returncode < 0:
+        result.update(status="crash", signal=signal_name(proc.returncode),
+                      message=f"loader died with {signal_name(proc.returncode)}", stderr_tail="\n".join(tail[-8:]))
+        return result
+    if proc.returncode != 0:
+        result.update(status="error", message=tail[-1] if tail else f"exit code {proc.returncode}")
+        return result
+    reference = work / "baseline.npz"
+    if not reference.exists():
+        result.update(status="skip", message="the exporting version has no baseline outputs to compare with")
+        return result
+    with np.load(reference) as ref, np.load(out) as got:
+        if len(ref.files) != len(got.files):
+            result.update(status="fail", message=f"{len(got.files)} outputs, the exporter's baseline has {len(ref.files)}")
+            return result
+        tol = cell["tolerances"]["fp32"]
+        stats = [compare_arrays(ref[f"o{i}"], got[f"o{i}"], tol["atol"], tol["rtol"]) for i in range(len(ref.files))]
+    worst = max(stats, key=lambda s: (s["status"] != "pass", s.get("max_abs") or 0.0))
+    result.update(status="fail" if any(s["status"] != "pass" for s in stats) else "pass",
+                  max_abs=worst.get("max_abs"), max_rel=worst.get("max_rel"), message=worst.get("note", ""))
+    return result
+
+
+def run(results: Path, session: str, models: Optional[List[str]], python: Optional[str] = None) -> List[Dict[str, Any]]:
+    if not results.is_dir():
+        raise UserError(f"--results/--run: {results} does not exist; run the sessions of other versions first.")
+    loader = this_paddle()
+    records = [r for r in load_records(results)
+               if r["cell"]["session"]["name"] == session and r["cell"]["paddle"] != loader
+               and r["setup"].get("status") == "pass" and (not models or r["cell"]["model"]["name"] in models)]
+    if not records:
+        print(f"[harness] nothing to port: no {session} records exported by a Paddle other than {loader} "
+              f"under {results} (run `nox -s {session}@<version>` for other versions first)")
+        return []
+    done = []
+    for record in records:
+        cell = record["cell"]
+        out_dir = results / "portability" / cell["paddle"] / loader / session / cell["mode"]
+        result = port_one(record, loader, out_dir, python or sys.executable)
+        atomic_write_json(out_dir / f"{cell['model']['name']}.json", result)
+        print(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
+              f"{result['status']} {result.get('message', '')}".rstrip(), flush=True)
+        done.append(result)
+    return done
