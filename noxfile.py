@@ -44,8 +44,9 @@ except UserError as exc:
     _user_error(str(exc))
 
 HOST_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
-# A uv-made venv cannot import paddle without setuptools; tabulate prints the tables.
-CELL_SIDE_EXTRAS = ["setuptools", "tabulate"]
+# A uv-made venv cannot import paddle without setuptools; tabulate prints the tables;
+# openpyxl and matplotlib write the per-tensor sheets and plots of the root-cause step.
+CELL_SIDE_EXTRAS = ["setuptools", "tabulate", "openpyxl", "matplotlib"]
 
 
 def _run_harness(s: nox.Session, *args: str) -> None:
@@ -121,7 +122,7 @@ def regress(s: nox.Session) -> None:
 def tests(s: nox.Session) -> None:
     """The test suite, on real Paddle (CPU, the matrix's default version)."""
     default = MATRIX.run["default_paddle"]
-    s.install("pytest", "nox", "uv", "tabulate", *MATRIX.version(default)["packages"], "setuptools")
+    s.install("pytest", "nox", "uv", *MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS)
     s.run("pytest", *(s.posargs or ["-q"]), env={"HARNESS_TEST_PADDLE": default})
 
 

@@ -53,6 +53,26 @@ def _parser() -> argparse.ArgumentParser:
     port.add_argument("--session", default="cpu_fp32", help="whose exports to load (default: %(default)s)")
     port.add_argument("--model", action="append")
 
+    diff = sub.add_parser("diff", help="per-tensor diff of an exported model between two predictor configs")
+    diff.add_argument("--model-dir", type=Path, required=True, help="folder with <prefix>.json|.pdmodel + .pdiparams")
+    diff.add_argument("--base", default="cpu_fp32", help="reference config (default: %(default)s)")
+    diff.add_argument("--test", required=True, help="config to check, e.g. cpu_onednn_bf16")
+    diff.add_argument("--inputs", type=Path, help=".npz of inputs by name (e.g. a cell's inputs.npz)")
+    diff.add_argument("--shape", action="append", help="NAME=D1,D2,... for inputs with free dims (repeatable)")
+    diff.add_argument("--seed", type=int, default=0)
+    diff.add_argument("--atol", type=float, default=1e-4)
+    diff.add_argument("--rtol", type=float, default=1e-4)
+    diff.add_argument("--names", help="only these tensors (comma-separated)")
+    diff.add_argument("--regex", help="only tensors whose name or op type matches")
+    diff.add_argument("--segment", nargs=2, metavar=("FIRST", "LAST"), help="tensors between two names, inclusive")
+    diff.add_argument("--engine-info", help="TensorRT inspector engine_info_*.json: its layer outputs")
+    diff.add_argument("--formats", default="csv,xlsx,md,png")
+    diff.add_argument("--out", type=Path, help="output folder (default: results/diff/<model>-<base>-vs-<test>)")
+
+    diff_worker = sub.add_parser("diff-worker", help="(cell side) the Paddle half of diff")
+    diff_worker.add_argument("--request", type=Path, required=True)
+    diff_worker.add_argument("--out", type=Path, required=True)
+
     load = sub.add_parser("load", help="(cell side) run one exported model once with the baseline config")
     load.add_argument("--program", type=Path, required=True)
     load.add_argument("--params", type=Path)
@@ -121,6 +141,18 @@ def _cmd_load(args: argparse.Namespace) -> int:
     return load.main(args.program, args.params, args.inputs, args.out)
 
 
+def _cmd_diff(args: argparse.Namespace) -> int:
+    from . import diff
+
+    return diff.run(args)
+
+
+def _cmd_diff_worker(args: argparse.Namespace) -> int:
+    from .cell import diff_worker
+
+    return diff_worker.main(args.request, args.out)
+
+
 def _cmd_cell(args: argparse.Namespace) -> int:
     from .cell import worker
 
@@ -130,7 +162,7 @@ def _cmd_cell(args: argparse.Namespace) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
-               "load": _cmd_load, "cell": _cmd_cell}[args.command]
+               "load": _cmd_load, "diff": _cmd_diff, "diff-worker": _cmd_diff_worker, "cell": _cmd_cell}[args.command]
     try:
         return handler(args)
     except UserError as exc:

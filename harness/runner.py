@@ -24,6 +24,7 @@ from .errors import UserError
 from .records import RECORD_SCHEMA, WORKAROUND_SEP, Journal, workaround_label, atomic_write_json, cell_record_path, cell_work_dir, load_record
 
 SETUP = "setup"
+ANALYSIS = "analysis:"  # root-cause entries of the journal: shown, never part of the verdict
 REPO_ROOT = Path(__file__).resolve().parent.parent
 POLL_SECONDS = 0.05
 
@@ -138,6 +139,8 @@ def run_cell(spec: Dict[str, Any], results: Path, launcher: Any) -> Dict[str, An
             journal.finish(stage, result)
             if WORKAROUND_SEP in stage:
                 result["workaround"] = workaround_label(stage)
+            if stage.startswith(ANALYSIS):
+                result["stage"] = "?"
             if stage == SETUP or launches > 3 * len(spec["stages"]) + 2:
                 break
             # Restart the worker: it resumes after the stage that killed it, and exits
@@ -149,7 +152,9 @@ def build_record(spec: Dict[str, Any], finished: Dict[str, Dict[str, Any]], laun
                  seconds: float, launcher: Any) -> Dict[str, Any]:
     setup = finished.get(SETUP, {"status": "crash", "message": "the worker never reported"})
     # Journal order: each stage followed by its workaround variant, if one ran.
-    stages = [dict(result, name=name) for name, result in finished.items() if name != SETUP]
+    stages = [dict(result, name=name) for name, result in finished.items()
+              if name != SETUP and not name.startswith(ANALYSIS)]
+    analysis = {name[len(ANALYSIS):]: result for name, result in finished.items() if name.startswith(ANALYSIS)}
     for name in spec["stages"]:
         if name in finished:
             continue
@@ -168,6 +173,7 @@ def build_record(spec: Dict[str, Any], finished: Dict[str, Dict[str, Any]], laun
         "setup": {k: v for k, v in setup.items() if k != "paddle"},
         "stages": stages,
         "verdict": verdict,
+        "analysis": analysis,
         "launches": launches,
         "launcher": launcher.kind,
         "seconds": round(seconds, 3),

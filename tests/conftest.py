@@ -8,7 +8,7 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import pytest
 
@@ -43,15 +43,16 @@ precision = "bf16"
 
 
 def matrix_text(version: str, models: Dict[str, str], *, bf16_tol: float = 5e-2, stage_timeout: float = 120,
-                extra: str = "") -> str:
+                extra: str = "", other_versions: Sequence[str] = ()) -> str:
     lines = [
         "[run]",
         f'default_paddle = "{version}"',
         "train_steps = 1",
         f"stage_timeout = {stage_timeout}",
-        f'[paddle."{version}"]',
-        'python = "3.11"',
-        f'packages = ["paddlepaddle=={version}"]',
+    ]
+    for v in (version, *other_versions):
+        lines += [f'[paddle."{v}"]', 'python = "3.11"', f'packages = ["paddlepaddle=={v}"]']
+    lines += [
         SESSIONS,
         "[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4",
         f"[tolerances.bf16]\natol = {bf16_tol}\nrtol = {bf16_tol}",
@@ -101,6 +102,12 @@ def one_line_error(proc: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     return lines[0]
+
+
+@pytest.fixture(scope="session")
+def nox_envdir(tmp_path_factory) -> Path:
+    """One envdir for every nox-driven test: each Paddle env is built once per test run."""
+    return tmp_path_factory.mktemp("nox-envs")
 
 
 __all__: List[str] = ["run_harness", "load_record", "stages_by_name", "one_line_error"]

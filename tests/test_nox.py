@@ -17,7 +17,7 @@ NOX = shutil.which("nox")
 pytestmark = pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")
 
 
-def _nox(*args: str, matrix: Path = None, timeout: float = 900) -> subprocess.CompletedProcess:
+def nox_run(*args: str, matrix: Path = None, timeout: float = 900) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.pop("HARNESS_MATRIX", None)
     if matrix is not None:
@@ -27,7 +27,7 @@ def _nox(*args: str, matrix: Path = None, timeout: float = 900) -> subprocess.Co
 
 
 def test_nox_lists_every_session_with_its_tags():
-    proc = _nox("-l", "--json")
+    proc = nox_run("-l", "--json")
     assert proc.returncode == 0, proc.stderr
     sessions = {s["name"]: s for s in json.loads(proc.stdout)}
     for name in ("cpu_fp32", "cpu_onednn_fp32", "cpu_onednn_bf16", "gpu_fp32", "gpu_fp16",
@@ -39,19 +39,19 @@ def test_nox_lists_every_session_with_its_tags():
     assert sessions["gpu_trt_fp16"]["tags"][:3] == ["gpu", "trt", "fp16"]
 
 
-def test_gpu_sessions_skip_with_a_reason_when_there_is_no_gpu(tmp_path):
+def test_gpu_sessions_skip_with_a_reason_when_there_is_no_gpu(nox_envdir):
     if shutil.which("nvidia-smi"):
         pytest.skip("a GPU driver is present: the GPU session would really run")
-    proc = _nox("-s", "gpu_trt_fp16", "--envdir", str(tmp_path / "envs"))
+    proc = nox_run("-s", "gpu_trt_fp16", "--envdir", str(nox_envdir))
     assert proc.returncode == 0, proc.stderr
     assert "no NVIDIA GPU on this machine" in proc.stderr
     assert "skipped" in proc.stderr.lower()
 
 
-def test_a_session_runs_end_to_end_in_its_own_env(tmp_path, write_matrix):
+def test_a_session_runs_end_to_end_in_its_own_env(tmp_path, write_matrix, nox_envdir):
     matrix = write_matrix({"clean": "tests.factories:clean"})
     results = tmp_path / "results"
-    proc = _nox("-s", "cpu_onednn_fp32", "--envdir", str(tmp_path / "envs"), "--",
+    proc = nox_run("-s", "cpu_onednn_fp32", "--envdir", str(nox_envdir), "--",
                 "--results", str(results), matrix=matrix)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
@@ -66,15 +66,15 @@ def test_a_session_runs_end_to_end_in_its_own_env(tmp_path, write_matrix):
     assert (proc.returncode == 0) == (record["verdict"]["status"] == "pass")
 
 
-def test_bad_input_through_nox_is_one_line_and_exit_2(tmp_path, write_matrix, paddle_version):
+def test_bad_input_through_nox_is_one_line_and_exit_2(tmp_path, write_matrix, nox_envdir):
     bad = tmp_path / "bad.toml"
     bad.write_text("[run]\nseed = 'x'\n")
-    proc = _nox("-l", matrix=bad)
+    proc = nox_run("-l", matrix=bad)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {bad}")
 
     matrix = write_matrix({"clean": "tests.factories:clean"})
-    proc = _nox("-s", "cpu_fp32", "--envdir", str(tmp_path / "envs"), "--", "--model", "nope",
+    proc = nox_run("-s", "cpu_fp32", "--envdir", str(nox_envdir), "--", "--model", "nope",
                 "--results", str(tmp_path / "r"), matrix=matrix)
     assert proc.returncode == 2
     output = proc.stdout + proc.stderr  # nox passes the command's stderr through its stdout
@@ -89,7 +89,7 @@ def test_an_uninstallable_paddle_version_is_one_line_and_exit_2(tmp_path):
         '[sessions.cpu_fp32]\ndevice = "cpu"\nbackend = "native"\nprecision = "fp32"\n'
         '[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4\n[models.m]\nfactory = "harness.models:resnet18"\n'
     )
-    proc = _nox("-s", "cpu_fp32", "--envdir", str(tmp_path / "envs"), matrix=matrix)
+    proc = nox_run("-s", "cpu_fp32", "--envdir", str(tmp_path / "envs"), matrix=matrix)
     assert proc.returncode == 2
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("error:") and 'paddle."2.4.0"' in last and "cannot install" in last

@@ -19,8 +19,11 @@ Nothing else in the harness looks at ``paddle.__version__``: every difference be
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -211,11 +214,17 @@ def _enable_trt(config: "paddle_infer.Config", trt: Dict[str, Any], shapes: Dict
     if shapes:
         config.set_trt_dynamic_shape_info(shapes, shapes, shapes)
     if trt.get("disabled_ops"):
+        # Legacy programs only; PIR programs go through paddle.tensorrt.convert(disable_ops=...).
         config.exp_disable_tensorrt_ops(list(trt["disabled_ops"]))
 
 
 def create_predictor(config: "paddle_infer.Config") -> Any:
     return paddle_infer.create_predictor(config)
+
+
+def register_output_hook(predictor: Any, hook: Any) -> None:
+    """``hook(op_type, var_name, tensor)`` after every op, every run (2.6-3.3)."""
+    predictor.register_output_hook(hook)
 
 
 def input_names(predictor: Any) -> List[str]:
@@ -239,6 +248,64 @@ def run_predictor(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str], Lis
     predictor.run()
     out_names = list(predictor.get_output_names())
     return out_names, [predictor.get_output_handle(n).copy_to_cpu() for n in out_names]
+
+
+# -- passes ------------------------------------------------------------------
+
+_PIR_PASS = re.compile(r"Running PIR pass \[([A-Za-z0-9_]+)\]")
+
+
+class _Captured:
+    text = ""
+
+
+@contextlib.contextmanager
+def captured_native_output():
+    """Capture what native code writes to fds 1 and 2 (then write it back, so logs keep it)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    holder = _Captured()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    with tempfile.TemporaryFile() as tmp:
+        for fd in (1, 2):
+            os.dup2(tmp.fileno(), fd)
+        try:
+            yield holder
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
+            tmp.seek(0)
+            data = tmp.read()
+            os.write(2, data)
+            holder.text = data.decode("utf-8", "replace")
+
+
+def pass_list(files: Dict[str, str], knobs: Dict[str, Any]) -> Tuple[str, List[str]]:
+    """The IR passes a predictor with ``knobs`` runs, in order, and which IR they belong to.
+
+    Legacy programs: the config's pass builder lists them. PIR programs: no API lists them;
+    they are read from the native log lines ``--- Running PIR pass [name]`` printed while the
+    predictor is built.
+    """
+    config = make_config(files, **knobs)
+    if files.get("format") == "pir":
+        with captured_native_output() as out:
+            predictor = create_predictor(config)
+        del predictor
+        return "pir", list(dict.fromkeys(_PIR_PASS.findall(re.sub(r"\x1b\[[0-9;]*m", "", out.text))))
+    return "legacy", list(config.pass_builder().all_passes())
+
+
+def program_op_types(files: Dict[str, str], knobs: Dict[str, Any], feeds: Dict[str, Any]) -> List[str]:
+    """Op types the program executes (from an output hook), e.g. to bisect TensorRT op types."""
+    predictor = create_predictor(make_config(files, **dict(knobs, trt=None, device="cpu", onednn=False)))
+    seen: List[str] = []
+    register_output_hook(predictor, lambda op, name, t: seen.append(op.split(":")[0].split(".")[-1]))
+    run_predictor(predictor, feeds)
+    return list(dict.fromkeys(seen))
 
 
 def set_flags_for_determinism() -> None:

@@ -30,6 +30,7 @@ from ..errors import UserError
 from ..records import WORKAROUND_SEP, Journal, workaround_label
 
 SETUP = "setup"
+ANALYSIS = "analysis:"
 # Stages that switch one knob on; the knob has the stage's name in stage_knobs().
 KNOB_STAGES = ("memory", "ir")
 
@@ -202,7 +203,111 @@ class Cell:
                 result["workaround"] = workaround_label(stage)
             self.journal.finish(stage, result)
             done[stage] = result
+        self.analyse(done)
         return 0
+
+    # -- root cause of the first numeric failure ----------------------------
+    def analyse(self, done: Dict[str, Dict[str, Any]]) -> None:
+        """Per-tensor diff and culprit search for the first stage that failed on numbers.
+
+        ``baseline`` failing means dygraph and the predictor disagree: there is no second
+        predictor to diff against, so nothing runs. Errors and crashes have Paddle's message.
+        """
+        target = next((name for name, r in done.items()
+                       if name not in (SETUP, "baseline") and not name.startswith(ANALYSIS)
+                       and r.get("status") == "fail"), None)
+        if target is None:
+            return
+        knobs = dict(done[target].get("config") or {})
+        precision = self.stage_precision(target)
+        tol = self.spec["tolerances"][precision]
+        for kind, fn in ((ANALYSIS + "diff", self.tensor_diff), (ANALYSIS + "bisect", self.bisect)):
+            if kind in done:
+                continue
+            self.journal.start(kind)
+            started = time.perf_counter()
+            try:
+                result = fn(target, knobs, tol)
+            except UserError as exc:
+                result = {"status": "error", "message": str(exc)}
+            except Exception as exc:
+                traceback.print_exc()
+                result = {"status": "error", "message": paddle_message(exc)}
+            result.setdefault("stage", target)
+            result["seconds"] = round(time.perf_counter() - started, 3)
+            self.journal.finish(kind, result)
+            done[kind] = result
+
+    def tensor_diff(self, stage: str, knobs: Dict[str, Any], tol: Dict[str, float]) -> Dict[str, Any]:
+        from .. import tensor_report
+        from . import layerwise
+
+        setup = self.journal.finished()[SETUP]
+        feeds = dict(np.load(self.work / "inputs.npz"))
+        out = self.work / "tensors"
+        base = self.stage_knobs("baseline")
+        result = layerwise.run_diff(setup["export"], feeds, base, knobs, out / "dump", tol["atol"], tol["rtol"])
+        title = f"{self.spec['id']}: baseline vs {stage}"
+        try:
+            files = tensor_report.write_all(out, result, title)
+        except ImportError as exc:  # openpyxl / matplotlib missing in this env: keep what we can
+            files = tensor_report.write_all(out, result, title, ["csv", "md"])
+            files["missing"] = str(exc)
+        first = result.get("first_divergence")
+        return {
+            "status": "done", "files": files, "summary": tensor_report.summary_line(result),
+            "first_divergence": {k: first[k] for k in ("index", "op", "name", "max_abs", "max_rel")} if first else None,
+            "tensors": len(result["rows"]), "unmatched": len(result["unmatched"]),
+            "hooks_changed_output": result["hooks_changed_output"],
+        }
+
+    def bisect(self, stage: str, knobs: Dict[str, Any], tol: Dict[str, float]) -> Dict[str, Any]:
+        import math
+
+        from ..search import FAIL, INVALID, PASS, find_culprits
+
+        compat = self.compat
+        setup = self.journal.finished()[SETUP]
+        files = setup["export"]
+        feeds = dict(np.load(self.work / "inputs.npz"))
+        labels = setup["outputs"]
+        ref_file = "baseline.npz" if (self.work / "baseline.npz").exists() else "dygraph.npz"
+        reference = self._load_outputs(ref_file, labels)
+        if knobs.get("trt"):
+            kind, ir = "tensorrt_ops", None
+            items = compat.program_op_types(files, knobs, feeds)
+        elif knobs.get("ir"):
+            kind = "passes"
+            ir, items = compat.pass_list(files, knobs)
+        else:
+            return {"status": "skip", "message": f"{stage} runs no IR passes or TensorRT ops to search"}
+        messages: List[str] = []
+
+        def probe(disabled: List[str]) -> str:
+            trial = dict(knobs)
+            if kind == "passes":
+                trial["deleted_passes"] = disabled
+            else:
+                trial["trt"] = dict(knobs["trt"], disabled_ops=disabled)
+            try:
+                predictor = compat.create_predictor(compat.make_config(files, **trial))
+                _, got = compat.run_predictor(predictor, feeds)
+            except Exception as exc:
+                messages.append(paddle_message(exc))
+                return INVALID
+            ok = len(got) == len(reference) and all(
+                compare_arrays(r, g, tol["atol"], tol["rtol"])["status"] == "pass" for r, g in zip(reference, got))
+            return PASS if ok else FAIL
+
+        found = find_culprits(items, probe)
+        n = max(len(items), 1)
+        return {
+            "status": found.status, "kind": kind, "ir": ir, "candidates": len(items), "items": items,
+            "culprits": found.culprits, "builds": found.builds,
+            "budget_one_culprit": math.ceil(math.log2(n)) + 2 if n > 1 else 2,
+            "message": found.message, "invalid_sets": len(found.invalid),
+            "invalid_messages": list(dict.fromkeys(messages))[:5], "reference": ref_file.split(".")[0],
+        }
 
     # -- setup ----------------------------------------------------------------
     def setup(self) -> Dict[str, Any]:

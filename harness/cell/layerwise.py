@@ -1,0 +1,309 @@
+"""Cell side: per-tensor (layer-wise) diff between two predictor configs of one model.
+
+Both predictors run with an output hook (``register_output_hook``, 2.6-3.3) that writes every
+tensor to disk as it is produced, so neither run holds the model's intermediates in memory;
+the comparison then streams over the pairs, loading one pair at a time (memory-mapped).
+
+Before the hook is registered each predictor runs once plain: its outputs with and without
+the hook must agree bitwise, otherwise fetching intermediates changed the result and the
+report says so.
+
+Matching (only what really corresponds is compared; the rest is listed as unmatched):
+
+* names: legacy names (``conv2d_0.tmp_0``) as they are; PIR names lose their per-predictor
+  ``0x..._`` prefix (``inner_var_111``);
+* a pair needs the same *normalized op type* (dialect prefix, ``:N`` index and the in-place
+  ``_`` dropped: ``pd_op.conv2d:0`` and ``onednn_op.conv2d:5`` are both ``conv2d``, but
+  ``onednn_op.fused_conv2d`` is not), and the same shape once oneDNN layouts are undone
+  (``layout == 'ONEDNN'`` tensors are physically NHWC under an NCHW shape);
+* when names do not line up (PIR numbers variables per predictor), tensors are paired by
+  occurrence: the k-th ``pool2d`` with the k-th ``pool2d``, only for op types that occur
+  equally often in both runs;
+* a mismatching tensor whose later matched tensors all agree again is marked *suspect* (the
+  same name holding a different tensor after a fusion) and is not taken as the first
+  divergence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..compare import compare_arrays
+from ..engine_info import engine_output_names
+from ..errors import UserError
+
+_PIR_PREFIX = re.compile(r"^0x[0-9a-fA-F]+_")
+_DIALECT = re.compile(r"^[a-z_]+_op\.")
+
+
+def key_name(raw: str) -> str:
+    return _PIR_PREFIX.sub("", raw)
+
+
+def is_fetch(name: str) -> bool:
+    """The program's outputs keep their names whatever op produces them last."""
+    return name.startswith(("fetch_name_", "save_infer_model/"))
+
+
+def normalized_op(op_type: str) -> str:
+    op = _DIALECT.sub("", op_type.split(":")[0])
+    return op[:-1] if op.endswith("_") and not op.endswith("__") else op
+
+
+def to_plain_layout(array: np.ndarray, layout: str) -> np.ndarray:
+    """Undo oneDNN's physical NHWC under a logical NCHW shape."""
+    if "ONEDNN" in str(layout).upper() or "MKLDNN" in str(layout).upper():
+        if array.ndim == 4:
+            n, c, h, w = array.shape
+            return np.ascontiguousarray(array.reshape(n, h, w, c).transpose(0, 3, 1, 2))
+    return array
+
+
+def dump(predictor: Any, feeds: Dict[str, np.ndarray], out_dir: Path) -> Dict[str, Any]:
+    """Run once plain, once hooked; every hooked tensor goes straight to ``out_dir``."""
+    from . import compat
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _, plain = compat.run_predictor(predictor, feeds)
+    index: List[Dict[str, Any]] = []
+
+    def hook(op_type: str, var_name: str, tensor: Any) -> None:
+        try:
+            array = np.asarray(tensor.numpy())
+        except Exception as exc:  # some hooked vars (e.g. uninitialised) cannot be read
+            index.append({"op": op_type, "raw": var_name, "error": str(exc).splitlines()[0][:200]})
+            return
+        layout = getattr(tensor, "layout", "")
+        layout = layout() if callable(layout) else layout
+        array = to_plain_layout(array, str(layout))
+        path = out_dir / f"{len(index):05d}.npy"
+        np.save(path, array)
+        index.append({"op": op_type, "raw": var_name, "layout": str(layout), "shape": list(array.shape),
+                      "dtype": str(array.dtype), "file": path.name})
+
+    compat.register_output_hook(predictor, hook)
+    _, hooked = compat.run_predictor(predictor, feeds)
+    same = len(plain) == len(hooked) and all(
+        a.shape == b.shape and np.array_equal(a, b, equal_nan=True) for a, b in zip(plain, hooked))
+    (out_dir / "index.json").write_text(json.dumps(index))
+    return {"index": index, "hooks_changed_output": not same, "outputs": hooked}
+
+
+def match(base: List[Dict[str, Any]], test: List[Dict[str, Any]], value_of=None) -> Tuple[List[Tuple[int, int, str]], List[Dict[str, Any]]]:
+    """Pairs (base row, test row, how) and the unmatched rows with the reason."""
+    base_rows = [(i, r) for i, r in enumerate(base) if "file" in r]
+    test_rows = [(j, r) for j, r in enumerate(test) if "file" in r]
+    pairs: List[Tuple[int, int, str]] = []
+    used_b, used_t = set(), set()
+    unmatched: List[Dict[str, Any]] = []
+    by_name_test: Dict[str, List[int]] = {}
+    for j, r in test_rows:
+        by_name_test.setdefault(key_name(r["raw"]), []).append(j)
+    base_name_count: Dict[str, int] = {}
+    for _, r in base_rows:
+        base_name_count[key_name(r["raw"])] = base_name_count.get(key_name(r["raw"]), 0) + 1
+    for i, r in base_rows:
+        name = key_name(r["raw"])
+        candidates = by_name_test.get(name, [])
+        if len(candidates) != 1 or base_name_count[name] != 1:
+            continue  # a name seen several times is no identity
+        j = candidates[0]
+        t = test[j]
+        if normalized_op(r["op"]) != normalized_op(t["op"]) and not is_fetch(name):
+            unmatched.append(_unmatched(r, "base", f"same name, op differs: {normalized_op(r['op'])} vs {normalized_op(t['op'])}"))
+            unmatched.append(_unmatched(t, "test", f"same name, op differs: {normalized_op(t['op'])} vs {normalized_op(r['op'])}"))
+            used_b.add(i)
+            used_t.add(j)
+            continue
+        if r["shape"] != t["shape"]:
+            unmatched.append(_unmatched(r, "base", f"same name, shape {r['shape']} vs {t['shape']}"))
+            used_b.add(i)
+            used_t.add(j)
+            continue
+        pairs.append((i, j, "name"))
+        used_b.add(i)
+        used_t.add(j)
+    # Occurrence pairing for what names could not pair, per op type with equal counts.
+    rest_b: Dict[str, List[int]] = {}
+    rest_t: Dict[str, List[int]] = {}
+    for i, r in base_rows:
+        if i not in used_b:
+            rest_b.setdefault(normalized_op(r["op"]), []).append(i)
+    for j, r in test_rows:
+        if j not in used_t:
+            rest_t.setdefault(normalized_op(r["op"]), []).append(j)
+    for op, b_ids in rest_b.items():
+        t_ids = rest_t.get(op, [])
+        if len(b_ids) == len(t_ids) and all(base[i]["shape"] == test[j]["shape"] for i, j in zip(b_ids, t_ids)):
+            pairs.extend((i, j, "occurrence") for i, j in zip(b_ids, t_ids))
+            used_b.update(b_ids)
+            used_t.update(t_ids)
+    if value_of is not None:
+        pairs.extend(_match_by_value(base_rows, test_rows, pairs, used_b, used_t, value_of))
+    for i, r in base_rows:
+        if i not in used_b:
+            unmatched.append(_unmatched(r, "base", "no corresponding tensor in the test run"))
+    for j, r in test_rows:
+        if j not in used_t:
+            unmatched.append(_unmatched(r, "test", "no corresponding tensor in the base run"))
+    pairs.sort()
+    return pairs, unmatched
+
+
+VALUE_MATCH_COSINE = 0.999
+
+
+def _match_by_value(base_rows, test_rows, pairs, used_b, used_t, value_of):
+    """Pair what fusion renamed (``fused_conv2d`` holding conv+bn+relu) with the base tensor
+    it equals in value: same shape, between the neighbouring anchored pairs in both execution
+    orders, cosine similarity >= 0.999, the latest such base tensor (a fused op's output is the
+    last op of its pattern). Labelled ``value`` in the table: a tensor that diverged beyond
+    that similarity stays unmatched, and the run's final outputs still show the divergence."""
+    anchors = sorted(pairs)
+    found = []
+    for j, t in test_rows:
+        if j in used_t:
+            continue
+        lo = max((i for i, jj, _ in anchors if jj < j), default=-1)
+        hi = min((i for i, jj, _ in anchors if jj > j), default=10**9)
+        # Inclusive of the next anchor: a layout-conversion copy and the op before it both
+        # equal the same base tensor (many test tensors may pair with one base tensor).
+        candidates = [i for i, r in base_rows if lo <= i <= hi and r["shape"] == t["shape"]]
+        got = value_of("test", j)
+        best = None
+        for i in reversed(candidates):  # latest first: a fused op ends where its pattern ends
+            cos = _cosine(value_of("base", i), got)
+            if cos is not None and cos >= VALUE_MATCH_COSINE:
+                best = i
+                break
+        if best is not None:
+            used_b.add(best)
+            used_t.add(j)
+            found.append((best, j, "value"))
+            anchors = sorted(anchors + [(best, j, "value")])
+    return found
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> Optional[float]:
+    a = np.asarray(a, dtype=np.float64).ravel()
+    b = np.asarray(b, dtype=np.float64).ravel()
+    if a.size != b.size or a.size == 0 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return None
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 or nb == 0:
+        return None
+    return float(a @ b / (na * nb))
+
+
+def _unmatched(row: Dict[str, Any], side: str, reason: str) -> Dict[str, Any]:
+    return {"side": side, "op": row["op"], "name": key_name(row["raw"]), "shape": row.get("shape"), "reason": reason}
+
+
+def select(base: List[Dict[str, Any]], how: Dict[str, Any]) -> Optional[set]:
+    """Indices of the base rows chosen by ``how`` (None: all)."""
+    kind = how.get("kind", "all")
+    names = [key_name(r["raw"]) for r in base]
+    if kind == "all":
+        return None
+    if kind == "names":
+        wanted = set(how["names"])
+        chosen = {i for i, n in enumerate(names) if n in wanted}
+    elif kind == "regex":
+        pattern = re.compile(how["pattern"])
+        chosen = {i for i, n in enumerate(names) if pattern.search(n) or pattern.search(base[i]["op"])}
+    elif kind == "segment":
+        start, end = how["start"], how["end"]
+        if start not in names or end not in names:
+            missing = [n for n in (start, end) if n not in names]
+            raise UserError(f"--segment: no tensor named {missing} in the base run; see the names in its table.")
+        a, b = names.index(start), names.index(end)
+        chosen = set(range(min(a, b), max(a, b) + 1))
+    else:
+        raise UserError(f"--select: unknown selection {kind!r}.")
+    if not chosen:
+        raise UserError(f"--select: {how} chose no tensor of the base run ({len(names)} tensors); "
+                        f"check the names or the pattern.")
+    return chosen
+
+
+def compare_dumps(base_dir: Path, test_dir: Path, base: List[Dict[str, Any]], test: List[Dict[str, Any]],
+                  atol: float, rtol: float, chosen: Optional[set] = None) -> Dict[str, Any]:
+    def value_of(side: str, k: int) -> np.ndarray:
+        rows_, folder = (base, base_dir) if side == "base" else (test, test_dir)
+        return np.load(folder / rows_[k]["file"], mmap_mode="r")
+
+    pairs, unmatched = match(base, test, value_of)
+    rows: List[Dict[str, Any]] = []
+    for i, j, how in pairs:
+        if chosen is not None and i not in chosen:
+            continue
+        a = np.load(base_dir / base[i]["file"], mmap_mode="r")
+        b = np.load(test_dir / test[j]["file"], mmap_mode="r")
+        stats = compare_arrays(np.asarray(a), np.asarray(b), atol, rtol)
+        finite = np.asarray(a, dtype=np.float64) if a.size else np.zeros(1)
+        rows.append({
+            "index": i, "op": base[i]["op"], "test_op": test[j]["op"], "name": key_name(base[i]["raw"]),
+            "matched_by": how, "shape": base[i]["shape"], "test_shape": test[j]["shape"],
+            "mismatched": stats["mismatched"], "total": stats["total"],
+            "max_abs": stats["max_abs"], "max_rel": stats["max_rel"],
+            "min_base": float(np.nanmin(finite)) if finite.size else None,
+            "max_base": float(np.nanmax(finite)) if finite.size else None,
+            "status": stats["status"], "vacuous": stats.get("vacuous", False),
+        })
+        del a, b
+    _mark_suspects(rows)
+    first = next((r for r in rows if r["status"] != "pass" and not r.get("suspect")), None)
+    if first:
+        first["first_divergence"] = True
+    return {"rows": rows, "unmatched": unmatched, "first_divergence": first, "pairs": len(pairs),
+            "base_tensors": len(base), "test_tensors": len(test)}
+
+
+def _mark_suspects(rows: List[Dict[str, Any]], window: int = 2) -> None:
+    """A real divergence propagates to the tensors computed from it. A mismatch whose next
+    matched tensors all agree again is most likely one name holding two different tensors (a
+    fusion rewrote the op in place): it is kept in the table, marked, and not taken as the
+    first divergence."""
+    for k, row in enumerate(rows):
+        following = rows[k + 1:k + 1 + window]
+        if row["status"] != "pass" and following and all(r["status"] == "pass" for r in following):
+            row["suspect"] = "the next tensors agree again: probably one name for two tensors after a fusion"
+
+
+def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base_knobs: Dict[str, Any],
+             test_knobs: Dict[str, Any], out_dir: Path, atol: float, rtol: float,
+             selection: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Dump both runs to ``out_dir`` and compare them; the result is JSON-able."""
+    from . import compat
+
+    started = time.perf_counter()
+    dumps = {}
+    for side, knobs in (("base", base_knobs), ("test", test_knobs)):
+        config = compat.make_config(files, **dict(knobs, memory=False))
+        predictor = compat.create_predictor(config)
+        dumps[side] = dump(predictor, feeds, out_dir / side)
+        del predictor  # one predictor alive at a time
+    base_index, test_index = dumps["base"]["index"], dumps["test"]["index"]
+    chosen = None
+    if selection and selection.get("kind") == "engine_info":
+        names = set(engine_output_names(Path(selection["path"])))
+        chosen = {i for i, r in enumerate(base_index) if key_name(r["raw"]) in names}
+        if not chosen:
+            raise UserError(f"--engine-info: none of the engine's {len(names)} layer outputs is a tensor of the base run.")
+    elif selection:
+        chosen = select(base_index, selection)
+    result = compare_dumps(out_dir / "base", out_dir / "test", base_index, test_index, atol, rtol, chosen)
+    final = [compare_arrays(a, b, atol, rtol) for a, b in zip(dumps["base"]["outputs"], dumps["test"]["outputs"])]
+    result.update(
+        base_config=base_knobs, test_config=test_knobs, atol=atol, rtol=rtol,
+        hooks_changed_output={"base": dumps["base"]["hooks_changed_output"], "test": dumps["test"]["hooks_changed_output"]},
+        final_outputs=[{"status": s["status"], "max_abs": s["max_abs"], "max_rel": s["max_rel"]} for s in final],
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    return result

@@ -1,0 +1,136 @@
+"""Cross-version: real runs at two Paddle versions through nox, and the reports built on them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness import regress
+from harness.errors import UserError
+
+from .conftest import one_line_error, run_harness
+from .test_nox import NOX, nox_run
+
+OLD = "2.6.2"
+
+
+def _stage(name, status, max_abs=None):
+    stage = {"name": name, "status": status}
+    if max_abs is not None:
+        stage["worst"] = {"max_abs": max_abs}
+    return stage
+
+
+@pytest.mark.parametrize("base, head, expected", [
+    ("pass", "pass", "still pass"), ("fail", "pass", "fixed"), ("pass", "error", "regressed"),
+    ("crash", "fail", "still failing"), (None, "pass", "new"), ("pass", None, "gone"),
+    ("skip", "pass", "new"), ("pass", "skip", "gone"), ("timeout", "pass", "fixed"),
+])
+def test_transitions(base, head, expected):
+    b = _stage("ir", base) if base else None
+    h = _stage("ir", head) if head else None
+    assert regress.transition(b, h) == expected
+
+
+def test_drift_is_flagged_at_ten_times_and_from_exact():
+    assert regress.drift(_stage("ir", "pass", 1e-6), _stage("ir", "pass", 9e-6))[1] is False
+    assert regress.drift(_stage("ir", "pass", 1e-6), _stage("ir", "pass", 1e-5))[1] is True
+    text, flagged = regress.drift(_stage("ir", "pass", 0.0), _stage("ir", "pass", 3e-5))
+    assert flagged and "was exact" in text
+    assert regress.drift(_stage("ir", "pass", 0.0), _stage("ir", "pass", 0.0))[1] is False
+
+
+@pytest.fixture(scope="module")
+def two_versions(tmp_path_factory, nox_envdir):
+    """cpu_fp32 at 2.6.2 and at the newest version, same run, through nox; then portability both ways."""
+    if NOX is None:
+        pytest.skip("nox is not installed in this environment")
+    from .conftest import installed_paddle, matrix_text
+
+    head = installed_paddle()
+    root = tmp_path_factory.mktemp("xv")
+    matrix = root / "matrix.toml"
+    matrix.write_text(matrix_text(head, {"convnet": "tests.factories:clean", "resnet": "harness.models:resnet18"},
+                                  other_versions=[OLD], extra="inputs.image = { shape = [1, 3, 32, 32] }"))
+    results = root / "results"
+    runs = {}
+    for session in ("cpu_fp32", f"cpu_fp32@{OLD}", "portability", f"portability@{OLD}"):
+        proc = nox_run("-s", session, "--envdir", str(nox_envdir), "--", "--results", str(results), matrix=matrix)
+        # 0 all passed, 1 some cell or pair did not: both are results; anything else is not.
+        assert proc.returncode in (0, 1), (session, proc.stdout[-3000:], proc.stderr[-3000:])
+        runs[session] = proc
+    return {"head": head, "results": results, "runs": runs, "matrix": matrix}
+
+
+def test_both_versions_run_with_the_same_weights(two_versions):
+    results = two_versions["results"] / "default"
+    old = json.loads((results / f"cpu_fp32/{OLD}/normal/resnet.json").read_text())
+    new = json.loads((results / f"cpu_fp32/{two_versions['head']}/normal/resnet.json").read_text())
+    assert old["paddle"]["version"] == OLD and new["paddle"]["version"] == two_versions["head"]
+    assert old["setup"]["export"]["format"] == "legacy" and new["setup"]["export"]["format"] == "pir"
+    assert old["setup"]["weights"]["sha256"] == new["setup"]["weights"]["sha256"]
+    assert {old["setup"]["weights"]["source"], new["setup"]["weights"]["source"]} == {"trained", "checkpoint"}
+
+
+def test_regression_report_from_real_records(two_versions):
+    proc = run_harness("regress", "--results", str(two_versions["results"]), "--base", OLD,
+                       "--head", two_versions["head"])
+    assert proc.returncode in (0, 1), proc.stderr
+    rows = regress.regression_rows(
+        __import__("harness.records", fromlist=["x"]).load_records(two_versions["results"] / "default"),
+        OLD, two_versions["head"])
+    by = {(r["cell"].split("/")[-1], r["stage"]): r for r in rows}
+    assert by[("resnet", "baseline")]["transition"] == "still pass"
+    # Every regressed row carries the head's own message and makes the exit code 1.
+    regressed = [r for r in rows if r["transition"] == "regressed"]
+    assert (proc.returncode == 1) == bool(regressed)
+    for row in regressed:
+        assert row["message"], row
+        assert row["cell"].split("/")[-1] in proc.stdout
+    report = (two_versions["results"] / "default" / "regression.md").read_text()
+    assert f"Paddle {OLD} -> {two_versions['head']}" in report
+    assert "Same weights, same inputs" in report
+
+
+def test_versions_agree_on_the_same_weights_or_say_by_how_much(two_versions):
+    from harness.records import load_records
+
+    rows = regress.agreement_rows(load_records(two_versions["results"] / "default"), two_versions["head"])
+    resnet = [r for r in rows if r["cell"].endswith("/resnet") and r["version"] == OLD]
+    assert {r["what"] for r in resnet} == {"dygraph", "inference"}
+    for row in resnet:
+        assert row["status"] in ("pass", "fail")
+        assert row["max_abs"] is not None
+        if row["status"] == "pass":
+            assert row["max_abs"] <= 1e-3
+
+
+def test_artifact_portability_both_ways(two_versions):
+    found = regress.load_portability(two_versions["results"] / "default")
+    pairs = {(p["exported_by"], p["loaded_by"], p["model"]): p for p in found}
+    head = two_versions["head"]
+    forward = pairs[(OLD, head, "resnet")]   # a 2.6 .pdmodel run by the newer Paddle
+    backward = pairs[(head, OLD, "resnet")]  # a PIR .json run by 2.6.2
+    assert forward["format"] == "legacy" and backward["format"] == "pir"
+    assert forward["status"] in ("pass", "fail", "error", "crash")
+    assert backward["status"] in ("error", "crash", "fail", "pass")
+    if backward["status"] == "crash":
+        assert backward["signal"].startswith("SIG")
+    if backward["status"] == "error":
+        assert backward["message"]
+    report = (two_versions["results"] / "default" / "regression.md")
+    run_harness("regress", "--results", str(two_versions["results"]), "--head", head)
+    assert "Artifact portability" in report.read_text()
+
+
+def test_bad_input_unknown_version_and_nothing_in_common(two_versions, tmp_path):
+    assert "--head 9.9.9" in one_line_error(run_harness("regress", "--results", str(two_versions["results"]),
+                                                        "--head", "9.9.9"))
+    assert "does not exist" in one_line_error(run_harness("regress", "--results", str(tmp_path / "none")))
+    records = [
+        {"cell": {"paddle": OLD, "session": {"name": "cpu_fp32"}, "mode": "normal", "model": {"name": "a"}}},
+        {"cell": {"paddle": "3.3.1", "session": {"name": "cpu_fp32"}, "mode": "normal", "model": {"name": "b"}}},
+    ]
+    with pytest.raises(UserError, match="no cell in common"):
+        regress.pick_pairs(records, OLD, "3.3.1")
