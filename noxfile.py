@@ -139,3 +139,4 @@ def bench(s: nox.Session) -> None:
     default = MATRIX.run["default_paddle"]
     s.install(*MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS)
     s.run("python", "-m", "harness.bench.cell", *s.posargs)
+    s.run("python", "-m", "harness.bench.diff_memory")

@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     port.add_argument("--run", dest="run_name", default="default")
     port.add_argument("--session", default="cpu_fp32", help="whose exports to load (default: %(default)s)")
     port.add_argument("--model", action="append")
+    port.add_argument("--force", action="store_true", help="redo pairs that already have a record")
 
     diff = sub.add_parser("diff", help="per-tensor diff of an exported model between two predictor configs")
     diff.add_argument("--model-dir", type=Path, required=True, help="folder with <prefix>.json|.pdmodel + .pdiparams")
@@ -131,7 +132,7 @@ def _cmd_regress(args: argparse.Namespace) -> int:
 def _cmd_port(args: argparse.Namespace) -> int:
     from . import portability
 
-    results = portability.run(args.results / args.run_name, args.session, args.model)
+    results = portability.run(args.results / args.run_name, args.session, args.model, force=args.force)
     return 0 if all(r["status"] in ("pass", "skip") for r in results) else 1
 
 

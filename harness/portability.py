@@ -9,6 +9,7 @@ compares with the exporting version's own baseline outputs at fp32 tolerance. On
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -88,7 +89,8 @@ def port_one(record: Dict[str, Any], loader: str, out_dir: Path, python: str) ->
     return result
 
 
-def run(results: Path, session: str, models: Optional[List[str]], python: Optional[str] = None) -> List[Dict[str, Any]]:
+def run(results: Path, session: str, models: Optional[List[str]], python: Optional[str] = None,
+        force: bool = False) -> List[Dict[str, Any]]:
     if not results.is_dir():
         raise UserError(f"--results/--run: {results} does not exist; run the sessions of other versions first.")
     loader = this_paddle()
@@ -103,6 +105,13 @@ def run(results: Path, session: str, models: Optional[List[str]], python: Option
     for record in records:
         cell = record["cell"]
         out_dir = results / "portability" / cell["paddle"] / loader / session / cell["mode"]
+        path = out_dir / f"{cell['model']['name']}.json"
+        if path.exists() and not force:
+            result = json.loads(path.read_text(encoding="utf-8"))
+            print(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
+                  f"{result['status']} (recorded earlier; --force reruns)", flush=True)
+            done.append(result)
+            continue
         result = port_one(record, loader, out_dir, python or sys.executable)
         atomic_write_json(out_dir / f"{cell['model']['name']}.json", result)
         print(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "

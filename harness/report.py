@@ -61,7 +61,29 @@ def stage_rows(records: Iterable[Dict[str, Any]], max_note: int = 110) -> List[L
                 _fmt(worst.get("max_abs")), _fmt(worst.get("max_rel")),
                 _clip(stage_note(stage, first), max_note),
             ])
+        for kind, result in (record.get("analysis") or {}).items():
+            rows.append([record["id"], f"> {kind}", result.get("status", "?"), "-", "-",
+                         _clip(analysis_note(kind, result), max_note)])
     return rows
+
+
+def analysis_note(kind: str, result: Dict[str, Any]) -> str:
+    stage = result.get("stage", "?")
+    if result.get("status") in ("error", "crash", "timeout"):
+        return f"{kind} of {stage}: {result.get('message', '')}"
+    if kind == "bisect":
+        if result.get("status") == "skip":
+            return f"{stage}: {result.get('message', '')}"
+        what = "IR passes" if result.get("kind") == "passes" else "TensorRT op types"
+        culprits = ", ".join(result.get("culprits") or []) or "none"
+        text = (f"{stage}: culprit {what}: {culprits} ({result.get('builds')} builds over "
+                f"{result.get('candidates')} candidates)")
+        return text + (f"; {result['message']}" if result.get("message") else "")
+    if kind == "diff":
+        first = result.get("first_divergence")
+        where = f"first divergence at #{first['index']} {first['op']} {first['name']}" if first else "no tensor diverges"
+        return f"{stage} vs baseline: {where}; table: {(result.get('files') or {}).get('xlsx') or (result.get('files') or {}).get('csv')}"
+    return str(result.get("message", ""))
 
 
 def _clip(text: str, limit: int) -> str:
