@@ -75,7 +75,13 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -
     diff = np.zeros_like(a)
     diff[finite] = np.abs(a[finite] - b[finite])
     within = np.zeros(a.shape, dtype=bool)
-    within[finite] = diff[finite] <= tolerance_band(a[finite], atol, rtol)
+    band = tolerance_band(a[finite], atol, rtol)
+    within[finite] = diff[finite] <= band
+    # How far past (>1) or inside (<1) the tolerance the worst element is.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(band > 0, diff[finite] / np.where(band > 0, band, 1.0),
+                          np.where(diff[finite] > 0, np.inf, 0.0))
+    tol_ratio = float(ratios.max()) if ratios.size else None
     within |= special_ok
     mismatched = int(total - np.count_nonzero(within))
 
@@ -96,6 +102,7 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -
         inf_ref=int(np.count_nonzero(inf_a)),
         inf_got=int(np.count_nonzero(inf_b)),
         vacuous=vacuous,
+        tol_ratio=tol_ratio,
     )
     if mismatched:
         stats["status"] = "fail"

@@ -1,5 +1,5 @@
 """Host side: render a per-tensor diff (rows from ``harness.cell.layerwise``) as a terminal
-table, CSV, xlsx, markdown and a PNG plot of the relative error along the execution order.
+table, CSV, xlsx, markdown and a PNG plot of the error relative to the tolerance along the execution order.
 
 openpyxl and matplotlib are imported only when their file is written.
 """
@@ -136,18 +136,20 @@ def write_plot(path: Path, result: Dict[str, Any], title: str) -> Path:
 
     rows = result["rows"]
     xs = [r["index"] for r in rows]
-    ys = [max(r["max_rel"] or 0.0, 1e-12) if r["max_rel"] is not None and math.isfinite(r["max_rel"]) else 1e-12
-          for r in rows]
+    # The isclose ratio |diff| / (atol + rtol*|ref|) of the worst element: above 1 is out of
+    # tolerance. (Plain max relative error is dominated by near-zero reference elements.)
+    ys = [min(max(r.get("tol_ratio") or 0.0, 1e-6), 1e6) for r in rows]
     fig, ax = plt.subplots(figsize=(10, 4))
-    ax.semilogy(xs, ys, marker=".", linewidth=0.8, label="max relative error")
-    ax.axhline(result["rtol"], color="grey", linestyle="--", linewidth=0.8, label=f"rtol {result['rtol']:g}")
+    ax.semilogy(xs, ys, marker=".", linewidth=0.8, label="worst |diff| / (atol + rtol*|ref|)")
+    ax.axhline(1.0, color="grey", linestyle="--", linewidth=0.8,
+               label=f"tolerance (atol {result['atol']:g}, rtol {result['rtol']:g})")
     first = result.get("first_divergence")
     if first:
         ax.axvline(first["index"], color="red", linewidth=1.0)
         ax.annotate(f"first divergence\n{first['name']}", xy=(first["index"], ys[xs.index(first["index"])]),
                     xytext=(10, 10), textcoords="offset points", color="red", fontsize=8)
     ax.set_xlabel("op index (base run, execution order)")
-    ax.set_ylabel("max relative error")
+    ax.set_ylabel("error / tolerance")
     ax.set_title(title, fontsize=10)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()

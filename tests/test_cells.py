@@ -59,6 +59,14 @@ def test_python_side_state_baked_in_by_to_static_fails_the_consistency_check(wri
                                  "message": record["verdict"]["message"]}
     assert proc.returncode == 1
     assert "FIRST FAILURE" in proc.stdout
+    # The merged report is rebuilt from the records alone.
+    report = run_harness("report", "--results", str(tmp_path / "r"))
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "r" / "default" / "report.md").read_text()
+    assert f"cpu_fp32/{paddle_version}/normal/stateful" in text
+    row = next(ln for ln in text.splitlines() if "/stateful" in ln and "| baseline" in ln)
+    assert "fail" in row and "FIRST FAILURE" in row
+    assert "per-output error statistics" in text
 
 
 def test_tiny_outputs_are_flagged_vacuous_instead_of_passing(write_matrix, tmp_path, paddle_version):

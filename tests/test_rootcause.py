@@ -121,6 +121,26 @@ def test_diff_cli_matches_tensors_across_fusion_and_writes_every_format(tmp_path
     assert sheet.max_row == len(result["rows"]) + 1
 
 
+def test_selection_by_regex_and_segment_keeps_only_those_tensors(tmp_path, write_matrix):
+    work = _export(tmp_path, write_matrix)
+    common = ["diff", "--model-dir", str(work / "export"), "--base", "cpu_fp32", "--test", "cpu_ir",
+              "--inputs", str(work / "inputs.npz"), "--formats", "csv"]
+    proc = run_harness(*common, "--regex", "pool2d", "--out", str(tmp_path / "rx"))
+    assert proc.returncode in (0, 1), proc.stderr
+    rows = json.loads((tmp_path / "rx" / "result.json").read_text())["rows"]
+    assert rows and all("pool2d" in r["op"] or "pool2d" in r["name"] for r in rows)
+    everything = json.loads((tmp_path / "rx" / "result.json").read_text())
+    names = [r["name"] for r in everything["rows"]]
+    full = run_harness(*common, "--out", str(tmp_path / "all"))
+    all_rows = json.loads((tmp_path / "all" / "result.json").read_text())["rows"]
+    assert len(all_rows) > len(rows)
+    first, last = all_rows[1]["name"], all_rows[4]["name"]
+    run_harness(*common, "--segment", first, last, "--out", str(tmp_path / "seg"))
+    seg = json.loads((tmp_path / "seg" / "result.json").read_text())["rows"]
+    assert seg and {r["name"] for r in seg} <= {r["name"] for r in all_rows[1:5]}
+    assert names and full.returncode in (0, 1)
+
+
 def test_bf16_diff_names_its_first_divergence_or_says_bf16_cannot_run(tmp_path, write_matrix):
     work = _export(tmp_path, write_matrix)
     out = tmp_path / "bf16"

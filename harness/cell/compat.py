@@ -173,6 +173,8 @@ def make_config(
     deleted_passes: Optional[List[str]] = None,
 ) -> "paddle_infer.Config":
     """One predictor configuration; every knob explicit so stages differ only where they say."""
+    if device == "gpu" and trt is not None and files.get("format") == "pir":
+        files = pir_trt_convert(files, trt, input_shapes or {})
     if files.get("params"):
         config = paddle_infer.Config(files["program"], files["params"])
     else:
@@ -182,7 +184,7 @@ def make_config(
         config.enable_memory_optim()
     if device == "gpu":
         config.enable_use_gpu(256, 0, precision_type(gpu_precision if not trt else "fp32"))
-        if trt is not None:
+        if trt is not None and files.get("format") != "pir-trt":
             _enable_trt(config, trt, input_shapes or {})
     else:
         config.disable_gpu()
@@ -216,6 +218,28 @@ def _enable_trt(config: "paddle_infer.Config", trt: Dict[str, Any], shapes: Dict
     if trt.get("disabled_ops"):
         # Legacy programs only; PIR programs go through paddle.tensorrt.convert(disable_ops=...).
         config.exp_disable_tensorrt_ops(list(trt["disabled_ops"]))
+
+
+def pir_trt_convert(files: Dict[str, str], trt: Dict[str, Any], shapes: Dict[str, List[int]]) -> Dict[str, str]:
+    """TensorRT for PIR programs (3.x): ``paddle.tensorrt.convert`` writes a program whose
+    subgraphs are ``pd_op.tensorrt_engine`` ops; ``disable_ops`` keeps op types out of them.
+
+    Written against Paddle's documented API (GPU builds only; the CPU wheel has no
+    ``paddle.tensorrt``); it has not run on a GPU here.
+    """
+    from paddle.tensorrt.export import Input, PrecisionMode, TensorRTConfig, convert
+
+    out = Path(tempfile.mkdtemp(prefix="harness-trt-"))
+    inputs = []
+    for name, shape in shapes.items():
+        spec = Input(min_input_shape=tuple(shape), optim_input_shape=tuple(shape), max_input_shape=tuple(shape))
+        spec.name = name
+        inputs.append(spec)
+    config = TensorRTConfig(inputs=inputs, save_model_dir=str(out / "model"),
+                            precision_mode=getattr(PrecisionMode, trt.get("precision", "fp32").upper()),
+                            disable_ops=list(trt.get("disabled_ops") or []) or None)
+    convert(str(Path(files["program"]).with_suffix("")), config)
+    return {"program": str(out / "model.json"), "params": str(out / "model.pdiparams"), "format": "pir-trt"}
 
 
 def create_predictor(config: "paddle_infer.Config") -> Any:
@@ -303,7 +327,8 @@ def program_op_types(files: Dict[str, str], knobs: Dict[str, Any], feeds: Dict[s
     """Op types the program executes (from an output hook), e.g. to bisect TensorRT op types."""
     predictor = create_predictor(make_config(files, **dict(knobs, trt=None, device="cpu", onednn=False)))
     seen: List[str] = []
-    register_output_hook(predictor, lambda op, name, t: seen.append(op.split(":")[0].split(".")[-1]))
+    # PIR names keep their dialect (pd_op.conv2d), as paddle.tensorrt's disable_ops expects.
+    register_output_hook(predictor, lambda op, name, t: seen.append(op.split(":")[0]))
     run_predictor(predictor, feeds)
     return list(dict.fromkeys(seen))
 

@@ -51,6 +51,12 @@ def is_fetch(name: str) -> bool:
     return name.startswith(("fetch_name_", "save_infer_model/"))
 
 
+def is_layout_op(op_type: str) -> bool:
+    """Ops that only move data between layouts or places: their output equals their input."""
+    op = normalized_op(op_type)
+    return "layout" in op or op in ("transfer_layout", "memcpy", "memcpy_h2d", "memcpy_d2h", "share_data", "assign")
+
+
 def normalized_op(op_type: str) -> str:
     op = _DIALECT.sub("", op_type.split(":")[0])
     return op[:-1] if op.endswith("_") and not op.endswith("__") else op
@@ -166,15 +172,19 @@ def _match_by_value(base_rows, test_rows, pairs, used_b, used_t, value_of):
     last op of its pattern). Labelled ``value`` in the table: a tensor that diverged beyond
     that similarity stays unmatched, and the run's final outputs still show the divergence."""
     anchors = sorted(pairs)
+    test_rows_by_id = dict(test_rows)
     found = []
     for j, t in test_rows:
         if j in used_t:
             continue
         lo = max((i for i, jj, _ in anchors if jj < j), default=-1)
-        hi = min((i for i, jj, _ in anchors if jj > j), default=10**9)
-        # Inclusive of the next anchor: a layout-conversion copy and the op before it both
-        # equal the same base tensor (many test tensors may pair with one base tensor).
-        candidates = [i for i, r in base_rows if lo <= i <= hi and r["shape"] == t["shape"]]
+        after = [(i, jj) for i, jj, _ in anchors if jj > j]
+        hi, hi_j = min(after, default=(10**9, None))
+        # A layout-conversion copy (onednn_to_paddle_layout before a fetch) and the op before
+        # it both equal the same base tensor: then the next anchor's base tensor is a candidate.
+        inclusive = hi_j is not None and is_layout_op(test_rows_by_id[hi_j]["op"])
+        candidates = [i for i, r in base_rows
+                      if (lo < i < hi or (inclusive and i == hi)) and r["shape"] == t["shape"]]
         got = value_of("test", j)
         best = None
         for i in reversed(candidates):  # latest first: a fused op ends where its pattern ends
@@ -251,7 +261,7 @@ def compare_dumps(base_dir: Path, test_dir: Path, base: List[Dict[str, Any]], te
             "index": i, "op": base[i]["op"], "test_op": test[j]["op"], "name": key_name(base[i]["raw"]),
             "matched_by": how, "shape": base[i]["shape"], "test_shape": test[j]["shape"],
             "mismatched": stats["mismatched"], "total": stats["total"],
-            "max_abs": stats["max_abs"], "max_rel": stats["max_rel"],
+            "max_abs": stats["max_abs"], "max_rel": stats["max_rel"], "tol_ratio": stats.get("tol_ratio"),
             "min_base": float(np.nanmin(finite)) if finite.size else None,
             "max_base": float(np.nanmax(finite)) if finite.size else None,
             "status": stats["status"], "vacuous": stats.get("vacuous", False),
