@@ -174,29 +174,35 @@ def _match_by_value(base_rows, test_rows, pairs, used_b, used_t, value_of):
     anchors = sorted(pairs)
     test_rows_by_id = dict(test_rows)
     found = []
-    for j, t in test_rows:
-        if j in used_t:
-            continue
-        lo = max((i for i, jj, _ in anchors if jj < j), default=-1)
-        after = [(i, jj) for i, jj, _ in anchors if jj > j]
-        hi, hi_j = min(after, default=(10**9, None))
-        # A layout-conversion copy (onednn_to_paddle_layout before a fetch) and the op before
-        # it both equal the same base tensor: then the next anchor's base tensor is a candidate.
-        inclusive = hi_j is not None and is_layout_op(test_rows_by_id[hi_j]["op"])
-        candidates = [i for i, r in base_rows
-                      if (lo < i < hi or (inclusive and i == hi)) and r["shape"] == t["shape"]]
-        got = value_of("test", j)
-        best = None
-        for i in reversed(candidates):  # latest first: a fused op ends where its pattern ends
-            cos = _cosine(value_of("base", i), got)
-            if cos is not None and cos >= VALUE_MATCH_COSINE:
-                best = i
-                break
-        if best is not None:
-            used_b.add(best)
-            used_t.add(j)
-            found.append((best, j, "value"))
-            anchors = sorted(anchors + [(best, j, "value")])
+    # Same op type first (a oneDNN pool2d is the base's pool2d), so those pairs anchor the
+    # windows of the fused ops matched in the second pass.
+    for same_op in (True, False):
+        for j, t in test_rows:
+            if j in used_t:
+                continue
+            lo = max((i for i, jj, _ in anchors if jj < j), default=-1)
+            after = [(i, jj) for i, jj, _ in anchors if jj > j]
+            hi, hi_j = min(after, default=(10**9, None))
+            # A layout-conversion copy (onednn_to_paddle_layout before a fetch) and the op before
+            # it both equal the same base tensor: then the next anchor's base tensor is a candidate.
+            inclusive = hi_j is not None and is_layout_op(test_rows_by_id[hi_j]["op"])
+            candidates = [i for i, r in base_rows
+                          if (lo < i < hi or (inclusive and i == hi)) and r["shape"] == t["shape"]
+                          and (not same_op or normalized_op(r["op"]) == normalized_op(t["op"]))]
+            if not candidates:
+                continue
+            got = value_of("test", j)
+            best = None
+            for i in reversed(candidates):  # latest first: a fused op ends where its pattern ends
+                cos = _cosine(value_of("base", i), got)
+                if cos is not None and cos >= VALUE_MATCH_COSINE:
+                    best = i
+                    break
+            if best is not None:
+                used_b.add(best)
+                used_t.add(j)
+                found.append((best, j, "value"))
+                anchors = sorted(anchors + [(best, j, "value")])
     return found
 
 
