@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -16,12 +15,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def installed_paddle() -> str:
-    for dist in ("paddlepaddle", "paddlepaddle-gpu"):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    pytest.skip("no Paddle installed in this environment; run the tests with `nox -s tests`")
+    from harness.errors import UserError
+    from harness.portability import this_paddle
+
+    try:
+        return this_paddle()
+    except UserError:
+        pytest.skip("no Paddle installed in this environment; run the tests with `nox -s tests`")
 
 
 SESSIONS = """
