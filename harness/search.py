@@ -6,25 +6,34 @@ reference. ``"invalid"`` means that item set is not a valid configuration (Paddl
 says nothing about the culprits.
 
 Model: the output goes wrong while at least one culprit is enabled, and disabling every culprit
-fixes it. The search keeps a set ``C`` of culprits found so far and the candidates ``R`` that
-may still hold more. Disabling ``C`` plus a prefix ``R[:i]`` of the candidates fixes the output
-for large enough ``i``; the smallest such ``i`` names a culprit ``R[i-1]`` (binary search,
-``ceil(log2 |R|)`` builds). Then ``C`` alone is probed: if it fixes the output the search ends,
-otherwise the next culprit lies in ``R[:i-1]``.
+fixes it. The search keeps the culprits ``C`` found so far and the candidates ``R`` that may still
+hold more, and works in rounds. A round finds the *last* culprit in ``R`` with threshold probes
+"does disabling ``C + R[:i]`` fix it?", or learns that ``R`` holds none; the next round searches
+only the items before it.
 
-Cost: ``ceil(log2 N) + 1`` builds for one culprit among ``N`` items, ``k * (ceil(log2 N) + 1)``
-at most for ``k`` (one by one costs ``N``). That "everything disabled fixes the output" is taken
-from the earlier stage that passed with the feature off and not probed: if it is false, every
-round ends at the last candidate, the candidates run out, and the result says so
-(``not-a-culprit-set``) instead of naming culprits.
+Each round is a decision tree over its outcomes (none left, or the last culprit at position p),
+built so that the whole search costs at most ``k * L + 2`` predictor builds for ``k`` culprits,
+``L = ceil(log2 N)``, whatever ``k`` turns out to be (one by one costs ``N``). The trees trade
+depth between outcomes: ``_needs`` gives, for ``m`` candidates left, the spare builds a round must
+hold back so that every later round still fits; leaf depths follow from that, and a leaf sequence
+is realisable as a tree of threshold probes iff its aligned dyadic intervals pack into [0, 1) in
+order (``_pack``). The first round also has the outcome "nothing fixes it" (disabling every item
+does not help), reached within ``L + 2`` builds, so a failure the items do not cause is never
+pinned on one of them and every culprit set reported was seen to fix the output.
+
+Invalid item sets void the guarantee: the search then probes neighbouring thresholds and records
+each invalid set.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, List, Optional, Sequence
+import functools
+import math
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 PASS, FAIL, INVALID = "pass", "fail", "invalid"
+EXTRA_BUILDS = 2  # the "+2" of the k * ceil(log2 N) + 2 budget
 
 
 @dataclasses.dataclass
@@ -44,71 +53,130 @@ class _Budget(Exception):
     pass
 
 
+def build_budget(n_items: int, n_culprits: int) -> int:
+    return n_culprits * _depth(n_items) + EXTRA_BUILDS
+
+
+def _depth(n_items: int) -> int:
+    return max(1, math.ceil(math.log2(max(n_items, 1))))
+
+
+def _pack(limits: Sequence[int]) -> Optional[List[int]]:
+    """Start offsets (in units of 2**-top) of leaves at the given depth limits packed left to
+    right into [0, 1), each at its deepest allowed depth; None when they do not fit."""
+    if any(limit < 0 for limit in limits):
+        return None
+    top = max(limits)
+    position, starts = 0, []
+    for limit in limits:
+        width = 1 << (top - limit)
+        start = -(-position // width) * width
+        starts.append(start)
+        position = start + width
+        if position > 1 << top:
+            return None
+    return starts
+
+
+@functools.lru_cache(maxsize=16)
+def _needs(n_items: int, depth: int) -> Tuple[int, ...]:
+    """need[m]: spare builds a round with m candidates must start with (outcome "none" costs at
+    most that; a culprit at p leaves need[p-1] spare for the rounds after it)."""
+    need = [0]
+    for m in range(1, n_items + 1):
+        spare = need[-1]
+        while _pack([spare] + [depth + spare - need[p - 1] for p in range(1, m + 1)]) is None:
+            spare += 1
+        need.append(spare)
+    return tuple(need)
+
+
+def _threshold(limits: Sequence[int]) -> Optional[int]:
+    """Index of the first outcome on the right of the tree's first probe, or None when the
+    limits cannot be met any more (an invalid set cost a detour)."""
+    starts = _pack(limits)
+    if starts is None:
+        return None
+    top = max(limits)
+    half = 1 << top
+    ends = [s + (1 << (top - lim)) for s, lim in zip(starts, limits)]
+    # Skip levels where every leaf already sits in the left half: no probe is needed there.
+    while half > 1 and max(ends) <= half // 2:
+        half //= 2
+    half //= 2
+    for index, start in enumerate(starts):
+        if start >= half:
+            return index
+    return None
+
+
 def find_culprits(items: Sequence[str], probe: Callable[[List[str]], str],
                   max_builds: Optional[int] = None) -> SearchResult:
     items = list(dict.fromkeys(items))
     result = SearchResult(culprits=[], builds=0, status="found")
     cache: Dict[frozenset, str] = {}
     limit = max_builds if max_builds is not None else 4 * len(items) + 8
-
-    def run(disabled: List[str]) -> str:
-        key = frozenset(disabled)
-        if key in cache:
-            return cache[key]
-        if result.builds >= limit:
-            raise _Budget()
-        result.builds += 1
-        outcome = probe(list(disabled))
-        cache[key] = outcome
-        result.trail.append({"disabled": len(disabled), "outcome": outcome})
-        if outcome == INVALID:
-            result.invalid.append({"disabled": list(disabled)})
-        return outcome
+    depth = _depth(len(items))
+    need = _needs(len(items), depth)
 
     def fixed(disabled: List[str]) -> Optional[bool]:
         """True/False when the probe answered, None when that set is invalid."""
-        outcome = run(disabled)
-        return None if outcome == INVALID else outcome == PASS
+        key = frozenset(disabled)
+        if key not in cache:
+            if result.builds >= limit:
+                raise _Budget()
+            result.builds += 1
+            cache[key] = probe(list(disabled))
+            result.trail.append({"disabled": len(disabled), "outcome": cache[key]})
+            if cache[key] == INVALID:
+                result.invalid.append({"disabled": list(disabled)})
+        return None if cache[key] == INVALID else cache[key] == PASS
 
     culprits: List[str] = []
     candidates = items
+    first_round = True
+    spare = EXTRA_BUILDS
     try:
         while True:
-            if not candidates:
-                # Only reached when "everything disabled fixes it" was false all along.
-                result.status = "not-a-culprit-set"
-                result.message = "the output is still wrong with every candidate disabled: not caused by these items"
-                culprits = []
-                break
-            lo, hi = 0, len(candidates)  # fixed(C + R[:hi]) assumed; fixed(C + R[:lo]) is False
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                answer = _first_valid(fixed, culprits, candidates, mid, lo, hi)
+            m = len(candidates)
+            # Outcome p: 0 = no culprit left in the candidates, 1..m = the last one is
+            # candidates[p-1], m+1 (first round only) = disabling everything does not fix it.
+            if first_round:
+                low, high = 1, m + 1
+                limits = {p: depth + spare - need[p - 1] for p in range(1, m + 1)}
+                limits[m + 1] = depth + EXTRA_BUILDS
+            else:
+                low, high = 0, m
+                limits = {0: spare, **{p: depth + spare - need[p - 1] for p in range(1, m + 1)}}
+            spent = 0
+            while low < high:
+                order = list(range(low, high + 1))
+                at = _threshold([limits[p] - spent for p in order])
+                t = order[at] if at is not None else (low + high + 1) // 2
+                answer = _first_valid(lambda th: fixed(culprits + candidates[: th - 1]), t, low, high)
                 if answer is None:
-                    break
-                at, ok = answer
+                    result.status = "unresolved"
+                    result.message = (f"every split of {candidates[max(low - 1, 0):high]} is an invalid "
+                                      f"configuration; a culprit may be among them")
+                    result.culprits = culprits
+                    return result
+                t, ok = answer
+                spent += 1
                 if ok:
-                    hi = at
+                    high = t - 1
                 else:
-                    lo = at
-            if hi - lo > 1:
-                result.status = "unresolved"
-                result.message = (f"every split of {candidates[lo:hi]} is an invalid configuration; "
-                                  f"the culprit is one of them")
-                culprits.extend(candidates[lo:hi])
-                break
-            leaned = hi == len(candidates) and frozenset(culprits + candidates) not in cache
-            everything = culprits + candidates
-            culprits.append(candidates[hi - 1])
-            candidates = candidates[: hi - 1]
-            if fixed(culprits):
-                break
-            if leaned and fixed(everything) is not True:
-                # The round leaned on "everything disabled fixes it" and that is false.
+                    low = t
+            if first_round and low == m + 1:
                 result.status = "not-a-culprit-set"
                 result.message = "the output is still wrong with every candidate disabled: not caused by these items"
                 culprits = []
                 break
+            if low == 0:
+                break
+            culprits.append(candidates[low - 1])
+            candidates = candidates[: low - 1]
+            spare = spare + depth - spent
+            first_round = False
     except _Budget:
         result.status = "unresolved"
         result.message = f"stopped after {result.builds} builds (budget)"
@@ -116,12 +184,13 @@ def find_culprits(items: Sequence[str], probe: Callable[[List[str]], str],
     return result
 
 
-def _first_valid(fixed, culprits, candidates, mid, lo, hi):
-    """Probe the prefix at ``mid``; when that set is invalid, try its neighbours inside (lo, hi)."""
-    for offset in range(0, min(hi - lo, 4)):
-        for at in (mid + offset, mid - offset) if offset else (mid,):
-            if lo < at < hi:
-                ok = fixed(culprits + candidates[:at])
+def _first_valid(fixed_below, t, low, high):
+    """Probe threshold ``t`` (outcome >= t?); when that set is invalid, try its neighbours
+    inside (low, high]. Returns (threshold, fixed) or None."""
+    for offset in range(0, min(high - low + 1, 5)):
+        for at in (t + offset, t - offset) if offset else (t,):
+            if low < at <= high:
+                ok = fixed_below(at)
                 if ok is not None:
                     return at, ok
     return None

@@ -12,7 +12,7 @@ import pytest
 
 from harness.engine_info import engine_output_names
 from harness.errors import UserError
-from harness.search import find_culprits
+from harness.search import build_budget, find_culprits
 
 from .conftest import ROOT, installed_paddle, matrix_text, one_line_error, run_harness
 from .test_nox import NOX, nox_run
@@ -38,17 +38,19 @@ def test_one_culprit_within_log2_plus_two_builds(n):
         assert result.builds <= budget, (culprit, result.builds, budget)
 
 
-def test_several_culprits_are_all_found_and_cost_far_less_than_one_by_one():
+def test_several_culprits_are_all_found_within_k_log2_plus_two_builds():
     items = [f"pass_{i}" for i in range(53)]
+    for pair in itertools.combinations(items, 2):
+        result = find_culprits(items, _predicate(pair))
+        assert sorted(result.culprits) == sorted(pair) and result.status == "found"
+        assert result.builds <= build_budget(53, 2) == 2 * 6 + 2, (pair, result.builds)
     rng = random.Random(7)
-    worst = {}
-    for k in (2, 3):
-        for _ in range(200):
-            culprits = rng.sample(items, k)
+    for k in (3, 5):
+        placements = [rng.sample(items, k) for _ in range(300)] + [items[-k:], items[:k]]
+        for culprits in placements:
             result = find_culprits(items, _predicate(culprits))
             assert sorted(result.culprits) == sorted(culprits)
-            worst[k] = max(worst.get(k, 0), result.builds)
-        assert worst[k] <= k * (math.ceil(math.log2(53)) + 1) + 1 < len(items)
+            assert result.builds <= k * 6 + 2 < len(items), (culprits, result.builds)
 
 
 def test_invalid_pass_sets_are_neither_pass_nor_fail():

@@ -262,9 +262,7 @@ class Cell:
         }
 
     def bisect(self, stage: str, knobs: Dict[str, Any], tol: Dict[str, float]) -> Dict[str, Any]:
-        import math
-
-        from ..search import FAIL, INVALID, PASS, find_culprits
+        from ..search import FAIL, INVALID, PASS, build_budget, find_culprits
 
         compat = self.compat
         setup = self.journal.finished()[SETUP]
@@ -300,11 +298,10 @@ class Cell:
             return PASS if ok else FAIL
 
         found = find_culprits(items, probe)
-        n = max(len(items), 1)
         return {
             "status": found.status, "kind": kind, "ir": ir, "candidates": len(items), "items": items,
             "culprits": found.culprits, "builds": found.builds,
-            "budget_one_culprit": math.ceil(math.log2(n)) + 2 if n > 1 else 2,
+            "budget": build_budget(len(items), max(len(found.culprits), 1)),
             "message": found.message, "invalid_sets": len(found.invalid),
             "invalid_messages": list(dict.fromkeys(messages))[:5], "reference": ref_file.split(".")[0],
         }
