@@ -63,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("--seed", type=int, default=0)
     diff.add_argument("--atol", type=float, default=1e-4)
     diff.add_argument("--rtol", type=float, default=1e-4)
+    diff.add_argument("--scaled-atol", type=float, default=0.0,
+                      help="add this fraction of each tensor's max |base| to atol (bf16/fp16 runs)")
     diff.add_argument("--names", help="only these tensors (comma-separated)")
     diff.add_argument("--regex", help="only tensors whose name or op type matches")
     diff.add_argument("--segment", nargs=2, metavar=("FIRST", "LAST"), help="tensors between two names, inclusive")

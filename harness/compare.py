@@ -1,7 +1,10 @@
 """Element-wise comparison of two arrays, numpy only (used on both sides).
 
 Semantics (isclose-style): an element matches when
-``|got - ref| <= atol + rtol * |ref|``. NaN matches only NaN at the same position;
+``|got - ref| <= atol + scaled_atol * max|ref| + rtol * |ref|``. ``scaled_atol`` (0 unless a
+tolerance sets it) is for low-precision backends: bf16/fp16 round every activation relative to
+its tensor's scale, so their error on an output is a fraction of that output's largest value;
+with ``rtol`` alone every small logit of a large-logit output fails. NaN matches only NaN at the same position;
 an infinity matches only the same infinity. Integer and boolean outputs are compared
 exactly.
 
@@ -22,7 +25,20 @@ def tolerance_band(ref: np.ndarray, atol: float, rtol: float) -> np.ndarray:
     return atol + rtol * np.abs(ref)
 
 
-def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> Dict[str, Any]:
+def compare_tol(ref: np.ndarray, got: np.ndarray, tol: Dict[str, float]) -> Dict[str, Any]:
+    """``compare_arrays`` with a tolerance table (atol, rtol, optional scaled_atol)."""
+    return compare_arrays(ref, got, tol["atol"], tol["rtol"], tol.get("scaled_atol", 0.0))
+
+
+def describe_tolerance(stats: Dict[str, Any]) -> str:
+    text = f"atol {stats.get('atol'):g} rtol {stats.get('rtol'):g}"
+    if stats.get("scaled_atol"):
+        text += f" scaled_atol {stats['scaled_atol']:g}"
+    return text
+
+
+def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float,
+                   scaled_atol: float = 0.0) -> Dict[str, Any]:
     """Error statistics of ``got`` against ``ref`` and whether it is within tolerance."""
     ref = np.asarray(ref)
     got = np.asarray(got)
@@ -32,6 +48,8 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -
         "atol": float(atol),
         "rtol": float(rtol),
     }
+    if scaled_atol:
+        stats["scaled_atol"] = float(scaled_atol)
     if ref.shape != got.shape:
         stats.update(
             status="fail",
@@ -75,6 +93,10 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -
     diff = np.zeros_like(a)
     diff[finite] = np.abs(a[finite] - b[finite])
     within = np.zeros(a.shape, dtype=bool)
+    finite_ref = np.abs(a[np.isfinite(a)])
+    if scaled_atol and finite_ref.size:
+        atol = atol + scaled_atol * float(finite_ref.max())
+        stats["atol_effective"] = atol
     band = tolerance_band(a[finite], atol, rtol)
     within[finite] = diff[finite] <= band
     # How far past (>1) or inside (<1) the tolerance the worst element is.
@@ -85,7 +107,6 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -
     within |= special_ok
     mismatched = int(total - np.count_nonzero(within))
 
-    finite_ref = np.abs(a[np.isfinite(a)])
     # The comparison cannot fail if zeros everywhere would still pass.
     vacuous = bool(total) and finite_ref.size == total and bool(
         np.all(finite_ref <= tolerance_band(finite_ref, atol, rtol))
@@ -110,6 +131,7 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -
         stats["status"] = "fail"
         stats["note"] = (
             f"vacuous: reference |max| {stats['ref_absmax']:.3g} lies inside atol {atol:g}"
+            f"{' (with scaled_atol)' if scaled_atol else ''}"
             f" + rtol {rtol:g}*|ref|; an all-zero output would pass"
         )
     else:

@@ -98,7 +98,7 @@ def run(args: Any) -> int:
         "model": model, "base": NAMED[args.base], "test": NAMED[args.test],
         "base_name": args.base, "test_name": args.test,
         "inputs": str(args.inputs) if args.inputs else None, "shapes": parse_shapes(args.shape),
-        "atol": args.atol, "rtol": args.rtol, "selection": selection_from(args), "seed": args.seed,
+        "atol": args.atol, "rtol": args.rtol, "scaled_atol": args.scaled_atol, "selection": selection_from(args), "seed": args.seed,
     }
     out = args.out or Path("results") / "diff" / f"{args.model_dir.name}-{args.base}-vs-{args.test}"
     out.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .compare import compare_arrays
+from .compare import compare_tol
 from .errors import UserError
 from .records import atomic_write_json, load_records
 from .runner import REPO_ROOT, signal_name
@@ -82,7 +82,7 @@ def port_one(record: Dict[str, Any], loader: str, out_dir: Path, python: str) ->
             result.update(status="fail", message=f"{len(got.files)} outputs, the exporter's baseline has {len(ref.files)}")
             return result
         tol = cell["tolerances"]["fp32"]
-        stats = [compare_arrays(ref[f"o{i}"], got[f"o{i}"], tol["atol"], tol["rtol"]) for i in range(len(ref.files))]
+        stats = [compare_tol(ref[f"o{i}"], got[f"o{i}"], tol) for i in range(len(ref.files))]
     worst = max(stats, key=lambda s: (s["status"] != "pass", s.get("max_abs") or 0.0))
     result.update(status="fail" if any(s["status"] != "pass" for s in stats) else "pass",
                   max_abs=worst.get("max_abs"), max_rel=worst.get("max_rel"), message=worst.get("note", ""))

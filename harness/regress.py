@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from tabulate import tabulate
 
-from .compare import compare_arrays
+from .compare import compare_tol
 from .errors import UserError
 from .records import atomic_write_text, load_records
 
@@ -179,7 +179,7 @@ def agreement_rows(records: Sequence[Dict[str, Any]], reference: str) -> List[Di
                 elif len(a) != len(b):
                     row.update(status="fail", note=f"{len(a)} outputs vs {len(b)}")
                 else:
-                    stats = [compare_arrays(x, y, tol["atol"], tol["rtol"]) for x, y in zip(a, b)]
+                    stats = [compare_tol(x, y, tol) for x, y in zip(a, b)]
                     bad = [s for s in stats if s["status"] != "pass"]
                     worst = max(stats, key=lambda s: (s["status"] != "pass", s.get("max_abs") or 0.0))
                     row.update(status="fail" if bad else "pass", max_abs=worst.get("max_abs"),

@@ -8,6 +8,7 @@ from typing import Any, Dict, Iterable, List, Sequence
 
 from tabulate import tabulate
 
+from .compare import describe_tolerance
 from .records import atomic_write_text
 
 STAGE_HEADERS = ["cell", "stage", "status", "max abs", "max rel", "note"]
@@ -33,7 +34,7 @@ def stage_note(stage: Dict[str, Any], first_failing: bool) -> str:
             parts.append(f"{worst.get('output')}: {worst['note']}")
         else:
             parts.append(f"{worst.get('output')}: {worst.get('mismatched')}/{worst.get('total')} out of "
-                         f"atol {worst.get('atol'):g} rtol {worst.get('rtol'):g}")
+                         f"{describe_tolerance(worst)}")
     elif stage.get("vacuous"):
         parts.append("vacuous comparison")
     if stage.get("message"):
@@ -130,7 +131,7 @@ def markdown_summary(records: Sequence[Dict[str, Any]], title: str) -> str:
 
 
 OUTPUT_HEADERS = ["cell", "stage", "output", "predictor name", "status", "mismatched", "max abs",
-                  "max rel", "cosine", "|ref| max", "atol", "rtol"]
+                  "max rel", "cosine", "|ref| max", "atol", "rtol", "scaled atol"]
 
 
 def output_rows(records: Sequence[Dict[str, Any]]) -> List[List[str]]:
@@ -142,7 +143,7 @@ def output_rows(records: Sequence[Dict[str, Any]]) -> List[List[str]]:
                     record["id"], stage["name"], label, stats.get("predictor_name", "-"), stats["status"],
                     f"{stats.get('mismatched')}/{stats.get('total')}", _fmt(stats.get("max_abs")),
                     _fmt(stats.get("max_rel")), _fmt(stats.get("cosine")), _fmt(stats.get("ref_absmax")),
-                    _fmt(stats.get("atol")), _fmt(stats.get("rtol")),
+                    _fmt(stats.get("atol")), _fmt(stats.get("rtol")), _fmt(stats.get("scaled_atol")),
                 ])
     return rows
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import __version__
+from .compare import describe_tolerance
 from .errors import UserError
 from .records import RECORD_SCHEMA, WORKAROUND_SEP, Journal, workaround_label, atomic_write_json, cell_record_path, cell_work_dir, load_record
 
@@ -203,7 +204,7 @@ def _stage_note(stage: Dict[str, Any]) -> str:
         return f"{worst.get('output')}: {worst['note']}"
     if worst:
         return (f"{worst.get('output')}: {worst.get('mismatched')}/{worst.get('total')} elements out of "
-                f"atol {worst.get('atol'):g} rtol {worst.get('rtol'):g}")
+                f"{describe_tolerance(worst)}")
     return ""
 
 

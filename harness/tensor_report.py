@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 
 from tabulate import tabulate
 
+from .compare import describe_tolerance
 from .records import atomic_write_text
 
 HEADERS = ["#", "Operator Type", "Tensor Name", "Shape", "Mismatched Elements", "Max Atol", "Max Rtol",
@@ -57,7 +58,7 @@ def summary_line(result: Dict[str, Any]) -> str:
     first = result.get("first_divergence")
     bad = sum(r["status"] != "pass" for r in rows)
     parts = [f"{len(rows)} tensors compared ({result['pairs']} matched of {result['base_tensors']} base / "
-             f"{result['test_tensors']} test), {bad} out of atol {result['atol']:g} rtol {result['rtol']:g}, "
+             f"{result['test_tensors']} test), {bad} out of {describe_tolerance(result)}, "
              f"{len(result['unmatched'])} unmatched"]
     parts.append(f"first divergence: #{first['index']} {first['op']} {first['name']} (max rel {_f(first['max_rel'])})"
                  if first else "first divergence: none")
@@ -140,9 +141,9 @@ def write_plot(path: Path, result: Dict[str, Any], title: str) -> Path:
     # tolerance. (Plain max relative error is dominated by near-zero reference elements.)
     ys = [min(max(r.get("tol_ratio") or 0.0, 1e-6), 1e6) for r in rows]
     fig, ax = plt.subplots(figsize=(10, 4))
-    ax.semilogy(xs, ys, marker=".", linewidth=0.8, label="worst |diff| / (atol + rtol*|ref|)")
+    ax.semilogy(xs, ys, marker=".", linewidth=0.8, label="worst |diff| / tolerance band")
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=0.8,
-               label=f"tolerance (atol {result['atol']:g}, rtol {result['rtol']:g})")
+               label=f"tolerance ({describe_tolerance(result)})")
     first = result.get("first_divergence")
     if first:
         ax.axvline(first["index"], color="red", linewidth=1.0)

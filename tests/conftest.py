@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -42,7 +43,12 @@ precision = "bf16"
 """
 
 
-def matrix_text(version: str, models: Dict[str, str], *, bf16_tol: float = 5e-2, stage_timeout: float = 120,
+def shipped_tolerance(precision: str) -> Dict[str, float]:
+    with open(ROOT / "matrix" / "default.toml", "rb") as fh:
+        return tomllib.load(fh)["tolerances"][precision]
+
+
+def matrix_text(version: str, models: Dict[str, str], *, bf16_tol: Optional[float] = None, stage_timeout: float = 120,
                 extra: str = "", other_versions: Sequence[str] = ()) -> str:
     lines = [
         "[run]",
@@ -55,7 +61,9 @@ def matrix_text(version: str, models: Dict[str, str], *, bf16_tol: float = 5e-2,
     lines += [
         SESSIONS,
         "[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4",
-        f"[tolerances.bf16]\natol = {bf16_tol}\nrtol = {bf16_tol}",
+        "[tolerances.bf16]",
+        *([f"atol = {bf16_tol}", f"rtol = {bf16_tol}"] if bf16_tol is not None
+          else [f"{k} = {v}" for k, v in shipped_tolerance("bf16").items()]),
     ]
     for name, factory in models.items():
         lines += [f"[models.{name}]", f'factory = "{factory}"']

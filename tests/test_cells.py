@@ -108,7 +108,11 @@ def test_bf16_backend_shows_its_diff_or_says_why_it_cannot(write_matrix, tmp_pat
         # the harness must say so rather than pass fp32-vs-fp32 as a bf16 result.
         assert "does not support bfloat16" in bf16["message"]
         pytest.skip("this CPU has no bfloat16; the bf16 stage is correctly reported as skip")
-    assert bf16["status"] == "fail" and bf16["worst"]["max_rel"] > 1e-3
+    # A real bf16 error: far beyond fp32 noise, around 1e-2 of the output's scale.
+    assert bf16["status"] == "fail"
+    scale_error = bf16["worst"]["max_abs"] / bf16["worst"]["ref_absmax"]
+    assert 1e-4 < scale_error < 5e-2, scale_error
+    # The shipped bf16 tolerance (matrix/default.toml) accepts it.
     _run(loose, tmp_path / "loose", "cpu_onednn_bf16")
     stage = stages_by_name(_cell(tmp_path / "loose" / "default", "cpu_onednn_bf16", paddle_version, "resnet"))
     bf16 = stage["onednn_bf16~no_memory"] if "onednn_bf16~no_memory" in stage else stage["onednn_bf16"]

@@ -53,6 +53,21 @@ def test_tolerance_wider_than_the_reference_is_vacuous_not_a_pass():
     assert "vacuous" in stats["note"]
 
 
+def test_scaled_atol_measures_error_against_the_output_scale():
+    # Logits of very different size with a bf16-like error of ~0.5% of the largest one: the
+    # small logit fails an element-wise rtol, the scale-relative band accepts it.
+    ref = np.array([100.0, -40.0, 1.0])
+    got = ref + np.array([0.4, -0.3, 0.5])
+    assert compare_arrays(ref, got, atol=0.0, rtol=1e-2)["status"] == "fail"
+    stats = compare_arrays(ref, got, atol=0.0, rtol=1e-2, scaled_atol=1e-2)
+    assert stats["status"] == "pass" and stats["atol_effective"] == pytest.approx(1.0)
+    # It still fails an error of the output's own size...
+    assert compare_arrays(ref, ref + np.array([0, 0, 5.0]), 0.0, 1e-2, scaled_atol=1e-2)["status"] == "fail"
+    # ...and a band as wide as the output is vacuous, not a pass.
+    wide = compare_arrays(ref, np.zeros_like(ref), 0.0, 0.0, scaled_atol=1.0)
+    assert wide["vacuous"] is True and wide["status"] == "fail"
+
+
 def test_shape_mismatch_fails_without_comparing_by_position():
     stats = compare_arrays(np.zeros((2, 3)), np.zeros((3, 2)), 1.0, 1.0)
     assert stats["status"] == "fail"

@@ -47,7 +47,8 @@ def main(request_path: Path, out: Path) -> int:
                  "format": "pir" if program.suffix == ".json" else "legacy"}
         feeds = _inputs(compat, files, request)
         result = layerwise.run_diff(files, feeds, request["base"], request["test"], Path(out) / "dump",
-                                    request["atol"], request["rtol"], request.get("selection"))
+                                    {k: request[k] for k in ("atol", "rtol", "scaled_atol") if k in request},
+                                    request.get("selection"))
     except UserError as exc:
         print(f"error: {exc}", flush=True)
         return 2

@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..compare import compare_arrays
+from ..compare import compare_tol
 from ..engine_info import engine_output_names
 from ..errors import UserError
 
@@ -249,7 +249,7 @@ def select(base: List[Dict[str, Any]], how: Dict[str, Any]) -> Optional[set]:
 
 
 def compare_dumps(base_dir: Path, test_dir: Path, base: List[Dict[str, Any]], test: List[Dict[str, Any]],
-                  atol: float, rtol: float, chosen: Optional[set] = None) -> Dict[str, Any]:
+                  tol: Dict[str, float], chosen: Optional[set] = None) -> Dict[str, Any]:
     def value_of(side: str, k: int) -> np.ndarray:
         rows_, folder = (base, base_dir) if side == "base" else (test, test_dir)
         return np.load(folder / rows_[k]["file"], mmap_mode="r")
@@ -261,7 +261,7 @@ def compare_dumps(base_dir: Path, test_dir: Path, base: List[Dict[str, Any]], te
             continue
         a = np.load(base_dir / base[i]["file"], mmap_mode="r")
         b = np.load(test_dir / test[j]["file"], mmap_mode="r")
-        stats = compare_arrays(np.asarray(a), np.asarray(b), atol, rtol)
+        stats = compare_tol(np.asarray(a), np.asarray(b), tol)
         finite = np.asarray(a, dtype=np.float64) if a.size else np.zeros(1)
         rows.append({
             "index": i, "op": base[i]["op"], "test_op": test[j]["op"], "name": key_name(base[i]["raw"]),
@@ -293,7 +293,7 @@ def _mark_suspects(rows: List[Dict[str, Any]], window: int = 2) -> None:
 
 
 def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base_knobs: Dict[str, Any],
-             test_knobs: Dict[str, Any], out_dir: Path, atol: float, rtol: float,
+             test_knobs: Dict[str, Any], out_dir: Path, tol: Dict[str, float],
              selection: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Dump both runs to ``out_dir`` and compare them; the result is JSON-able."""
     from . import compat
@@ -314,10 +314,10 @@ def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base_knobs: Di
             raise UserError(f"--engine-info: none of the engine's {len(names)} layer outputs is a tensor of the base run.")
     elif selection:
         chosen = select(base_index, selection)
-    result = compare_dumps(out_dir / "base", out_dir / "test", base_index, test_index, atol, rtol, chosen)
-    final = [compare_arrays(a, b, atol, rtol) for a, b in zip(dumps["base"]["outputs"], dumps["test"]["outputs"])]
+    result = compare_dumps(out_dir / "base", out_dir / "test", base_index, test_index, tol, chosen)
+    final = [compare_tol(a, b, tol) for a, b in zip(dumps["base"]["outputs"], dumps["test"]["outputs"])]
     result.update(
-        base_config=base_knobs, test_config=test_knobs, atol=atol, rtol=rtol,
+        base_config=base_knobs, test_config=test_knobs, **tol,
         hooks_changed_output={"base": dumps["base"]["hooks_changed_output"], "test": dumps["test"]["hooks_changed_output"]},
         final_outputs=[{"status": s["status"], "max_abs": s["max_abs"], "max_rel": s["max_rel"]} for s in final],
         seconds=round(time.perf_counter() - started, 3),

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..compare import compare_arrays, worst
+from ..compare import compare_tol, worst
 from ..errors import UserError
 from ..records import WORKAROUND_SEP, Journal, workaround_label
 
@@ -246,7 +246,7 @@ class Cell:
         feeds = dict(np.load(self.work / "inputs.npz"))
         out = self.work / "tensors"
         base = self.stage_knobs("baseline")
-        result = layerwise.run_diff(setup["export"], feeds, base, knobs, out / "dump", tol["atol"], tol["rtol"])
+        result = layerwise.run_diff(setup["export"], feeds, base, knobs, out / "dump", tol)
         title = f"{self.spec['id']}: baseline vs {stage}"
         try:
             files = tensor_report.write_all(out, result, title)
@@ -294,7 +294,7 @@ class Cell:
                 messages.append(paddle_message(exc))
                 return INVALID
             ok = len(got) == len(reference) and all(
-                compare_arrays(r, g, tol["atol"], tol["rtol"])["status"] == "pass" for r, g in zip(reference, got))
+                compare_tol(r, g, tol)["status"] == "pass" for r, g in zip(reference, got))
             return PASS if ok else FAIL
 
         found = find_culprits(items, probe)
@@ -532,7 +532,7 @@ class Cell:
         for i, label in enumerate(labels):
             tol = dict(self.spec["tolerances"][precision])
             tol.update(self.spec.get("output_tolerances", {}).get(precision, {}).get(label, {}))
-            stats = compare_arrays(reference[i], got[i], tol["atol"], tol["rtol"])
+            stats = compare_tol(reference[i], got[i], tol)
             stats["predictor_name"] = out_names[i]
             outputs[label] = stats
         failing = [k for k, v in outputs.items() if v["status"] != "pass"]
