@@ -41,6 +41,24 @@ def test_drift_is_flagged_at_ten_times_and_from_exact():
     assert regress.drift(_stage("ir", "pass", 0.0), _stage("ir", "pass", 0.0))[1] is False
 
 
+def _record(version, *stages):
+    return {"cell": {"session": {"name": "cpu_onednn_bf16"}, "mode": "normal", "model": {"name": "net"},
+                     "paddle": version},
+            "verdict": {"first_failing_stage": None}, "stages": list(stages)}
+
+
+def test_a_numeric_regression_behind_an_error_is_compared_through_the_workaround():
+    # Base ran the backend stage clean; head raises there and only its workaround variant (the
+    # same computation with memory optimization off) has numbers. Those must meet base's.
+    base = _record("2.6.2", _stage("onednn_bf16", "pass", 2.3))
+    head = _record("3.3.1", _stage("onednn_bf16", "error"), _stage("onednn_bf16~no_memory", "fail", 8.8))
+    rows = {r["stage"]: r for r in regress.regression_rows([base, head], "2.6.2", "3.3.1")}
+    assert rows["onednn_bf16"]["transition"] == "regressed"
+    variant = rows["onednn_bf16~no_memory"]
+    assert variant["transition"] == "regressed" and variant["drift"] == "2.3 -> 8.8"
+    assert "2.6.2 onednn_bf16 vs 3.3.1 onednn_bf16~no_memory" in variant["message"]
+
+
 @pytest.fixture(scope="module")
 def two_versions(tmp_path_factory, nox_envdir):
     """cpu_fp32 at 2.6.2 and at the newest version, same run, through nox; then portability both ways."""
