@@ -156,8 +156,15 @@ def test_bf16_diff_names_its_first_divergence_or_says_bf16_cannot_run(tmp_path, 
         pytest.skip("no bfloat16 on this CPU: Paddle ran fp32, and the diff shows no divergence")
     first = result["first_divergence"]
     assert first is not None and proc.returncode == 1
-    assert first["matched_by"] in ("name", "occurrence")
     assert first["name"] and first["op"]
+    assert first["matched_by"] in ("name", "occurrence")  # fp32 oneDNN base: same program, same names
+    # bf16 tensors arrive as raw uint16 bits: they must be widened to their values, not compared
+    # as integers (which gives "errors" ~1e4 times the tensor's own scale).
+    test_index = json.loads((out / "dump" / "test" / "index.json").read_text())
+    assert "bfloat16" in {r.get("dtype") for r in test_index}
+    for row in result["rows"]:
+        scale = max(abs(row["min_base"]), abs(row["max_base"]), 1e-6)
+        assert row["max_abs"] <= 0.5 * scale, row
 
 
 def test_diff_bad_input_is_one_line(tmp_path, write_matrix):

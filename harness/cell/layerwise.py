@@ -71,6 +71,17 @@ def to_plain_layout(array: np.ndarray, layout: str) -> np.ndarray:
     return array
 
 
+def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
+    """bf16 is the top half of a float32: numpy has no bf16, so Paddle hands its tensors over as
+    their raw uint16 bits. Widening them is exact; comparing the bits as numbers would be bogus."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def is_bfloat16(tensor: Any) -> bool:
+    name = str(getattr(tensor, "dtype", "")).lower()
+    return "bfloat16" in name or name.endswith("bf16")
+
+
 def dump(predictor: Any, feeds: Dict[str, np.ndarray], out_dir: Path) -> Dict[str, Any]:
     """Run once plain, once hooked; every hooked tensor goes straight to ``out_dir``."""
     from . import compat
@@ -85,13 +96,16 @@ def dump(predictor: Any, feeds: Dict[str, np.ndarray], out_dir: Path) -> Dict[st
         except Exception as exc:  # some hooked vars (e.g. uninitialised) cannot be read
             index.append({"op": op_type, "raw": var_name, "error": str(exc).splitlines()[0][:200]})
             return
+        stored = str(array.dtype)
+        if is_bfloat16(tensor):
+            array, stored = bfloat16_bits_to_float32(array), "bfloat16"
         layout = getattr(tensor, "layout", "")
         layout = layout() if callable(layout) else layout
         array = to_plain_layout(array, str(layout))
         path = out_dir / f"{len(index):05d}.npy"
         np.save(path, array)
         index.append({"op": op_type, "raw": var_name, "layout": str(layout), "shape": list(array.shape),
-                      "dtype": str(array.dtype), "file": path.name})
+                      "dtype": stored, "file": path.name})
 
     compat.register_output_hook(predictor, hook)
     _, hooked = compat.run_predictor(predictor, feeds)
