@@ -22,6 +22,16 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def worst_output_note(worst: Dict[str, Any]) -> str:
+    """Which output failed and by how much, or the comparison's own note (vacuous, shape)."""
+    if not worst:
+        return ""
+    if worst.get("note"):
+        return f"{worst.get('output')}: {worst['note']}"
+    return (f"{worst.get('output')}: {worst.get('mismatched')}/{worst.get('total')} out of "
+            f"{describe_tolerance(worst)}")
+
+
 def stage_note(stage: Dict[str, Any], first_failing: bool) -> str:
     parts = []
     if first_failing:
@@ -30,11 +40,7 @@ def stage_note(stage: Dict[str, Any], first_failing: bool) -> str:
         parts.append(stage["workaround"])
     worst = stage.get("worst") or {}
     if stage.get("status") == "fail" and worst:
-        if worst.get("note"):
-            parts.append(f"{worst.get('output')}: {worst['note']}")
-        else:
-            parts.append(f"{worst.get('output')}: {worst.get('mismatched')}/{worst.get('total')} out of "
-                         f"{describe_tolerance(worst)}")
+        parts.append(worst_output_note(worst))
     elif stage.get("vacuous"):
         parts.append("vacuous comparison")
     if stage.get("message"):

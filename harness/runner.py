@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import __version__
-from .compare import describe_tolerance
 from .errors import UserError
 from .records import RECORD_SCHEMA, WORKAROUND_SEP, Journal, workaround_label, atomic_write_json, cell_record_path, cell_work_dir, load_record
+from .report import worst_output_note
 
 SETUP = "setup"
 ANALYSIS = "analysis:"  # root-cause entries of the journal: shown, never part of the verdict
@@ -191,21 +191,11 @@ def verdict_of(setup: Dict[str, Any], stages: Sequence[Dict[str, Any]]) -> Dict[
             continue  # shown beside the finding, never counted
         if stage["status"] not in ("pass", "skip"):
             return {"status": stage["status"], "first_failing_stage": stage["name"],
-                    "message": stage.get("message") or _stage_note(stage)}
+                    "message": stage.get("message") or worst_output_note(stage.get("worst") or {})}
     if any(s["status"] == "pass" for s in stages):
         return {"status": "pass", "first_failing_stage": None, "message": ""}
     return {"status": "skip", "first_failing_stage": None,
             "message": next((s.get("message", "") for s in stages if s.get("message")), "")}
-
-
-def _stage_note(stage: Dict[str, Any]) -> str:
-    worst = stage.get("worst") or {}
-    if worst.get("note"):
-        return f"{worst.get('output')}: {worst['note']}"
-    if worst:
-        return (f"{worst.get('output')}: {worst.get('mismatched')}/{worst.get('total')} elements out of "
-                f"{describe_tolerance(worst)}")
-    return ""
 
 
 def run_session(matrix: Any, session: str, version: str, *, results: Path,
