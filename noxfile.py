@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from harness import matrix as _matrix  # noqa: E402  (host side: no paddle)
-from harness.errors import UserError  # noqa: E402
+from harness.shared.errors import UserError  # noqa: E402
 from harness.hostenv import gpu_absence_reason  # noqa: E402
 
 nox.options.default_venv_backend = "uv|virtualenv"

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from .errors import UserError
+from .shared.errors import UserError
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix" / "default.toml"
 
@@ -82,6 +82,11 @@ def _parser() -> argparse.ArgumentParser:
     load.add_argument("--inputs", type=Path, required=True)
     load.add_argument("--out", type=Path, required=True)
 
+    hazards = sub.add_parser("hazards", help="(cell side) probe the config hazards of a session in this Paddle")
+    hazards.add_argument("--device", required=True)
+    hazards.add_argument("--backend", required=True)
+    hazards.add_argument("--out", type=Path, required=True)
+
     cell = sub.add_parser("cell", help="(cell side) run one cell in this Paddle environment")
     cell.add_argument("--spec", type=Path, required=True)
     cell.add_argument("--work", type=Path, required=True)
@@ -90,52 +95,67 @@ def _parser() -> argparse.ArgumentParser:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from . import matrix as matrix_mod
-    from . import report
-    from .runner import LocalLauncher, run_session
+    from .launch import LocalLauncher
+    from .report.model import RunModel, load_hazard_probes
+    from .report.tables import terminal_table, write_markdown
+    from .runner import probe_hazards, run_session
+    from .shared.vocab import Status
 
     matrix = matrix_mod.load(args.matrix)
     session = matrix.session(args.session)
     version = args.paddle or session.versions[0]
     results = args.results / args.run_name
+    launcher = LocalLauncher(args.python)
+    matrix.expand(session.name, version, modes=args.mode, models=args.model)  # bad input before any work
+    probe_hazards(session, version, results, launcher, force=args.force)
     records = run_session(
         matrix, session.name, version, results=results, modes=args.mode, models=args.model,
-        force=args.force, launcher=LocalLauncher(args.python),
+        force=args.force, launcher=launcher,
     )
+    probes = [p for p in load_hazard_probes(results) if p["session"] == session.name and p["paddle"] == version]
+    model = RunModel(records, probes)
     print()
-    print(report.terminal_table(records))
-    summary = report.write_markdown(results / f"summary-{session.name}-{version}.md", records,
-                                    f"{session.name} · Paddle {version}")
+    print(terminal_table(model))
+    summary = write_markdown(results / f"summary-{session.name}-{version}.md", model, f"{session.name} · Paddle {version}")
     print(f"\nrecords: {results}/{session.name}/{version}/   summary: {summary}")
-    return 0 if all(r["verdict"]["status"] in ("pass", "skip") for r in records) else 1
+    # vacuous is not a pass: the run says so with its exit code too.
+    return 0 if all(Status.of(r["verdict"]["status"]) in (Status.PASS, Status.SKIP) for r in records) else 1
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from . import report
-    from .records import load_records
+    from .report.model import RunModel
+    from .report.tables import terminal_table, write_markdown
 
     results = args.results / args.run_name
     if not results.is_dir():
         raise UserError(f"--results/--run: {results} does not exist; run a session first or point at a results dir.")
-    records = load_records(results)
-    if not records:
+    model = RunModel.load(results)
+    if not model.records:
         raise UserError(f"--results/--run: no result records under {results}; run a session first.")
-    print(report.terminal_table(records))
-    out = report.write_markdown(args.out or results / "report.md", records, f"Qualification report · run {args.run_name}")
+    print(terminal_table(model))
+    out = write_markdown(args.out or results / "report.md", model, f"Qualification report · run {args.run_name}")
     print(f"\nreport: {out}")
     return 0
 
 
 def _cmd_regress(args: argparse.Namespace) -> int:
-    from . import regress
+    from .report import regress
 
     return regress.run(args.results / args.run_name, args.base, args.head, args.out)
 
 
 def _cmd_port(args: argparse.Namespace) -> int:
     from . import portability
+    from .shared.vocab import Status
 
     results = portability.run(args.results / args.run_name, args.session, args.model, force=args.force)
-    return 0 if all(r["status"] in ("pass", "skip") for r in results) else 1
+    return 1 if any(Status.of(r["status"]).blocks for r in results) else 0
+
+
+def _cmd_hazards(args: argparse.Namespace) -> int:
+    from .cell import hazards
+
+    return hazards.main(args.device, args.backend, args.out)
 
 
 def _cmd_load(args: argparse.Namespace) -> int:
@@ -165,7 +185,7 @@ def _cmd_cell(args: argparse.Namespace) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
-               "load": _cmd_load, "diff": _cmd_diff, "diff-worker": _cmd_diff_worker, "cell": _cmd_cell}[args.command]
+               "load": _cmd_load, "diff": _cmd_diff, "hazards": _cmd_hazards, "diff-worker": _cmd_diff_worker, "cell": _cmd_cell}[args.command]
     try:
         return handler(args)
     except UserError as exc:

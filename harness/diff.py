@@ -8,19 +8,16 @@ can kill its process), renders what it returns. Run it inside a Paddle environme
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from . import tensor_report
-from .configs import NAMED
+from .report import tensors as tensor_report
 from .engine_info import engine_output_names
-from .errors import UserError
-from .records import atomic_write_json
-from .runner import REPO_ROOT, log_tail, signal_name
+from .launch import LocalLauncher, log_tail, run_child, signal_name
+from .shared.backends import NAMED_CONFIGS
+from .shared.errors import UserError
+from .shared.records import atomic_write_json
 
 
 def find_model(model_dir: Path) -> Dict[str, str]:
@@ -89,31 +86,29 @@ def selection_from(args: Any) -> Optional[Dict[str, Any]]:
 
 def run(args: Any) -> int:
     for flag, name in (("--base", args.base), ("--test", args.test)):
-        if name not in NAMED:
-            raise UserError(f"{flag} {name}: unknown config; known: {', '.join(NAMED)}.")
+        if name not in NAMED_CONFIGS:
+            raise UserError(f"{flag} {name}: unknown config; known: {', '.join(NAMED_CONFIGS)}.")
     model = find_model(args.model_dir)
     if args.inputs and not args.inputs.exists():
         raise UserError(f"--inputs {args.inputs}: not found.")
     request = {
-        "model": model, "base": NAMED[args.base], "test": NAMED[args.test],
-        "base_name": args.base, "test_name": args.test,
+        "model": model, "base_name": args.base, "test_name": args.test,
         "inputs": str(args.inputs) if args.inputs else None, "shapes": parse_shapes(args.shape),
         "atol": args.atol, "rtol": args.rtol, "scaled_atol": args.scaled_atol, "selection": selection_from(args), "seed": args.seed,
     }
     out = args.out or Path("results") / "diff" / f"{args.model_dir.name}-{args.base}-vs-{args.test}"
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "request.json", request)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
-    with open(out / "worker.log", "wb") as log:
-        proc = subprocess.run([sys.executable, "-m", "harness", "diff-worker", "--request", str(out / "request.json"),
-                               "--out", str(out)], stdout=log, stderr=subprocess.STDOUT, env=env)
-    if proc.returncode == 2:
-        lines = [ln for ln in (out / "worker.log").read_text(errors="replace").splitlines() if ln.startswith("error: ")]
-        raise UserError(lines[-1][len("error: "):] if lines else "the diff worker rejected its input; see worker.log")
-    if proc.returncode != 0:
-        tail = log_tail(out / "worker.log", lines=1)
-        print(f"the diff worker died with {signal_name(proc.returncode)}: {tail} (full log: {out / 'worker.log'})",
-              file=sys.stderr)
+    launcher = LocalLauncher()
+    log = out / "worker.log"
+    log.unlink(missing_ok=True)
+    outcome = run_child(launcher, ["diff-worker", "--request", launcher.path(out / "request.json"),
+                                   "--out", launcher.path(out)], log)
+    if outcome.user_error:
+        raise UserError(outcome.user_error)
+    if not outcome.ok:
+        print(f"the diff worker died with {signal_name(outcome.returncode)}: {log_tail(log, lines=1)} "
+              f"(full log: {log})", file=sys.stderr)
         return 1
     result = json.loads((out / "result.json").read_text())
     title = f"{args.model_dir}: {args.base} vs {args.test}"

@@ -21,13 +21,13 @@ try:
 except ModuleNotFoundError:  # Python < 3.11: the host side runs on any Python
     import tomli as tomllib  # type: ignore[no-redef]
 
-from .errors import UserError
+from .shared.backends import DEVICES, backend_stage_name
+from .shared.config import PRECISIONS
+from .shared.errors import UserError
+from .shared.vocab import Stage
 
-DEVICES = {"cpu": {"native", "onednn"}, "gpu": {"native", "trt"}}
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
-# Modes the schema knows; which of them a cell side can run is decided there.
+# Modes the schema knows; which of them a cell side can run is decided there (harness.cell.modes).
 MODES = ("normal", "amp_o1", "amp_o2", "pact")
-REFERENCE_STAGES = ("baseline", "memory", "ir")
 
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([.\-+]?[0-9A-Za-z.]+)?$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -36,7 +36,7 @@ _FACTORY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _TOP_KEYS = {"run", "paddle", "sessions", "modes", "tolerances", "models"}
 _RUN_KEYS = {
     "default_paddle", "modes", "models", "seed", "train_steps",
-    "reference_threads", "deploy_threads", "stage_timeout",
+    "reference_threads", "deploy_threads", "stage_timeout", "trt_workspace_mb", "trt_min_subgraph_size",
 }
 _PADDLE_KEYS = {"python", "packages", "gpu_packages", "note"}
 _SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tags"}
@@ -54,11 +54,6 @@ def session_name(device: str, backend: str, precision: str) -> str:
     return f"{device}_{backend}_{precision}"
 
 
-def backend_stage_name(device: str, backend: str, precision: str) -> str:
-    """The last stage is named after what it switches on: `onednn_bf16`, `trt_fp16`, `gpu_fp16`."""
-    return f"{device if backend == 'native' else backend}_{precision}"
-
-
 @dataclasses.dataclass(frozen=True)
 class Session:
     name: str
@@ -71,7 +66,7 @@ class Session:
 
     @property
     def stages(self) -> List[str]:
-        return [*REFERENCE_STAGES, backend_stage_name(self.device, self.backend, self.precision)]
+        return [*(s.value for s in Stage), backend_stage_name(self.device, self.backend, self.precision)]
 
 
 @dataclasses.dataclass
@@ -203,6 +198,8 @@ class Matrix:
             "reference_threads": run["reference_threads"],
             "deploy_threads": run["deploy_threads"],
             "stage_timeout": run["stage_timeout"],
+            "trt_workspace_mb": run["trt_workspace_mb"],
+            "trt_min_subgraph_size": run["trt_min_subgraph_size"],
             "matrix": str(self.path),
         }
 
@@ -216,6 +213,9 @@ _RUN_DEFAULTS = {
     "reference_threads": 1,
     "deploy_threads": 2,
     "stage_timeout": 300,
+    # Paddle's documented TensorRT defaults (workspace 1 GiB, subgraphs of at least 3 ops).
+    "trt_workspace_mb": 1024,
+    "trt_min_subgraph_size": 3,
 }
 
 
@@ -295,7 +295,7 @@ def _validate(path: Path, data: Dict[str, Any]) -> None:
     run.setdefault("models", list(data["models"]))
     for key in ("modes", "models"):
         _str_list(path, f"run.{key}", run[key])
-    for key in ("seed", "train_steps", "reference_threads", "deploy_threads"):
+    for key in ("seed", "train_steps", "reference_threads", "deploy_threads", "trt_workspace_mb", "trt_min_subgraph_size"):
         _require(path, "run", run, key, int)
     run["stage_timeout"] = _require(path, "run", run, "stage_timeout", float)
     if run["train_steps"] < 0 or run["reference_threads"] < 1 or run["deploy_threads"] < 1:

@@ -10,9 +10,6 @@ compares with the exporting version's own baseline outputs at fp32 tolerance. On
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from importlib import metadata
 from pathlib import Path
@@ -20,12 +17,13 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .compare import compare_tol
-from .errors import UserError
-from .records import atomic_write_json, load_records
-from .runner import REPO_ROOT, signal_name
+from .launch import LocalLauncher, run_child
+from .shared.compare import compare_tol, worst
+from .shared.errors import UserError
+from .shared.records import atomic_write_json, load_records
+from .shared.vocab import Status
 
-LOAD_TIMEOUT = 300
+LOAD_TIMEOUT = 300  # seconds: a load that hangs this long is recorded as a timeout
 
 
 def this_paddle() -> str:
@@ -39,7 +37,7 @@ def this_paddle() -> str:
                     "(nox -s portability@<version>).")
 
 
-def port_one(record: Dict[str, Any], loader: str, out_dir: Path, python: str) -> Dict[str, Any]:
+def port_one(record: Dict[str, Any], loader: str, out_dir: Path, launcher: Any) -> Dict[str, Any]:
     work = Path(record["_path"]).with_suffix("")
     export = record["setup"]["export"]
     program = work / "export" / Path(export["program"]).name
@@ -52,40 +50,37 @@ def port_one(record: Dict[str, Any], loader: str, out_dir: Path, python: str) ->
     }
     out = out_dir / f"{cell['model']['name']}.outputs.npz"
     out_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [python, "-m", "harness", "load", "--program", str(program), "--inputs", str(work / "inputs.npz"),
-           "--out", str(out)]
+    args = ["load", "--program", launcher.path(program), "--inputs", launcher.path(work / "inputs.npz"),
+            "--out", launcher.path(out)]
     if params:
-        cmd += ["--params", str(params)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+        args += ["--params", launcher.path(params)]
     started = time.time()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=LOAD_TIMEOUT, env=env,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        result.update(status="timeout", message=f"loading ran over {LOAD_TIMEOUT} s")
-        return result
+    log = out_dir / f"{cell['model']['name']}.log"
+    log.unlink(missing_ok=True)
+    outcome = run_child(launcher, args, log, timeout=LOAD_TIMEOUT)
     result["seconds"] = round(time.time() - started, 3)
-    tail = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    if proc.returncode < 0:
-        result.update(status="crash", signal=signal_name(proc.returncode),
-                      message=f"loader died with {signal_name(proc.returncode)}", stderr_tail="\n".join(tail[-8:]))
+    if outcome.timed_out:
+        result.update(status=Status.TIMEOUT, message=f"loading ran over {LOAD_TIMEOUT} s")
         return result
-    if proc.returncode != 0:
-        result.update(status="error", message=tail[-1] if tail else f"exit code {proc.returncode}")
+    if not outcome.ok:
+        described = outcome.describe()
+        if described["status"] is Status.CRASH:
+            described["message"] = f"loader died with {described['signal']}"
+        result.update(described)
         return result
     reference = work / "baseline.npz"
     if not reference.exists():
-        result.update(status="skip", message="the exporting version has no baseline outputs to compare with")
+        result.update(status=Status.SKIP, message="the exporting version has no baseline outputs to compare with")
         return result
     with np.load(reference) as ref, np.load(out) as got:
         if len(ref.files) != len(got.files):
-            result.update(status="fail", message=f"{len(got.files)} outputs, the exporter's baseline has {len(ref.files)}")
+            result.update(status=Status.FAIL, message=f"{len(got.files)} outputs, the exporter's baseline has {len(ref.files)}")
             return result
         tol = cell["tolerances"]["fp32"]
         stats = [compare_tol(ref[f"o{i}"], got[f"o{i}"], tol) for i in range(len(ref.files))]
-    worst = max(stats, key=lambda s: (s["status"] != "pass", s.get("max_abs") or 0.0))
-    result.update(status="fail" if any(s["status"] != "pass" for s in stats) else "pass",
-                  max_abs=worst.get("max_abs"), max_rel=worst.get("max_rel"), message=worst.get("note", ""))
+    w = worst(stats)
+    result.update(status=Status.FAIL if any(Status.of(s["status"]).blocks for s in stats) else Status.PASS,
+                  max_abs=w.get("max_abs"), max_rel=w.get("max_rel"), message=w.get("note", ""))
     return result
 
 
@@ -96,7 +91,7 @@ def run(results: Path, session: str, models: Optional[List[str]], python: Option
     loader = this_paddle()
     records = [r for r in load_records(results)
                if r["cell"]["session"]["name"] == session and r["cell"]["paddle"] != loader
-               and r["setup"].get("status") == "pass" and (not models or r["cell"]["model"]["name"] in models)]
+               and Status.of(r["setup"].get("status")) is Status.PASS and (not models or r["cell"]["model"]["name"] in models)]
     if not records:
         print(f"[harness] nothing to port: no {session} records exported by a Paddle other than {loader} "
               f"under {results} (run `nox -s {session}@<version>` for other versions first)")
@@ -112,7 +107,7 @@ def run(results: Path, session: str, models: Optional[List[str]], python: Option
                   f"{result['status']} (recorded earlier; --force reruns)", flush=True)
             done.append(result)
             continue
-        result = port_one(record, loader, out_dir, python or sys.executable)
+        result = port_one(record, loader, out_dir, LocalLauncher(python))
         atomic_write_json(out_dir / f"{cell['model']['name']}.json", result)
         print(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
               f"{result['status']} {result.get('message', '')}".rstrip(), flush=True)

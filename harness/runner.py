@@ -1,89 +1,40 @@
 """Host side: run the cells of one session at one Paddle version, crash-safe and resumable.
 
-Each cell runs in a worker process (the cell side) started by a *launcher*: the local
-Python of the session's environment, or a container. The worker reports through the
-cell's journal; this module watches it, kills a stage that outlives its timeout, records
-a dead worker as ``crash`` of the stage it was in, and restarts the worker for the
-remaining stages. The cell's record is written atomically once the cell is over, so a run
-killed at any moment loses no finished cell, and a rerun skips cells that have a record.
+Each cell runs in a worker process (the cell side) started by a launcher (``harness.launch``):
+the local Python of the session's environment, or a container. The worker reports through the
+cell's journal; ``run_cell`` supervises it: a stage that outlives its timeout is killed and
+recorded as ``timeout``, a dead worker is a ``crash`` of the stage the journal says it was in,
+and the worker is restarted for the remaining stages. The cell's record is written atomically
+once the cell is over, so a run killed at any moment loses no finished cell, and a rerun skips
+cells that have a record.
+
+Before the cells, the session's config hazards are probed once (``harness.cell.hazards``) and
+kept in ``<session>/<paddle>/hazards.json``: findings about Paddle, not verdicts of cells.
 """
 
 from __future__ import annotations
 
-import os
+import json
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 from . import __version__
-from .errors import UserError
-from .records import RECORD_SCHEMA, WORKAROUND_SEP, Journal, workaround_label, atomic_write_json, cell_record_path, cell_work_dir, load_record
-from .report import worst_output_note
+from .launch import LocalLauncher, Outcome, run_child, supervise
+from .shared.errors import UserError
+from .shared.records import (RECORD_SCHEMA, Journal, atomic_write_json, cell_record_path, cell_work_dir,
+                             load_record)
+from .shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status, verdict_status
 
-SETUP = "setup"
-ANALYSIS = "analysis:"  # root-cause entries of the journal: shown, never part of the verdict
-REPO_ROOT = Path(__file__).resolve().parent.parent
-POLL_SECONDS = 0.05
-
-
-class LocalLauncher:
-    """Runs the cell side with a Python of this machine (the session's venv by default)."""
-
-    kind = "local"
-
-    def __init__(self, python: Optional[str] = None):
-        self.python = python or sys.executable
-
-    def command(self, spec_path: Path, work: Path) -> List[str]:
-        return [self.python, "-m", "harness", "cell", "--spec", str(spec_path), "--work", str(work)]
-
-    def start(self, spec_path: Path, work: Path, log) -> subprocess.Popen:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-        # Paddle reads this at import; the predictor's own thread count is set per stage.
-        env.setdefault("OMP_NUM_THREADS", "1")
-        return subprocess.Popen(
-            self.command(spec_path, work),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,  # so a timeout kills the worker's whole process group
-        )
+# A worker that keeps dying is restarted once per stage it could still be in, plus setup and the
+# two analyses; past that something outside the stages kills it, and the record says so.
+EXTRA_LAUNCHES = 3
+HAZARD_PROBE_TIMEOUT = 300
 
 
-def signal_name(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return signal.Signals(-returncode).name
-        except ValueError:
-            return f"signal {-returncode}"
-    return f"exit code {returncode}"
-
-
-def log_tail(path: Path, lines: int = 12, max_chars: int = 2000) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - 16384))
-            text = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-    kept = [ln for ln in text.splitlines() if ln.strip()][-lines:]
-    return "\n".join(kept)[-max_chars:]
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-    proc.wait()
+def _restart_cap(spec: Dict[str, Any]) -> int:
+    return len(spec["stages"]) + EXTRA_LAUNCHES
 
 
 def run_cell(spec: Dict[str, Any], results: Path, launcher: Any) -> Dict[str, Any]:
@@ -97,73 +48,59 @@ def run_cell(spec: Dict[str, Any], results: Path, launcher: Any) -> Dict[str, An
     atomic_write_json(spec_path, spec)
     journal = Journal(work / "journal.jsonl")
     timeout = float(spec["stage_timeout"])
+    args = ["cell", "--spec", launcher.path(spec_path), "--work", launcher.path(work)]
+
+    def overdue() -> bool:
+        running = journal.running()
+        return bool(running) and time.time() - running[1] > timeout
+
     launches = 0
-    with open(work / "worker.log", "ab") as log:
-        while True:
-            launches += 1
-            proc = launcher.start(spec_path, work, log)
-            timed_out = None
-            while proc.poll() is None:
-                running = journal.running()
-                if running and time.time() - running[1] > timeout:
-                    timed_out = running[0]
-                    _kill_group(proc)
-                    break
-                time.sleep(POLL_SECONDS)
-            code = proc.returncode
-            if code == 0 and not timed_out:
-                break
-            finished = journal.finished()
-            user_error = finished.get(SETUP, {}).get("user_error")
-            if user_error:
-                raise UserError(user_error)
-            running = journal.running()
-            if running is None:
-                # Died outside any stage (interpreter start-up, import of the harness...).
-                if SETUP in finished:
-                    break  # nothing to blame a stage for; the record shows what finished
-                stage = SETUP
-                journal.start(stage)
-            else:
-                stage = running[0]
-            log.flush()
-            if timed_out:
-                result = {"status": "timeout", "message": f"stage {stage} ran over {timeout:g} s and was killed"}
-            else:
-                result = {
-                    "status": "crash",
-                    "message": f"worker died with {signal_name(code)}",
-                    "signal": signal_name(code),
-                    "returncode": code,
-                    "stderr_tail": log_tail(work / "worker.log"),
-                }
-            journal.finish(stage, result)
-            if WORKAROUND_SEP in stage:
-                result["workaround"] = workaround_label(stage)
-            if stage.startswith(ANALYSIS):
-                result["stage"] = "?"
-            if stage == SETUP or launches > 3 * len(spec["stages"]) + 2:
-                break
-            # Restart the worker: it resumes after the stage that killed it, and exits
-            # at once when nothing is left.
+    while True:
+        launches += 1
+        outcome = supervise(launcher, args, work / "worker.log", overdue)
+        if outcome.ok:
+            break
+        if outcome.user_error:
+            raise UserError(outcome.user_error)
+        running = journal.running()
+        if running is None:
+            if SETUP in journal.finished():
+                break  # died outside any stage after setup: the record shows what finished
+            stage = SETUP  # died before the journal said anything (interpreter start, imports)
+            journal.start(stage)
+        else:
+            stage = running[0]
+        journal.finish(stage, _ended_badly(outcome, stage, timeout))
+        if stage == SETUP or launches >= _restart_cap(spec):
+            break
+        # Restart: the worker resumes after the stage that killed it, and exits at once when
+        # nothing is left.
     return build_record(spec, journal.finished(), launches, time.time() - started, launcher)
+
+
+def _ended_badly(outcome: Outcome, stage: str, timeout: float) -> Dict[str, Any]:
+    if outcome.timed_out:
+        result: Dict[str, Any] = {"status": Status.TIMEOUT, "message": f"stage {stage} ran over {timeout:g} s and was killed"}
+    else:
+        result = outcome.describe()
+    if stage.startswith(ANALYSIS_PREFIX):
+        result["stage"] = None  # which stage it analysed died with the worker
+    return result
 
 
 def build_record(spec: Dict[str, Any], finished: Dict[str, Dict[str, Any]], launches: int,
                  seconds: float, launcher: Any) -> Dict[str, Any]:
-    setup = finished.get(SETUP, {"status": "crash", "message": "the worker never reported"})
-    # Journal order: each stage followed by its workaround variant, if one ran.
+    setup = finished.get(SETUP, {"status": Status.CRASH, "message": "the worker never reported"})
     stages = [dict(result, name=name) for name, result in finished.items()
-              if name != SETUP and not name.startswith(ANALYSIS)]
-    analysis = {name[len(ANALYSIS):]: result for name, result in finished.items() if name.startswith(ANALYSIS)}
+              if name != SETUP and not name.startswith(ANALYSIS_PREFIX)]
+    analysis = {name[len(ANALYSIS_PREFIX):]: result for name, result in finished.items()
+                if name.startswith(ANALYSIS_PREFIX)}
+    setup_status = Status.of(setup.get("status"))
     for name in spec["stages"]:
-        if name in finished:
-            continue
-        if setup.get("status") != "pass":
-            stages.append({"name": name, "status": "skip", "message": f"setup {setup.get('status')}"})
-        else:
-            stages.append({"name": name, "status": "skip", "message": "not reached"})
-    verdict = verdict_of(setup, stages)
+        if name not in finished:
+            message = f"setup {setup_status}" if setup_status is not Status.PASS else "not reached"
+            stages.append({"name": name, "status": Status.SKIP, "message": message})
+    _render_tensor_report(analysis)
     return {
         "schema": RECORD_SCHEMA,
         "harness": __version__,
@@ -173,7 +110,7 @@ def build_record(spec: Dict[str, Any], finished: Dict[str, Dict[str, Any]], laun
         "inputs": {"seed": spec["seed"], "arrays": setup.get("inputs")},
         "setup": {k: v for k, v in setup.items() if k != "paddle"},
         "stages": stages,
-        "verdict": verdict,
+        "verdict": verdict_of(setup, stages),
         "analysis": analysis,
         "launches": launches,
         "launcher": launcher.kind,
@@ -182,20 +119,57 @@ def build_record(spec: Dict[str, Any], finished: Dict[str, Dict[str, Any]], laun
     }
 
 
-def verdict_of(setup: Dict[str, Any], stages: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
-    if setup.get("status") != "pass":
-        return {"status": setup.get("status", "crash"), "first_failing_stage": SETUP,
-                "message": setup.get("message", "")}
-    for stage in stages:
-        if stage.get("workaround"):
-            continue  # shown beside the finding, never counted
-        if stage["status"] not in ("pass", "skip"):
-            return {"status": stage["status"], "first_failing_stage": stage["name"],
-                    "message": stage.get("message") or worst_output_note(stage.get("worst") or {})}
-    if any(s["status"] == "pass" for s in stages):
-        return {"status": "pass", "first_failing_stage": None, "message": ""}
-    return {"status": "skip", "first_failing_stage": None,
-            "message": next((s.get("message", "") for s in stages if s.get("message")), "")}
+def _render_tensor_report(analysis: Dict[str, Dict[str, Any]]) -> None:
+    """The cell side leaves the per-tensor diff as JSON; its tables and plot render here."""
+    diff = analysis.get(Analysis.DIFF.value)
+    if not diff or not diff.get("result") or not Path(diff["result"]).exists():
+        return
+    from .report import tensors as tensor_report
+
+    result = json.loads(Path(diff["result"]).read_text(encoding="utf-8"))
+    out = Path(diff["result"]).parent
+    try:
+        diff["files"] = tensor_report.write_all(out, result, diff.get("title", "per-tensor diff"))
+    except ImportError as exc:  # openpyxl / matplotlib missing on this host: keep what renders
+        diff["files"] = tensor_report.write_all(out, result, diff.get("title", ""), ["csv", "md"])
+        diff["missing"] = str(exc)
+    diff["summary"] = tensor_report.summary_line(result)
+
+
+def verdict_of(setup: Dict[str, Any], stages: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The first blocking stage in ladder order; else vacuous; else pass; else skip (noop and
+    skip stages never make a pass)."""
+    from .report.notes import stage_note
+
+    setup_status = Status.of(setup.get("status"))
+    if setup_status is not Status.PASS:
+        return {"status": setup_status, "first_failing_stage": SETUP, "message": setup.get("message", "")}
+    status = verdict_status(Status.of(s["status"]) for s in stages)
+    if status is None:
+        return {"status": Status.SKIP, "first_failing_stage": None,
+                "message": next((s.get("message", "") for s in stages if s.get("message")), "")}
+    if status is Status.PASS:
+        return {"status": Status.PASS, "first_failing_stage": None, "message": ""}
+    stage = next(s for s in stages if Status.of(s["status"]) is status)
+    return {"status": status, "first_failing_stage": stage["name"], "message": stage_note(stage)}
+
+
+def probe_hazards(session: Any, version: str, results: Path, launcher: Any, force: bool = False) -> Dict[str, Any]:
+    """The session's config hazards at this Paddle version, probed once and kept."""
+    path = results / session.name / version / "hazards.json"
+    if path.exists() and not force:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+    outcome = run_child(launcher, ["hazards", "--device", session.device, "--backend", session.backend,
+                                   "--out", launcher.path(path)], path.with_suffix(".log"), timeout=HAZARD_PROBE_TIMEOUT)
+    if outcome.ok and path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    probe = {"kind": "hazards", "paddle": version, "hazards": [], "probe": outcome.describe() if not outcome.timed_out
+             else {"status": Status.TIMEOUT, "message": f"the hazard probe ran over {HAZARD_PROBE_TIMEOUT} s"}}
+    atomic_write_json(path, probe)
+    return probe
 
 
 def run_session(matrix: Any, session: str, version: str, *, results: Path,

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def installed_paddle() -> str:
-    from harness.errors import UserError
+    from harness.shared.errors import UserError
     from harness.portability import this_paddle
 
     try:

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.compare import compare_arrays, worst
+from harness.shared.compare import compare_arrays, worst
 
 
 def test_within_isclose_band_passes_and_reports_statistics():

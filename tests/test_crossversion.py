@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness import regress
-from harness.errors import UserError
+from harness.shared.errors import UserError
 
 from .conftest import one_line_error, run_harness
 from .test_nox import NOX, nox_run
@@ -96,7 +96,7 @@ def test_regression_report_from_real_records(two_versions):
                        "--head", two_versions["head"])
     assert proc.returncode in (0, 1), proc.stderr
     rows = regress.regression_rows(
-        __import__("harness.records", fromlist=["x"]).load_records(two_versions["results"] / "default"),
+        __import__("harness.shared.records", fromlist=["x"]).load_records(two_versions["results"] / "default"),
         OLD, two_versions["head"])
     by = {(r["cell"].split("/")[-1], r["stage"]): r for r in rows}
     assert by[("resnet", "baseline")]["transition"] == "still pass"
@@ -112,7 +112,7 @@ def test_regression_report_from_real_records(two_versions):
 
 
 def test_versions_agree_on_the_same_weights_or_say_by_how_much(two_versions):
-    from harness.records import load_records
+    from harness.shared.records import load_records
 
     rows = regress.agreement_rows(load_records(two_versions["results"] / "default"), two_versions["head"])
     resnet = [r for r in rows if r["cell"].endswith("/resnet") and r["version"] == OLD]

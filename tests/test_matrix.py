@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from harness import matrix
-from harness.errors import UserError
+from harness.shared.errors import UserError
 
 from .conftest import ROOT, load_record, one_line_error, run_harness
 
@@ -78,7 +78,7 @@ def test_unknown_session_mode_model_and_version_are_user_errors(write_matrix, tm
 def test_host_side_never_imports_paddle():
     code = (
         "import sys; sys.modules['paddle'] = None\n"  # any import of paddle now raises
-        "import harness.matrix, harness.runner, harness.report, harness.records, harness.compare, harness.hostenv\n"
+        "import harness.matrix, harness.runner, harness.report, harness.shared.records, harness.compare, harness.hostenv\n"
         "import harness.__main__\n"
         "import runpy; runpy.run_path('noxfile.py')\n"
         "print('ok')\n"

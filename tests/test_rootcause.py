@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.engine_info import engine_output_names
-from harness.errors import UserError
-from harness.search import build_budget, find_culprits
+from harness.shared.errors import UserError
+from harness.shared.search import build_budget, find_culprits
 
 from .conftest import ROOT, installed_paddle, matrix_text, one_line_error, run_harness
 from .test_nox import NOX, nox_run

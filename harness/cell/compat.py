@@ -20,6 +20,7 @@ Nothing else in the harness looks at ``paddle.__version__``: every difference be
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import sys
@@ -27,8 +28,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-import paddle
-import paddle.inference as paddle_infer
+# glog INFO lines would bury the worker's log; set before Paddle's native side starts.
+os.environ.setdefault("GLOG_minloglevel", "1")
+
+import paddle  # noqa: E402
+import paddle.inference as paddle_infer  # noqa: E402
+
+from ..shared.backends import Requirement  # noqa: E402
+from ..shared.config import GPU_INITIAL_MEMORY_MB, PredictorConfig, TensorRT  # noqa: E402
 
 
 def _version_tuple() -> Tuple[int, int, int]:
@@ -133,14 +140,23 @@ def model_files(prefix: Path) -> Dict[str, str]:
     raise FileNotFoundError(f"no {prefix.name}.json or {prefix.name}.pdmodel in {prefix.parent}")
 
 
-def find_model_prefix(model_dir: Path) -> Optional[Path]:
-    """The prefix of the single model in a directory, preferring the format this version writes."""
-    model_dir = Path(model_dir)
-    suffixes = (".json", ".pdmodel") if pir_default() else (".pdmodel", ".json")
-    for suffix in suffixes:
-        found = sorted(p for p in model_dir.glob(f"*{suffix}") if p.with_suffix(".pdiparams").exists())
-        if found:
-            return found[0].with_suffix("")
+# -- capabilities ---------------------------------------------------------
+
+def unmet(requirement: "Requirement") -> Optional[str]:
+    """Why this build or machine cannot meet a backend's requirement, or None."""
+    if requirement is Requirement.GPU and not gpu_available():
+        return ("no CUDA device visible to this Paddle build (paddle.is_compiled_with_cuda() is "
+                f"{paddle.is_compiled_with_cuda()} or the device count is 0)")
+    if requirement is Requirement.TENSORRT and not _has_trt():
+        return "this Paddle build has no TensorRT (paddle.version.tensorrt() is empty)"
+    if requirement is Requirement.PIR_TENSORRT:
+        try:
+            import paddle.tensorrt  # noqa: F401
+        except ImportError as exc:
+            return f"this Paddle build has no paddle.tensorrt ({exc})"
+    if requirement is Requirement.BF16_CPU and not bf16_supported():
+        return ("this CPU does not support bfloat16 (paddle supports_bfloat16() is False); "
+                "enable_mkldnn_bfloat16 would silently run fp32")
     return None
 
 
@@ -158,69 +174,89 @@ def precision_type(precision: str) -> Any:
     return getattr(paddle_infer.PrecisionType, _PRECISION[precision])
 
 
-def make_config(
-    files: Dict[str, str],
-    *,
-    device: str = "cpu",
-    ir: bool = False,
-    memory: bool = False,
-    onednn: bool = False,
-    bf16: bool = False,
-    threads: int = 1,
-    gpu_precision: str = "fp32",
-    trt: Optional[Dict[str, Any]] = None,
-    input_shapes: Optional[Dict[str, List[int]]] = None,
-    deleted_passes: Optional[List[str]] = None,
-) -> "paddle_infer.Config":
-    """One predictor configuration; every knob explicit so stages differ only where they say."""
-    if device == "gpu" and trt is not None and files.get("format") == "pir":
-        files = pir_trt_convert(files, trt, input_shapes or {})
+def make_config(files: Dict[str, str], cfg: PredictorConfig,
+                input_shapes: Optional[Dict[str, List[int]]] = None) -> "paddle_infer.Config":
+    """The one place a ``PredictorConfig`` becomes a ``paddle.inference.Config``."""
+    if cfg.device == "gpu" and cfg.trt is not None and files.get("format") == "pir":
+        files = pir_trt_convert(files, cfg.trt, input_shapes or {})
     if files.get("params"):
         config = paddle_infer.Config(files["program"], files["params"])
     else:
         config = paddle_infer.Config(files["program"])
-    config.switch_ir_optim(ir)
-    if memory:
+    config.switch_ir_optim(cfg.ir)
+    if cfg.new_ir is not None:
+        _require_method(config, "enable_new_ir")(cfg.new_ir)
+    if cfg.new_executor is not None:
+        config.enable_new_executor(cfg.new_executor)
+    if cfg.opt_level is not None:
+        _require_method(config, "set_optimization_level")(cfg.opt_level)
+    if cfg.memory:
         config.enable_memory_optim()
-    if device == "gpu":
-        config.enable_use_gpu(256, 0, precision_type(gpu_precision if not trt else "fp32"))
-        if trt is not None and files.get("format") != "pir-trt":
-            _enable_trt(config, trt, input_shapes or {})
+    if cfg.device == "gpu":
+        config.enable_use_gpu(GPU_INITIAL_MEMORY_MB, 0, precision_type(cfg.gpu_precision))
+        if cfg.fp32_ops:
+            config.exp_disable_mixed_precision_ops(set(cfg.fp32_ops))
+        config.disable_mkldnn()
+        if cfg.trt is not None and files.get("format") != "pir-trt":
+            _enable_trt(config, cfg.trt, input_shapes or {})
     else:
         config.disable_gpu()
-        if onednn:
+        if cfg.onednn:
             config.enable_mkldnn()
-            if bf16:
+            if cfg.bf16:
                 config.enable_mkldnn_bfloat16()
         else:
             config.disable_mkldnn()
-        config.set_cpu_math_library_num_threads(threads)
-    for name in deleted_passes or []:
+        config.set_cpu_math_library_num_threads(cfg.threads)
+    for name in cfg.deleted_passes:
         config.delete_pass(name)
     return config
 
 
-def _enable_trt(config: "paddle_infer.Config", trt: Dict[str, Any], shapes: Dict[str, List[int]]) -> None:
+def _require_method(config: Any, name: str):
+    method = getattr(config, name, None)
+    if method is None:
+        raise AttributeError(f"Paddle {paddle.__version__} has no Config.{name}(); this stage's lever does not exist here")
+    return method
+
+
+def read_back(config: "paddle_infer.Config") -> Dict[str, Any]:
+    """What Paddle says the config is, through its own getters (a call can be ignored)."""
+    getters = {"ir_optim": "ir_optim", "onednn": "mkldnn_enabled", "use_gpu": "use_gpu",
+               "tensorrt": "tensorrt_engine_enabled", "new_ir": "new_ir_enabled",
+               "threads": "cpu_math_library_num_threads", "tensorrt_dynamic_shape": "tensorrt_dynamic_shape_enabled"}
+    out: Dict[str, Any] = {}
+    for key, getter in getters.items():
+        fn = getattr(config, getter, None)
+        if callable(fn):
+            try:
+                out[key] = fn()
+            except Exception:  # a getter that needs a GPU build raises on CPU wheels
+                continue
+    return out
+
+
+def _enable_trt(config: "paddle_infer.Config", trt: TensorRT, shapes: Dict[str, List[int]]) -> None:
     """TensorRT through the legacy subgraph engine (``.pdmodel`` programs).
 
     Written against Paddle's documented API; it has not run on a GPU here.
     """
     config.enable_tensorrt_engine(
-        workspace_size=int(trt.get("workspace", 1 << 30)),
-        max_batch_size=int(trt.get("max_batch", 1)),
-        min_subgraph_size=int(trt.get("min_subgraph", 3)),
-        precision_mode=precision_type(trt.get("precision", "fp32")),
+        workspace_size=int(trt.workspace_mb) << 20,
+        max_batch_size=int(trt.max_batch),
+        min_subgraph_size=int(trt.min_subgraph_size),
+        precision_mode=precision_type(trt.precision),
         use_static=False,
-        use_calib_mode=trt.get("precision") == "int8",
+        use_calib_mode=trt.calibration,
     )
     if shapes:
         config.set_trt_dynamic_shape_info(shapes, shapes, shapes)
-    if trt.get("disabled_ops"):
+    if trt.disabled_ops:
         # Legacy programs only; PIR programs go through paddle.tensorrt.convert(disable_ops=...).
-        config.exp_disable_tensorrt_ops(list(trt["disabled_ops"]))
+        config.exp_disable_tensorrt_ops(list(trt.disabled_ops))
 
 
-def pir_trt_convert(files: Dict[str, str], trt: Dict[str, Any], shapes: Dict[str, List[int]]) -> Dict[str, str]:
+def pir_trt_convert(files: Dict[str, str], trt: TensorRT, shapes: Dict[str, List[int]]) -> Dict[str, str]:
     """TensorRT for PIR programs (3.x): ``paddle.tensorrt.convert`` writes a program whose
     subgraphs are ``pd_op.tensorrt_engine`` ops; ``disable_ops`` keeps op types out of them.
 
@@ -236,8 +272,9 @@ def pir_trt_convert(files: Dict[str, str], trt: Dict[str, Any], shapes: Dict[str
         spec.name = name
         inputs.append(spec)
     config = TensorRTConfig(inputs=inputs, save_model_dir=str(out / "model"),
-                            precision_mode=getattr(PrecisionMode, trt.get("precision", "fp32").upper()),
-                            disable_ops=list(trt.get("disabled_ops") or []) or None)
+                            precision_mode=getattr(PrecisionMode, trt.precision.upper()),
+                            min_subgraph_size=trt.min_subgraph_size,
+                            disable_ops=list(trt.disabled_ops) or None)
     convert(str(Path(files["program"]).with_suffix("")), config)
     return {"program": str(out / "model.json"), "params": str(out / "model.pdiparams"), "format": "pir-trt"}
 
@@ -276,7 +313,8 @@ def run_predictor(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str], Lis
 
 # -- passes ------------------------------------------------------------------
 
-_PIR_PASS = re.compile(r"Running PIR pass \[([A-Za-z0-9_]+)\]")
+_PASS_LINE = re.compile(r"--- Running (PIR pass|IR pass|analysis) \[([A-Za-z0-9_]+)\]")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class _Captured:
@@ -307,30 +345,39 @@ def captured_native_output():
             holder.text = data.decode("utf-8", "replace")
 
 
-def pass_list(files: Dict[str, str], knobs: Dict[str, Any]) -> Tuple[str, List[str]]:
-    """The IR passes a predictor with ``knobs`` runs, in order, and which IR they belong to.
-
-    Legacy programs: the config's pass builder lists them. PIR programs: no API lists them;
-    they are read from the native log lines ``--- Running PIR pass [name]`` printed while the
-    predictor is built.
-    """
-    config = make_config(files, **knobs)
-    if files.get("format") == "pir":
-        with captured_native_output() as out:
-            predictor = create_predictor(config)
-        del predictor
-        return "pir", list(dict.fromkeys(_PIR_PASS.findall(re.sub(r"\x1b\[[0-9;]*m", "", out.text))))
-    return "legacy", list(config.pass_builder().all_passes())
+def _passes_in(log: str) -> Dict[str, List[str]]:
+    """IR passes (legacy ``--- Running IR pass [..]``, PIR ``--- Running PIR pass [..]``) and
+    legacy analysis passes (``--- Running analysis [..]``, e.g. ``memory_optimize_pass``) that a
+    predictor build printed, in order. No API lists the PIR passes that ran; these lines are
+    printed whatever GLOG_minloglevel says (measured on 2.6.2 and 3.3.1)."""
+    found: Dict[str, List[str]] = {"passes": [], "analysis_passes": []}
+    for kind, name in _PASS_LINE.findall(_ANSI.sub("", log)):
+        found["analysis_passes" if kind == "analysis" else "passes"].append(name)
+    return found
 
 
-def program_op_types(files: Dict[str, str], knobs: Dict[str, Any], feeds: Dict[str, Any]) -> List[str]:
-    """Op types the program executes (from an output hook), e.g. to bisect TensorRT op types."""
-    predictor = create_predictor(make_config(files, **dict(knobs, trt=None, device="cpu", onednn=False)))
-    seen: List[str] = []
-    # PIR names keep their dialect (pd_op.conv2d), as paddle.tensorrt's disable_ops expects.
-    register_output_hook(predictor, lambda op, name, t: seen.append(op.split(":")[0]))
-    run_predictor(predictor, feeds)
-    return list(dict.fromkeys(seen))
+def build_predictor(files: Dict[str, str], cfg: PredictorConfig,
+                    input_shapes: Optional[Dict[str, List[int]]] = None) -> Tuple[Any, Dict[str, Any]]:
+    """A predictor and the evidence of its build: the passes that ran and Paddle's read-back."""
+    config = make_config(files, cfg, input_shapes)
+    with captured_native_output() as out:
+        predictor = create_predictor(config)
+    evidence = _passes_in(out.text)
+    evidence["config_read_back"] = read_back(config)
+    return predictor, evidence
+
+
+def run_with_evidence(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str], List[Any], Dict[str, Any]]:
+    """Run once with an output hook that records only op types (no tensor is read, so it costs
+    a Python call per op): the executed op count, type histogram and a digest of the sequence."""
+    ops: List[str] = []
+    register_output_hook(predictor, lambda op_type, name, tensor: ops.append(op_type.split(":")[0]))
+    names, outputs = run_predictor(predictor, feeds)
+    histogram: Dict[str, int] = {}
+    for op in ops:
+        histogram[op] = histogram.get(op, 0) + 1
+    digest = hashlib.sha1("\n".join(ops).encode()).hexdigest()[:16]
+    return names, outputs, {"ops": len(ops), "op_types": histogram, "op_sequence_sha1": digest}
 
 
 def set_flags_for_determinism() -> None:
@@ -339,8 +386,3 @@ def set_flags_for_determinism() -> None:
         paddle.set_flags({"FLAGS_cudnn_deterministic": True})
     except (ValueError, RuntimeError):
         pass
-
-
-def silence_native_info_log() -> None:
-    # glog INFO lines go to the worker's log file anyway; keep the volume down.
-    os.environ.setdefault("GLOG_minloglevel", "1")

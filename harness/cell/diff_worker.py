@@ -1,4 +1,8 @@
-"""Cell side of ``python -m harness diff``: load the model, make inputs, dump and compare."""
+"""Cell side of ``python -m harness diff``: load the model, make inputs, dump and compare.
+
+Exit 0 done; 2 bad input (one ``error: ...`` line: a model file Paddle cannot read, an input
+the model does not have); anything else: the process died.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +13,16 @@ from typing import Any, Dict
 
 import numpy as np
 
-from ..errors import UserError
+from ..shared.backends import DeployOptions, named_configs
+from ..shared.causes import paddle_message
+from ..shared.errors import UserError
+from ..shared.inputs import InputSpec, synthesize
 
 
-def _inputs(compat: Any, files: Dict[str, str], request: Dict[str, Any]) -> Dict[str, np.ndarray]:
+def _inputs(compat: Any, predictor: Any, request: Dict[str, Any]) -> Dict[str, np.ndarray]:
     if request.get("inputs"):
         return dict(np.load(request["inputs"]))
-    predictor = compat.create_predictor(compat.make_config(files, device="cpu", onednn=False))
-    rng = np.random.default_rng(request.get("seed", 0))
-    feeds = {}
+    specs = []
     for name in compat.input_names(predictor):
         handle = predictor.get_input_handle(name)
         shape = request["shapes"].get(name) or list(handle.shape())
@@ -25,14 +30,11 @@ def _inputs(compat: Any, files: Dict[str, str], request: Dict[str, Any]) -> Dict
             raise UserError(f"--shape: input {name!r} has free dims {list(handle.shape())}; "
                             f"give --shape {name}=D1,D2,... or --inputs FILE.npz.")
         dtype = str(handle.type()).split(".")[-1].lower()
-        if "int" in dtype:
-            feeds[name] = rng.integers(0, 2, size=shape).astype("int32" if "32" in dtype else "int64")
-        else:
-            feeds[name] = rng.standard_normal(size=shape).astype("float32")
-    unknown = sorted(set(request["shapes"]) - set(feeds))
+        specs.append(InputSpec(name, shape, ("int32" if "32" in dtype else "int64") if "int" in dtype else "float32"))
+    unknown = sorted(set(request["shapes"]) - {s.name for s in specs})
     if unknown:
-        raise UserError(f"--shape: the model has no input named {unknown}; its inputs are {sorted(feeds)}.")
-    return feeds
+        raise UserError(f"--shape: the model has no input named {unknown}; its inputs are {sorted(s.name for s in specs)}.")
+    return synthesize(specs, request.get("seed", 0))
 
 
 def main(request_path: Path, out: Path) -> int:
@@ -45,13 +47,21 @@ def main(request_path: Path, out: Path) -> int:
         program = next((p for p in candidates if p.suffix == preferred), candidates[0])
         files = {"program": str(program), "params": str(program.with_suffix(".pdiparams")),
                  "format": "pir" if program.suffix == ".json" else "legacy"}
-        feeds = _inputs(compat, files, request)
-        result = layerwise.run_diff(files, feeds, request["base"], request["test"], Path(out) / "dump",
+        named = named_configs(files["format"], DeployOptions())
+        try:
+            probe = compat.create_predictor(compat.make_config(files, named["baseline"]))
+        except Exception as exc:  # a truncated or corrupt file: the user's input, in Paddle's words
+            raise UserError(f"--model-dir: Paddle cannot load {program.name} with {Path(files['params']).name} "
+                            f"({paddle_message(exc)}); re-export the model or point at an intact copy.") from None
+        feeds = _inputs(compat, probe, request)
+        del probe
+        result = layerwise.run_diff(files, feeds, named[request["base_name"]], named[request["test_name"]],
+                                    Path(out) / "dump",
                                     {k: request[k] for k in ("atol", "rtol", "scaled_atol") if k in request},
                                     request.get("selection"))
     except UserError as exc:
-        print(f"error: {exc}", flush=True)
+        print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
     result["program"] = files
-    (Path(out) / "result.json").write_text(json.dumps(result, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
+    layerwise.write_result(Path(out) / "result.json", result)
     return 0

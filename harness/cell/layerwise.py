@@ -34,9 +34,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..compare import compare_tol
+from ..shared.compare import compare_tol, cosine
+from ..shared.config import PredictorConfig
 from ..engine_info import engine_output_names
-from ..errors import UserError
+from ..shared.errors import UserError
 
 _PIR_PREFIX = re.compile(r"^0x[0-9a-fA-F]+_")
 _DIALECT = re.compile(r"^[a-z_]+_op\.")
@@ -223,12 +224,9 @@ def _match_by_value(base_rows, test_rows, pairs, used_b, used_t, value_of):
 def _cosine(a: np.ndarray, b: np.ndarray) -> Optional[float]:
     a = np.asarray(a, dtype=np.float64).ravel()
     b = np.asarray(b, dtype=np.float64).ravel()
-    if a.size != b.size or a.size == 0 or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+    if a.size != b.size or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         return None
-    na, nb = np.linalg.norm(a), np.linalg.norm(b)
-    if na == 0 or nb == 0:
-        return None
-    return float(a @ b / (na * nb))
+    return cosine(a, b)
 
 
 def _unmatched(row: Dict[str, Any], side: str, reason: str) -> Dict[str, Any]:
@@ -306,16 +304,20 @@ def _mark_suspects(rows: List[Dict[str, Any]], window: int = 2) -> None:
             row["suspect"] = "the next tensors agree again: probably one name for two tensors after a fusion"
 
 
-def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base_knobs: Dict[str, Any],
-             test_knobs: Dict[str, Any], out_dir: Path, tol: Dict[str, float],
+def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
+             test: PredictorConfig, out_dir: Path, tol: Dict[str, float],
              selection: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """Dump both runs to ``out_dir`` and compare them; the result is JSON-able."""
+    """Dump both runs to ``out_dir`` and compare them; the result is JSON-able.
+
+    Memory optimization is off in both runs: it reuses variables, so a hooked name would hold
+    several tensors in turn."""
     from . import compat
 
     started = time.perf_counter()
     dumps = {}
-    for side, knobs in (("base", base_knobs), ("test", test_knobs)):
-        config = compat.make_config(files, **dict(knobs, memory=False))
+    shapes = {k: list(v.shape) for k, v in feeds.items()}
+    for side, cfg in (("base", base), ("test", test)):
+        config = compat.make_config(files, cfg.replace(memory=False), shapes)
         predictor = compat.create_predictor(config)
         dumps[side] = dump(predictor, feeds, out_dir / side)
         del predictor  # one predictor alive at a time
@@ -331,9 +333,16 @@ def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base_knobs: Di
     result = compare_dumps(out_dir / "base", out_dir / "test", base_index, test_index, tol, chosen)
     final = [compare_tol(a, b, tol) for a, b in zip(dumps["base"]["outputs"], dumps["test"]["outputs"])]
     result.update(
-        base_config=base_knobs, test_config=test_knobs, **tol,
+        base_config=base.to_dict(), test_config=test.to_dict(), **tol,
         hooks_changed_output={"base": dumps["base"]["hooks_changed_output"], "test": dumps["test"]["hooks_changed_output"]},
         final_outputs=[{"status": s["status"], "max_abs": s["max_abs"], "max_rel": s["max_rel"]} for s in final],
         seconds=round(time.perf_counter() - started, 3),
     )
     return result
+
+
+def write_result(path: Path, result: Dict[str, Any]) -> Path:
+    """The diff as JSON for the host side, which renders its tables and plot."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
+    return path

@@ -1,9 +1,10 @@
 """Cell side: load one exported model with this environment's Paddle and run it once.
 
-``python -m harness load --program P [--params Q] --inputs IN.npz --out OUT.npz``: baseline
-config (CPU, IR off, memory off, oneDNN off, one thread), inputs fed by name, outputs written
-in the predictor's order. Exit 0 done, 3 Paddle raised (its first message line on stderr);
-a crash is the process dying, which the host records as such.
+``python -m harness load --program P [--params Q] --inputs IN.npz --out OUT.npz``: the plainest
+load every version has (``switch_ir_optim(False)``, memory off, oneDNN off, one thread, no 3.x-only
+call, so that an old Paddle meets a new program as a user's plain load would), inputs fed by
+name, outputs written in the predictor's order. Exit 0 done, 3 Paddle raised (its first message
+line is the last line on stderr); a crash is the process dying, which the host records as such.
 """
 
 from __future__ import annotations
@@ -14,21 +15,26 @@ from pathlib import Path
 
 import numpy as np
 
+from ..shared.backends import DeployOptions, named_configs
+from ..shared.causes import paddle_message
+
+PADDLE_RAISED = 3
+
 
 def main(program: Path, params: "Path | None", inputs: Path, out: Path) -> int:
     from . import compat
-    from .worker import paddle_message
 
     feeds = dict(np.load(inputs))
+    fmt = "pir" if Path(program).suffix == ".json" else "legacy"
     try:
-        config = compat.make_config({"program": str(program), "params": str(params) if params else ""},
-                                    device="cpu", ir=False, memory=False, onednn=False, threads=1)
+        config = compat.make_config({"program": str(program), "params": str(params) if params else "", "format": fmt},
+                                    named_configs("legacy", DeployOptions())["baseline"])
         predictor = compat.create_predictor(config)
         names, outputs = compat.run_predictor(predictor, feeds)
     except Exception as exc:
         traceback.print_exc()
         print(paddle_message(exc), file=sys.stderr)
-        return 3
+        return PADDLE_RAISED
     np.savez(out, **{f"o{i}": a for i, a in enumerate(outputs)})
     print(" ".join(names))
     return 0

@@ -1,15 +1,20 @@
 """Cell side: everything one cell does inside one Paddle environment.
 
-``python -m harness cell --spec SPEC --work DIR`` runs the cell's setup (build the model,
-lite training, export once, seeded inputs, dygraph outputs) and then its stages, writing
-each stage's result to the journal as soon as it ends. When the host restarts a worker
-after a crash it passes the same arguments: finished stages are read back from the
-journal, the saved inputs/outputs from ``.npz`` files, and the run goes on with the next
-stage, so a crash costs one fresh ``import paddle`` and nothing else.
+``python -m harness cell --spec SPEC --work DIR`` runs the cell's setup (build the model, lite
+training in the cell's train mode, export once, seeded inputs, dygraph outputs) and then the
+stage ladder planned for the exported program's format (``harness.shared.backends``), writing
+each stage's result to the journal as soon as it ends. When the host restarts a worker after a
+crash it passes the same arguments: finished stages are read back from the journal, the saved
+inputs/outputs from ``.npz`` files, and the run goes on with the next stage, so a crash costs
+one fresh ``import paddle`` and nothing else.
 
-Exit codes: 0 done (whatever the stages' statuses), 2 user error (a model factory that
-cannot be imported or returns the wrong thing; one line on stderr), anything else: the
-process died, and the host records ``crash`` for the stage the journal says was running.
+Every stage records evidence of what ran (the passes the predictor build printed, Paddle's
+read-back of the config, the executed op count, op-type histogram and a digest of the op
+sequence), so a stage whose program is the same as its reference's is ``noop``, not a pass.
+
+Exit codes: 0 done (whatever the stages' statuses), 2 user error (a model factory that cannot be
+imported or returns the wrong thing; one line on stderr), anything else: the process died, and
+the host records ``crash`` for the stage the journal says was running.
 """
 
 from __future__ import annotations
@@ -25,32 +30,17 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..compare import compare_tol, worst
-from ..errors import UserError
-from ..records import WORKAROUND_SEP, Journal, workaround_label
+from ..shared.backends import DeployOptions, SearchSpace, StagePlan, plan_stages
+from ..shared.causes import paddle_message
+from ..shared.compare import compare_tol, worst
+from ..shared.config import PredictorConfig, TensorRT
+from ..shared.errors import UserError
+from ..shared.inputs import InputSpec, synthesize
+from ..shared.records import Journal
+from ..shared.vocab import SETUP, Analysis, Stage, Status
+from .modes import mode_for
 
-SETUP = "setup"
-ANALYSIS = "analysis:"
-# Stages that switch one knob on; the knob has the stage's name in stage_knobs().
-KNOB_STAGES = ("memory", "ir")
-
-
-def paddle_message(exc: BaseException) -> str:
-    """Paddle's own first message line, without the C++ traceback around it."""
-    text = str(exc).strip() or type(exc).__name__
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for i, line in enumerate(lines):
-        if line.startswith("Error Message Summary"):
-            rest = [ln for ln in lines[i + 1:] if not set(ln) <= set("-=")]
-            if rest:
-                return f"{type(exc).__name__}: {rest[0]}"
-    for line in lines:
-        if set(line) <= set("-="):
-            continue
-        if line.startswith("C++ Traceback") or line.startswith("0 ") or "paddle::" in line:
-            continue
-        return f"{type(exc).__name__}: {line}"
-    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+USER_ERROR = 2  # the child-process protocol of harness.launch
 
 
 # -- inputs and outputs ----------------------------------------------------
@@ -70,8 +60,7 @@ def flatten_spec(input_spec: List[Any]) -> List[Any]:
 
 def make_inputs(input_spec: List[Any], declared: Dict[str, Dict[str, Any]], seed: int, where: str) -> Dict[str, np.ndarray]:
     """Seeded synthetic arrays for every named InputSpec; ``None`` dims sized by the matrix."""
-    rng = np.random.default_rng(seed)
-    arrays: Dict[str, np.ndarray] = {}
+    specs: List[InputSpec] = []
     for spec in flatten_spec(input_spec):
         name = getattr(spec, "name", None)
         if not name:
@@ -91,20 +80,8 @@ def make_inputs(input_spec: List[Any], declared: Dict[str, Dict[str, Any]], seed
                 f"{where}.inputs.{name}.shape: missing; the InputSpec has free dims "
                 f"{[None if s == -1 else s for s in shape]}, so the matrix must give a concrete shape."
             )
-        dtype = np.dtype(str(spec.dtype).replace("paddle.", ""))
-        low, high = entry.get("low"), entry.get("high")
-        if np.issubdtype(dtype, np.integer):
-            lo = int(low if low is not None else 0)
-            hi = int(high if high is not None else 2)
-            arrays[name] = rng.integers(lo, hi, size=shape).astype(dtype)
-        elif dtype == np.bool_:
-            arrays[name] = rng.integers(0, 2, size=shape).astype(bool)
-        elif low is not None or high is not None:
-            lo = float(low if low is not None else 0.0)
-            hi = float(high if high is not None else lo + 1.0)
-            arrays[name] = rng.uniform(lo, hi, size=shape).astype(dtype)
-        else:
-            arrays[name] = rng.standard_normal(size=shape).astype(dtype)
+        specs.append(InputSpec(name, shape, str(spec.dtype).replace("paddle.", ""), entry.get("low"), entry.get("high")))
+    arrays = synthesize(specs, seed)
     unknown = sorted(set(declared) - set(arrays))
     if unknown:
         raise UserError(f"{where}.inputs: {unknown} name no InputSpec of the model (it has {sorted(arrays)}).")
@@ -141,6 +118,12 @@ def flatten_outputs(paddle: Any, value: Any) -> List[Tuple[str, np.ndarray]]:
     return [(label, tensor.numpy()) for label, tensor in flatten_tensors(paddle, value)]
 
 
+def same_program(evidence: Dict[str, Any], reference: Dict[str, Any]) -> bool:
+    """Same passes ran and the same op sequence executed: the two predictors ran one program."""
+    keys = ("passes", "analysis_passes", "op_sequence_sha1")
+    return all(k in evidence and k in reference for k in keys) and all(evidence[k] == reference[k] for k in keys)
+
+
 # -- the cell ------------------------------------------------------------------
 
 class Cell:
@@ -149,27 +132,22 @@ class Cell:
         self.work = Path(work)
         self.journal = Journal(self.work / "journal.jsonl")
         self.where = f"{spec.get('matrix', 'matrix')}: models.{spec['model']['name']}"
-        self._paddle = None
+        self.mode = mode_for(spec["mode"])
         self._compat = None
 
-    # Paddle is imported lazily so that a resumed worker whose stages are all done
-    # costs nothing, and so that import failures are recorded like any other error.
-    @property
-    def paddle(self):
-        if self._paddle is None:
-            from . import compat
-
-            compat.silence_native_info_log()
-            import paddle
-
-            self._paddle = paddle
-            self._compat = compat
-        return self._paddle
-
+    # Paddle is imported lazily so that a resumed worker whose stages are all done costs
+    # nothing, and so that import failures are recorded like any other error.
     @property
     def compat(self):
-        self.paddle  # noqa: B018 - imports compat alongside paddle
+        if self._compat is None:
+            from . import compat
+
+            self._compat = compat
         return self._compat
+
+    @property
+    def paddle(self):
+        return self.compat.paddle
 
     def run(self) -> int:
         done = self.journal.finished()
@@ -178,151 +156,67 @@ class Cell:
             try:
                 result = self.setup()
             except UserError as exc:
-                self.journal.finish(SETUP, {"status": "error", "user_error": str(exc)})
-                print(str(exc), file=sys.stderr)
-                return 2
+                self.journal.finish(SETUP, {"status": Status.ERROR, "user_error": str(exc)})
+                print(f"error: {exc}", file=sys.stderr)
+                return USER_ERROR
             except Exception as exc:  # the model or Paddle raised while building/training/exporting
                 traceback.print_exc()
-                result = {"status": "error", "message": paddle_message(exc), "phase": getattr(exc, "phase", None)}
+                result = {"status": Status.ERROR, "message": paddle_message(exc), "phase": getattr(exc, "phase", None)}
             self.journal.finish(SETUP, result)
             done[SETUP] = result
-        if done[SETUP].get("status") != "pass":
-            return 2 if done[SETUP].get("user_error") else 0
-        for stage, knobs in self.plan(done):
-            if stage in done:
+        if Status.of(done[SETUP].get("status")) is not Status.PASS:
+            if done[SETUP].get("user_error"):
+                print(f"error: {done[SETUP]['user_error']}", file=sys.stderr)
+                return USER_ERROR
+            return 0
+        for plan in self.plan(done[SETUP]):
+            if plan.name in done:
                 continue
-            self.journal.start(stage)
+            self.journal.start(plan.name)
             started = time.perf_counter()
             try:
-                result = self.run_stage(stage, knobs)
+                result = self.run_stage(plan, done)
             except Exception as exc:
                 traceback.print_exc()
-                result = {"status": "error", "message": paddle_message(exc), "config": _plain(knobs)}
+                result = self._planned(plan, status=Status.ERROR, message=paddle_message(exc))
             result.setdefault("seconds", round(time.perf_counter() - started, 4))
-            if WORKAROUND_SEP in stage:
-                result["workaround"] = workaround_label(stage)
-            self.journal.finish(stage, result)
-            done[stage] = result
+            self.journal.finish(plan.name, result)
+            done[plan.name] = result
         self.analyse(done)
         return 0
 
-    # -- root cause of the first numeric failure ----------------------------
-    def analyse(self, done: Dict[str, Dict[str, Any]]) -> None:
-        """Per-tensor diff and culprit search for the first stage that failed on numbers.
+    # -- planning ---------------------------------------------------------------
+    def plan(self, setup: Dict[str, Any]) -> List[StagePlan]:
+        spec = self.spec
+        session = spec["session"]
+        options = DeployOptions(reference_threads=spec["reference_threads"], deploy_threads=spec["deploy_threads"],
+                                trt_workspace_mb=spec.get("trt_workspace_mb", 1024),
+                                trt_min_subgraph_size=spec.get("trt_min_subgraph_size", 3))
+        return plan_stages(session["device"], session["backend"], session["precision"],
+                           setup["export"]["format"], options)
 
-        ``baseline`` failing means dygraph and the predictor disagree: there is no second
-        predictor to diff against, so nothing runs. Errors and crashes have Paddle's message.
-        """
-        target = next((name for name, r in done.items()
-                       if name not in (SETUP, "baseline") and not name.startswith(ANALYSIS)
-                       and r.get("status") == "fail"), None)
-        if target is None:
-            return
-        knobs = dict(done[target].get("config") or {})
-        precision = self.stage_precision(target)
-        tol = self.spec["tolerances"][precision]
-        for kind, fn in ((ANALYSIS + "diff", self.tensor_diff), (ANALYSIS + "bisect", self.bisect)):
-            if kind in done:
-                continue
-            self.journal.start(kind)
-            started = time.perf_counter()
-            try:
-                result = fn(target, knobs, tol)
-            except UserError as exc:
-                result = {"status": "error", "message": str(exc)}
-            except Exception as exc:
-                traceback.print_exc()
-                result = {"status": "error", "message": paddle_message(exc)}
-            result.setdefault("stage", target)
-            result["seconds"] = round(time.perf_counter() - started, 3)
-            self.journal.finish(kind, result)
-            done[kind] = result
-
-    def tensor_diff(self, stage: str, knobs: Dict[str, Any], tol: Dict[str, float]) -> Dict[str, Any]:
-        from .. import tensor_report
-        from . import layerwise
-
-        setup = self.journal.finished()[SETUP]
-        feeds = dict(np.load(self.work / "inputs.npz"))
-        out = self.work / "tensors"
-        base = self.stage_knobs("baseline")
-        result = layerwise.run_diff(setup["export"], feeds, base, knobs, out / "dump", tol)
-        title = f"{self.spec['id']}: baseline vs {stage}"
-        try:
-            files = tensor_report.write_all(out, result, title)
-        except ImportError as exc:  # openpyxl / matplotlib missing in this env: keep what we can
-            files = tensor_report.write_all(out, result, title, ["csv", "md"])
-            files["missing"] = str(exc)
-        first = result.get("first_divergence")
-        return {
-            "status": "done", "files": files, "summary": tensor_report.summary_line(result),
-            "first_divergence": {k: first[k] for k in ("index", "op", "name", "max_abs", "max_rel")} if first else None,
-            "tensors": len(result["rows"]), "unmatched": len(result["unmatched"]),
-            "hooks_changed_output": result["hooks_changed_output"],
-        }
-
-    def bisect(self, stage: str, knobs: Dict[str, Any], tol: Dict[str, float]) -> Dict[str, Any]:
-        from ..search import FAIL, INVALID, PASS, build_budget, find_culprits
-
-        compat = self.compat
-        setup = self.journal.finished()[SETUP]
-        files = setup["export"]
-        feeds = dict(np.load(self.work / "inputs.npz"))
-        labels = setup["outputs"]
-        ref_file = "baseline.npz" if (self.work / "baseline.npz").exists() else "dygraph.npz"
-        reference = self._load_outputs(ref_file, labels)
-        if knobs.get("trt"):
-            kind, ir = "tensorrt_ops", None
-            items = compat.program_op_types(files, knobs, feeds)
-        elif knobs.get("ir"):
-            kind = "passes"
-            ir, items = compat.pass_list(files, knobs)
-        else:
-            return {"status": "skip", "message": f"{stage} runs no IR passes or TensorRT ops to search"}
-        messages: List[str] = []
-
-        def probe(disabled: List[str]) -> str:
-            trial = dict(knobs)
-            if kind == "passes":
-                trial["deleted_passes"] = disabled
-            else:
-                trial["trt"] = dict(knobs["trt"], disabled_ops=disabled)
-            try:
-                predictor = compat.create_predictor(compat.make_config(files, **trial))
-                _, got = compat.run_predictor(predictor, feeds)
-            except Exception as exc:
-                messages.append(paddle_message(exc))
-                return INVALID
-            ok = len(got) == len(reference) and all(
-                compare_tol(r, g, tol)["status"] == "pass" for r, g in zip(reference, got))
-            return PASS if ok else FAIL
-
-        found = find_culprits(items, probe)
-        return {
-            "status": found.status, "kind": kind, "ir": ir, "candidates": len(items), "items": items,
-            "culprits": found.culprits, "builds": found.builds,
-            "budget": build_budget(len(items), max(len(found.culprits), 1)),
-            "message": found.message, "invalid_sets": len(found.invalid),
-            "invalid_messages": list(dict.fromkeys(messages))[:5], "reference": ref_file.split(".")[0],
-        }
+    def tolerance(self, precision: str, label: Optional[str] = None) -> Dict[str, float]:
+        """The precision's tolerance with the matrix's per-output override for ``label``."""
+        tol = dict(self.spec["tolerances"][precision])
+        if label is not None:
+            tol.update(self.spec.get("output_tolerances", {}).get(precision, {}).get(label, {}))
+        return tol
 
     # -- setup ----------------------------------------------------------------
     def setup(self) -> Dict[str, Any]:
         spec = self.spec
         timings: Dict[str, float] = {}
         t0 = time.perf_counter()
-        paddle = self.paddle
         compat = self.compat
+        paddle = self.paddle
         timings["import"] = time.perf_counter() - t0
         info = compat.paddle_info()
 
-        mode = spec["mode"]
-        if mode != "normal":
-            return {"status": "skip", "paddle": info,
-                    "message": f"train mode {mode} is declared in the schema but not run by harness "
-                               f"{_harness_version()} yet"}
-        if spec.get("mode_requires_device") == "gpu" and not compat.gpu_available():
-            return {"status": "skip", "paddle": info, "message": f"train mode {mode} needs a GPU"}
+        reason = self.mode.unsupported(compat)
+        if reason is None and spec.get("mode_requires_device") == "gpu" and not compat.gpu_available():
+            reason = f"train mode {spec['mode']} needs a GPU"
+        if reason:
+            return {"status": Status.SKIP, "paddle": info, "message": reason}
 
         layer, input_spec = self.build_model()
         arrays = make_inputs(input_spec, spec["model"].get("inputs", {}), spec["seed"], self.where)
@@ -331,16 +225,18 @@ class Cell:
         t = time.perf_counter()
         paddle.seed(spec["seed"])
         compat.set_flags_for_determinism()
+        layer = self.mode.prepare(paddle, layer)
         weights = self.load_checkpoint(layer)
         losses: List[float] = []
         if weights is None:
-            losses = _phase("train", lambda: lite_train(paddle, layer, input_spec, arrays, spec["train_steps"], spec["seed"]))
+            args = build_call_args(paddle, input_spec, arrays)
+            losses = _phase("train", lambda: self.mode.train(paddle, layer, args, spec["train_steps"], spec["seed"]))
             weights = self.save_checkpoint(layer)
         timings["train"] = time.perf_counter() - t
         layer.eval()
 
         t = time.perf_counter()
-        files = _phase("export", lambda: compat.export(layer, input_spec, self.work / "export" / "model"))
+        files = _phase("export", lambda: self.mode.export(compat, layer, input_spec, self.work / "export" / "model"))
         timings["export"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -352,7 +248,7 @@ class Cell:
         labels = [label for label, _ in outputs]
         np.savez(self.work / "dygraph.npz", **{f"o{i}": a for i, (_, a) in enumerate(outputs)})
         return {
-            "status": "pass",
+            "status": Status.PASS,
             "paddle": info,
             "inputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()},
             "signature_order": [getattr(s, "name", None) for s in _signature_specs(input_spec)],
@@ -395,10 +291,7 @@ class Cell:
         return {"source": "checkpoint", "path": str(path), "sha256": _sha256(Path(path))}
 
     def save_checkpoint(self, layer: Any) -> Dict[str, Any]:
-        path = self.spec.get("checkpoint")
-        if not path:
-            path = str(self.work / "weights.npz")
-        path = Path(path)
+        path = Path(self.spec.get("checkpoint") or self.work / "weights.npz")
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {k: v.numpy() for k, v in layer.state_dict().items()}
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
@@ -425,136 +318,181 @@ class Cell:
         return built[0], list(built[1])
 
     # -- stages ----------------------------------------------------------------
-    def stage_knobs(self, stage: str) -> Dict[str, Any]:
-        spec = self.spec
-        session = spec["session"]
-        ref_threads = spec["reference_threads"]
-        if stage == "baseline":
-            return {"device": "cpu", "ir": False, "memory": False, "onednn": False, "threads": ref_threads}
-        if stage == "memory":
-            return {"device": "cpu", "ir": False, "memory": True, "onednn": False, "threads": ref_threads}
-        if stage == "ir":
-            return {"device": "cpu", "ir": True, "memory": True, "onednn": False, "threads": ref_threads}
-        # The backend stage is the deployment configuration of the session.
-        knobs: Dict[str, Any] = {"device": session["device"], "ir": True, "memory": True,
-                                 "threads": spec["deploy_threads"]}
-        backend, precision = session["backend"], session["precision"]
-        if session["device"] == "cpu":
-            knobs["onednn"] = backend == "onednn"
-            knobs["bf16"] = precision == "bf16"
-        elif backend == "trt":
-            knobs["trt"] = {"precision": precision}
-        else:
-            knobs["gpu_precision"] = precision
-        return knobs
+    @staticmethod
+    def _planned(plan: StagePlan, **fields: Any) -> Dict[str, Any]:
+        return {"reference": plan.reference, "precision": plan.precision, "lever": plan.lever,
+                "config": plan.config.to_dict(), **fields}
 
-    def plan(self, done: Dict[str, Dict[str, Any]]):
-        """The stages in order, each followed by its workaround variant when one applies.
-
-        When ``memory`` or ``ir`` raises (a Paddle error, not a numeric failure), every later
-        stage, which switches that knob on too, would only repeat the error. The original
-        stage still runs and keeps its status (the finding); next to it runs a variant with
-        the broken knob off, named ``<stage>~no_<knob>``, clearly labelled a workaround and
-        never counted in the cell's verdict. Generated lazily: which variants exist depends
-        on the results so far (read back from the journal after a restart).
-        """
-        broken: List[str] = []
-        for stage in self.spec["stages"]:
-            knobs = self.stage_knobs(stage)
-            yield stage, knobs
-            original = done.get(stage, {})
-            if broken and any(knobs.get(k) for k in broken):
-                variant = f"{stage}{WORKAROUND_SEP}no_{'_'.join(broken)}"
-                yield variant, dict(knobs, **{k: False for k in broken})
-                if done.get(variant, {}).get("status") == "error" and stage in KNOB_STAGES:
-                    broken.append(stage)
-            elif original.get("status") == "error" and stage in KNOB_STAGES:
-                broken.append(stage)
-
-    def stage_precision(self, stage: str) -> str:
-        stage = stage.split(WORKAROUND_SEP)[0]
-        if stage in ("baseline", "memory", "ir"):
-            return "fp32"
-        return self.spec["session"]["precision"]
-
-    def skip_reason(self, knobs: Dict[str, Any]) -> Optional[str]:
-        compat = self.compat
-        if knobs["device"] == "gpu" and not compat.gpu_available():
-            return "no CUDA device visible to this Paddle build (paddle.is_compiled_with_cuda() or device count is 0)"
-        if knobs.get("trt") is not None and not compat.trt_available():
-            return "this Paddle build has no TensorRT"
-        precision = self.spec["session"]["precision"]
-        if knobs.get("bf16") and not compat.bf16_supported():
-            return ("this CPU does not support bfloat16 (paddle supports_bfloat16() is False); "
-                    "enable_mkldnn_bfloat16 would silently run fp32")
-        if knobs["device"] == "cpu" and precision in ("fp16", "int8"):
-            return f"{precision} on CPU is not a backend this harness runs"
+    def unmet(self, plan: StagePlan) -> Optional[str]:
+        if plan.skip:
+            return plan.skip
+        for requirement in plan.requires:
+            reason = self.compat.unmet(requirement)
+            if reason:
+                return reason
         return None
 
-    def run_stage(self, stage: str, knobs: Dict[str, Any]) -> Dict[str, Any]:
-        compat = self.compat
-        knobs = dict(knobs)
-        reason = self.skip_reason(knobs)
+    def run_stage(self, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+        reason = self.unmet(plan)
         if reason:
-            return {"status": "skip", "message": reason, "config": knobs}
-        setup = self.journal.finished()[SETUP]
+            return self._planned(plan, status=Status.SKIP, message=reason)
+        compat = self.compat
+        setup = done[SETUP]
         feeds = dict(np.load(self.work / "inputs.npz"))
         labels = setup["outputs"]
-        precision = self.stage_precision(stage)
-        if stage == "baseline":
+        baseline = done.get(Stage.BASELINE.value, {})
+        note = ""
+        if plan.reference == "dygraph" or not (self.work / "baseline.npz").exists():
+            if plan.reference != "dygraph":
+                # The baseline predictor never produced outputs (it crashed or raised): compare
+                # with dygraph so the stage still says something, and say so.
+                note = "no baseline predictor outputs; compared with dygraph"
             reference_name, reference = "dygraph", self._load_outputs("dygraph.npz", labels)
-        elif (self.work / "baseline.npz").exists():
-            reference_name, reference = "baseline", self._load_outputs("baseline.npz", labels)
         else:
-            # The baseline predictor never produced outputs (it crashed or raised):
-            # compare with dygraph so the stage still says something, and say so.
-            reference_name, reference = "dygraph", self._load_outputs("dygraph.npz", labels)
+            reference_name, reference = "baseline", self._load_outputs("baseline.npz", labels)
 
         t = time.perf_counter()
-        if knobs.get("trt") is not None:
-            knobs["input_shapes"] = {k: list(v.shape) for k, v in feeds.items()}
-        config = compat.make_config(setup["export"], **knobs)
-        predictor = compat.create_predictor(config)
+        shapes = {k: list(v.shape) for k, v in feeds.items()} if plan.config.trt else None
+        predictor, evidence = compat.build_predictor(setup["export"], plan.config, shapes)
         build_s = time.perf_counter() - t
         t = time.perf_counter()
-        out_names, got = compat.run_predictor(predictor, feeds)
+        out_names, got, ran = compat.run_with_evidence(predictor, feeds)
         run_s = time.perf_counter() - t
+        evidence.update(ran)
+        result = self._planned(plan, reference=reference_name, evidence=evidence,
+                               feed_order=compat.input_names(predictor),
+                               timings={"build": round(build_s, 4), "run": round(run_s, 4)})
         if len(got) != len(labels):
-            return {
-                "status": "error",
-                "message": f"the predictor returns {len(got)} outputs ({out_names}) but the dygraph "
-                           f"forward returns {len(labels)} ({labels}); they cannot be matched",
-                "config": _plain(knobs), "reference": reference_name,
-            }
-        if stage == "baseline":
+            return dict(result, status=Status.ERROR,
+                        message=f"the predictor returns {len(got)} outputs ({out_names}) but the dygraph "
+                                f"forward returns {len(labels)} ({labels}); they cannot be matched")
+        if plan.name == Stage.BASELINE.value:
             np.savez(self.work / "baseline.npz", **{f"o{i}": a for i, a in enumerate(got)})
         outputs = {}
         for i, label in enumerate(labels):
-            tol = dict(self.spec["tolerances"][precision])
-            tol.update(self.spec.get("output_tolerances", {}).get(precision, {}).get(label, {}))
-            stats = compare_tol(reference[i], got[i], tol)
+            stats = compare_tol(reference[i], got[i], self.tolerance(plan.precision, label))
             stats["predictor_name"] = out_names[i]
             outputs[label] = stats
-        failing = [k for k, v in outputs.items() if v["status"] != "pass"]
-        result = {
-            "status": "fail" if failing else "pass",
-            "reference": reference_name,
-            "precision": precision,
-            "config": _plain(knobs),
-            "outputs": outputs,
-            "worst": worst(outputs),
-            "feed_order": compat.input_names(predictor),
-            "timings": {"build": round(build_s, 4), "run": round(run_s, 4)},
-        }
-        if any(v.get("vacuous") for v in outputs.values()):
-            result["vacuous"] = True
-        if reference_name == "dygraph" and stage != "baseline":
-            result["message"] = "no baseline predictor outputs; compared with dygraph"
+        result.update(outputs=outputs, worst=worst(outputs), status=self.stage_status(plan, outputs, evidence, baseline))
+        if result["status"] is Status.NOOP:
+            note = (f"ran the same program as baseline ({len(evidence['passes'])} passes, "
+                    f"{evidence['ops']} ops): {plan.lever} changed nothing here")
+        if note:
+            result["message"] = note
         return result
+
+    @staticmethod
+    def stage_status(plan: StagePlan, outputs: Dict[str, Dict[str, Any]], evidence: Dict[str, Any],
+                     baseline: Dict[str, Any]) -> Status:
+        statuses = {Status.of(o["status"]) for o in outputs.values()}
+        if Status.FAIL in statuses:
+            return Status.FAIL
+        if plan.reference == "baseline" and same_program(evidence, baseline.get("evidence") or {}):
+            return Status.NOOP
+        if Status.VACUOUS in statuses:
+            return Status.VACUOUS
+        return Status.PASS
 
     def _load_outputs(self, name: str, labels: List[str]) -> List[np.ndarray]:
         data = np.load(self.work / name)
         return [data[f"o{i}"] for i in range(len(labels))]
+
+    # -- root cause of the first numeric failure ----------------------------
+    def analyse(self, done: Dict[str, Dict[str, Any]]) -> None:
+        """Per-tensor diff and culprit search for the first stage that failed on numbers.
+
+        ``baseline`` failing means dygraph and the predictor disagree: there is no second
+        predictor to diff against, so nothing runs. ``vacuous`` and ``noop`` stages start
+        nothing either: there is no divergence to look for. Errors and crashes have Paddle's
+        message.
+        """
+        plans = {p.name: p for p in self.plan(done[SETUP])}
+        target = next((name for name, plan in plans.items()
+                       if name != Stage.BASELINE.value and Status.of(done.get(name, {}).get("status")) is Status.FAIL),
+                      None)
+        if target is None or Stage.BASELINE.value not in plans:
+            return
+        for kind, fn in ((Analysis.DIFF, self.tensor_diff), (Analysis.BISECT, self.bisect)):
+            if kind.journal_key in done:
+                continue
+            self.journal.start(kind.journal_key)
+            started = time.perf_counter()
+            try:
+                result = fn(plans[target], plans[Stage.BASELINE.value], done)
+            except UserError as exc:
+                result = {"status": Status.ERROR, "message": str(exc)}
+            except Exception as exc:
+                traceback.print_exc()
+                result = {"status": Status.ERROR, "message": paddle_message(exc)}
+            result["stage"] = target
+            result["seconds"] = round(time.perf_counter() - started, 3)
+            self.journal.finish(kind.journal_key, result)
+            done[kind.journal_key] = result
+
+    def tensor_diff(self, plan: StagePlan, baseline: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+        from . import layerwise
+
+        feeds = dict(np.load(self.work / "inputs.npz"))
+        out = self.work / "tensors"
+        tol = self.tolerance(plan.precision)
+        result = layerwise.run_diff(done[SETUP]["export"], feeds, baseline.config, plan.config, out / "dump", tol)
+        layerwise.write_result(out / "result.json", result)
+        first = result.get("first_divergence")
+        return {
+            "status": Status.PASS, "outcome": "diverges" if first else "no tensor diverges",
+            "result": str(out / "result.json"),
+            "title": f"{self.spec['id']}: baseline vs {plan.name}",
+            "first_divergence": {k: first[k] for k in ("index", "op", "name", "max_abs", "max_rel")} if first else None,
+            "tensors": len(result["rows"]), "unmatched": len(result["unmatched"]),
+            "hooks_changed_output": result["hooks_changed_output"],
+        }
+
+    def bisect(self, plan: StagePlan, baseline: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+        from ..shared.search import build_budget, find_culprits
+        from ..shared.vocab import Probe
+
+        compat = self.compat
+        setup = done[SETUP]
+        files = setup["export"]
+        feeds = dict(np.load(self.work / "inputs.npz"))
+        labels = setup["outputs"]
+        reference = self._load_outputs("baseline.npz", labels)
+        evidence = done[plan.name].get("evidence") or {}
+        if plan.search is SearchSpace.TENSORRT_OPS:
+            # The op types the baseline program executed: what TensorRT may take into engines.
+            items = list((done[Stage.BASELINE.value].get("evidence") or {}).get("op_types") or {})
+        elif plan.search is SearchSpace.PASSES:
+            items = list(dict.fromkeys(evidence.get("passes") or []))
+        else:
+            items = []
+        if not items:
+            return {"status": Status.SKIP, "message": f"{plan.name} ran no IR passes or TensorRT ops to search"}
+        messages: List[str] = []
+        tolerances = [self.tolerance(plan.precision, label) for label in labels]
+
+        def probe(disabled: List[str]) -> Probe:
+            if plan.search is SearchSpace.PASSES:
+                trial = plan.config.replace(deleted_passes=tuple(disabled))
+            else:
+                trial = plan.config.replace(trt=TensorRT(**{**plan.config.trt.__dict__, "disabled_ops": tuple(disabled)}))
+            try:
+                predictor, _ = compat.build_predictor(files, trial, {k: list(v.shape) for k, v in feeds.items()})
+                _, got = compat.run_predictor(predictor, feeds)
+            except Exception as exc:
+                messages.append(paddle_message(exc))
+                return Probe.INVALID
+            ok = len(got) == len(reference) and all(
+                Status.of(compare_tol(r, g, tol)["status"]) is Status.PASS for r, g, tol in zip(reference, got, tolerances))
+            return Probe.PASS if ok else Probe.FAIL
+
+        found = find_culprits(items, probe)
+        return {
+            "status": Status.PASS, "outcome": found.status, "kind": plan.search.value, "candidates": len(items),
+            "items": items, "culprits": found.culprits, "builds": found.builds,
+            "budget": build_budget(len(items), max(len(found.culprits), 1)),
+            "message": found.message, "invalid_sets": len(found.invalid),
+            "invalid_messages": list(dict.fromkeys(messages))[:5], "reference": "baseline",
+        }
 
 
 def _signature_specs(input_spec: List[Any]) -> List[Any]:
@@ -580,62 +518,12 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _plain(knobs: Dict[str, Any]) -> Dict[str, Any]:
-    return {k: v for k, v in knobs.items() if k != "input_shapes"}
-
-
 def _phase(name: str, fn):
     try:
         return fn()
     except Exception as exc:
         exc.phase = name  # type: ignore[attr-defined]
         raise
-
-
-def _harness_version() -> str:
-    from .. import __version__
-
-    return __version__
-
-
-def lite_train(paddle: Any, layer: Any, input_spec: List[Any], arrays: Dict[str, np.ndarray], steps: int, seed: int) -> List[float]:
-    """A few optimizer steps on the synthetic batch, towards seeded unit-scale targets.
-
-    First a BatchNorm recalibration pass (momentum 0 for one train-mode forward) so
-    running statistics come from data: random-init networks evaluated with default
-    statistics produce outputs around 1e-7, which no tolerance can judge. Targets are
-    unit-scale random tensors so training keeps the outputs' magnitude meaningful.
-    """
-    norms = [m for m in layer.sublayers() if isinstance(m, paddle.nn.layer.norm._BatchNormBase)]
-    saved = [m._momentum for m in norms]
-    for m in norms:
-        m._momentum = 0.0
-    layer.train()
-    args = build_call_args(paddle, input_spec, arrays)
-    with paddle.no_grad():
-        layer(*args)
-    for m, momentum in zip(norms, saved):
-        m._momentum = momentum
-    if steps <= 0:
-        return []
-    params = [p for p in layer.parameters() if not p.stop_gradient]
-    if not params:
-        return []
-    optimizer = paddle.optimizer.Adam(learning_rate=1e-3, parameters=params)
-    rng = np.random.default_rng(seed + 1)
-    targets = None
-    losses = []
-    for _ in range(steps):
-        outputs = [t for _, t in flatten_tensors(paddle, layer(*args))
-                   if str(t.dtype).endswith(("float32", "float16", "bfloat16", "float64"))]
-        if targets is None:
-            targets = [paddle.to_tensor(rng.standard_normal(t.shape).astype("float32")) for t in outputs]
-        loss = paddle.add_n([((o.astype("float32") - y) ** 2).mean() for o, y in zip(outputs, targets)])
-        loss.backward()
-        optimizer.step()
-        optimizer.clear_grad()
-        losses.append(float(loss))
-    return losses
 
 
 def main(spec_path: Path, work: Path) -> int:

@@ -8,17 +8,19 @@ with ``rtol`` alone every small logit of a large-logit output fails. NaN matches
 an infinity matches only the same infinity. Integer and boolean outputs are compared
 exactly.
 
-A comparison that cannot fail is reported as ``vacuous``: when every reference element
-lies inside its own tolerance band (``|ref| <= atol + rtol*|ref|``) an all-zero output
-would pass, so a pass says nothing. Such a result never counts as a pass.
+A comparison that cannot fail has the status ``vacuous``: when every reference element lies
+inside its own tolerance band (``|ref| <= atol + rtol*|ref|``) an all-zero output would pass,
+so a pass says nothing. It is never a pass and not a fail.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import numpy as np
+
+from .vocab import Status
 
 
 def tolerance_band(ref: np.ndarray, atol: float, rtol: float) -> np.ndarray:
@@ -52,7 +54,7 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float,
         stats["scaled_atol"] = float(scaled_atol)
     if ref.shape != got.shape:
         stats.update(
-            status="fail",
+            status=Status.FAIL,
             note=f"shape mismatch: expected {list(ref.shape)}, got {list(got.shape)}",
             got_shape=list(got.shape),
             total=int(ref.size),
@@ -76,11 +78,11 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float,
             mismatched=int(np.count_nonzero(mism)),
             max_abs=float(diff.max()) if total else 0.0,
             max_rel=_max_rel(diff, np.abs(a)),
-            cosine=_cosine(a, b),
+            cosine=cosine(a, b),
             vacuous=False,
             exact=True,
         )
-        stats["status"] = "pass" if stats["mismatched"] == 0 else "fail"
+        stats["status"] = Status.PASS if stats["mismatched"] == 0 else Status.FAIL
         return stats
 
     a = ref.astype(np.float64)
@@ -116,7 +118,7 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float,
         mismatched=mismatched,
         max_abs=float(diff[finite].max()) if np.any(finite) else None,
         max_rel=_max_rel(diff[finite], np.abs(a[finite])),
-        cosine=_cosine(a[finite], b[finite]),
+        cosine=cosine(a[finite], b[finite]),
         ref_absmax=float(finite_ref.max()) if finite_ref.size else None,
         nan_ref=int(np.count_nonzero(nan_a)),
         nan_got=int(np.count_nonzero(nan_b)),
@@ -126,16 +128,16 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float,
         tol_ratio=tol_ratio,
     )
     if mismatched:
-        stats["status"] = "fail"
+        stats["status"] = Status.FAIL
     elif vacuous:
-        stats["status"] = "fail"
+        stats["status"] = Status.VACUOUS
         stats["note"] = (
             f"vacuous: reference |max| {stats['ref_absmax']:.3g} lies inside atol {atol:g}"
             f"{' (with scaled_atol)' if scaled_atol else ''}"
             f" + rtol {rtol:g}*|ref|; an all-zero output would pass"
         )
     else:
-        stats["status"] = "pass"
+        stats["status"] = Status.PASS
     return stats
 
 
@@ -149,27 +151,32 @@ def _max_rel(diff: np.ndarray, ref_abs: np.ndarray) -> "float | None":
     return float((diff[nz] / ref_abs[nz]).max())
 
 
-def _cosine(a: np.ndarray, b: np.ndarray) -> "float | None":
-    a = a.ravel()
-    b = b.ravel()
+def cosine(a: np.ndarray, b: np.ndarray) -> "float | None":
+    """Cosine similarity; None for empty or zero vectors, where it says nothing (two all-zero
+    tensors are compared by the element-wise check, not by a direction they do not have)."""
+    a = np.asarray(a, dtype=np.float64).ravel()
+    b = np.asarray(b, dtype=np.float64).ravel()
     if a.size == 0:
         return None
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     if na == 0.0 or nb == 0.0:
-        return 1.0 if na == nb else 0.0
+        return None
     return float(np.dot(a, b) / (na * nb))
 
 
-def worst(outputs: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
-    """The worst output (failing first, then largest max_rel, then max_abs) for one-line summaries."""
-    if not outputs:
+def worst(outputs: "Dict[str, Dict[str, Any]] | List[Dict[str, Any]]") -> Dict[str, Any]:
+    """The worst output, one rule everywhere (stage notes, regression drift, portability): a
+    failing one first, then the one furthest past (or least inside) its tolerance band
+    (``tol_ratio``, which honours per-output tolerances), then the largest max abs."""
+    items = list(outputs.items()) if isinstance(outputs, dict) else [(str(i), o) for i, o in enumerate(outputs)]
+    if not items:
         return {}
 
     def badness(item):
         stats = item[1]
-        return (stats.get("status") != "pass", _num(stats.get("max_rel")), _num(stats.get("max_abs")))
+        return (Status.of(stats.get("status")) is not Status.PASS, _num(stats.get("tol_ratio")), _num(stats.get("max_abs")))
 
-    label, stats = max(outputs.items(), key=badness)
+    label, stats = max(items, key=badness)
     return dict(stats, output=label)
 
 

@@ -13,19 +13,16 @@ from typing import Any, Dict, List, Optional
 
 from tabulate import tabulate
 
-from .compare import describe_tolerance
-from .records import atomic_write_text
+from ..shared.compare import describe_tolerance
+from ..shared.records import atomic_write_text
+from .notes import fmt_number
 
 HEADERS = ["#", "Operator Type", "Tensor Name", "Shape", "Mismatched Elements", "Max Atol", "Max Rtol",
            "Min Val (base)", "Max Val (base)", "Matched by", "Note"]
 
 
 def _f(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return fmt_number(value, digits=4)
 
 
 def row_cells(row: Dict[str, Any]) -> List[Any]:

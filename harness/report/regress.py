@@ -12,27 +12,25 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from tabulate import tabulate
 
-from .compare import compare_tol
-from .errors import UserError
-from .records import WORKAROUND_SEP, atomic_write_text, load_records
+from ..shared.causes import Cause, group
+from ..shared.compare import compare_tol, worst
+from ..shared.errors import UserError
+from ..shared.records import atomic_write_text
+from ..shared.vocab import Status, Transition
+from .model import RunModel, stage_results, version_key
+from .notes import clip, fmt_number
 
-OK = {"pass"}
-BAD = {"fail", "error", "crash", "timeout"}
 DRIFT_FACTOR = 10.0
-TRANSITIONS = ("regressed", "still failing", "fixed", "new", "gone", "still pass")
-
-
-def version_key(version: str) -> Tuple:
-    parts = []
-    for piece in version.replace("-", ".").split("."):
-        parts.append((0, int(piece), "") if piece.isdigit() else (1, 0, piece))
-    return tuple(parts)
+TRANSITIONS = (Transition.REGRESSED, Transition.STILL_FAILING, Transition.FIXED, Transition.NEW, Transition.GONE,
+               Transition.STILL_PASS)
 
 
 def cell_key(record: Dict[str, Any]) -> Tuple[str, str, str]:
@@ -49,30 +47,27 @@ def index(records: Sequence[Dict[str, Any]]) -> Dict[Tuple[str, str, str], Dict[
 
 
 def _stage_map(record: Optional[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
-    if record is None:
-        return {}
-    if record["verdict"].get("first_failing_stage") == "setup":
-        return {"setup": dict(record["setup"], name="setup")}
-    return {s["name"]: s for s in record["stages"]}
+    return {} if record is None else {s["name"]: s for s in stage_results(record)}
 
 
-def transition(base: Optional[Dict[str, Any]], head: Optional[Dict[str, Any]]) -> str:
-    """A skipped stage counts as not run: it can only appear (`new`) or disappear (`gone`)."""
-    b = base["status"] if base and base["status"] != "skip" else None
-    h = head["status"] if head and head["status"] != "skip" else None
+def transition(base: Optional[Dict[str, Any]], head: Optional[Dict[str, Any]]) -> Transition:
+    """A skipped stage counts as not run: it can only appear (`new`) or disappear (`gone`).
+    ``vacuous`` and ``noop`` say nothing either way: they count as not failing."""
+    b = Status.of(base["status"]) if base and Status.of(base["status"]).ran else None
+    h = Status.of(head["status"]) if head and Status.of(head["status"]).ran else None
     if b is None and h is None:
-        return "skipped"
+        return Transition.SKIPPED
     if b is None:
-        return "new"
+        return Transition.NEW
     if h is None:
-        return "gone"
-    if b in OK and h in OK:
-        return "still pass"
-    if b in BAD and h in OK:
-        return "fixed"
-    if b in OK and h in BAD:
-        return "regressed"
-    return "still failing"
+        return Transition.GONE
+    if not b.blocks and not h.blocks:
+        return Transition.STILL_PASS
+    if b.blocks and not h.blocks:
+        return Transition.FIXED
+    if not b.blocks and h.blocks:
+        return Transition.REGRESSED
+    return Transition.STILL_FAILING
 
 
 def drift(base: Optional[Dict[str, Any]], head: Optional[Dict[str, Any]]) -> Tuple[str, bool]:
@@ -97,27 +92,16 @@ def regression_rows(records: Sequence[Dict[str, Any]], base: str, head: str) -> 
         names = list(dict.fromkeys([*b_stages, *h_stages]))
         for name in names:
             b, h = b_stages.get(name), h_stages.get(name)
-            # A workaround variant that runs on one side only is the same computation as the
-            # other side's original stage with a knob that should not change the numbers: compare
-            # with that, so a numeric change hidden behind an error still shows as a transition.
-            original = name.partition(WORKAROUND_SEP)[0]
-            paired = ""
-            if WORKAROUND_SEP in name and b is None and original in b_stages:
-                b, paired = b_stages[original], f"{base} {original} vs {head} {name}"
-            elif WORKAROUND_SEP in name and h is None and original in h_stages:
-                h, paired = h_stages[original], f"{base} {name} vs {head} {original}"
             text, flagged = drift(b, h)
             rows.append({
                 "cell": "/".join((key[0], "{v}", key[1], key[2])),
                 "stage": name,
-                "base": b["status"] if b else "-",
-                "head": h["status"] if h else "-",
+                "base": str(b["status"]) if b else "-",
+                "head": str(h["status"]) if h else "-",
                 "transition": transition(b, h),
                 "drift": text,
                 "drift_flag": flagged,
-                "message": "; ".join(filter(None, [
-                    f"compared: {paired}" if paired else "",
-                    (h or {}).get("message", "") if h and h["status"] in BAD else ""])),
+                "message": (h or {}).get("message", "") if h and Status.of(h["status"]).blocks else "",
             })
     return rows
 
@@ -191,49 +175,93 @@ def agreement_rows(records: Sequence[Dict[str, Any]], reference: str) -> List[Di
                     row.update(status="fail", note=f"{len(a)} outputs vs {len(b)}")
                 else:
                     stats = [compare_tol(x, y, tol) for x, y in zip(a, b)]
-                    bad = [s for s in stats if s["status"] != "pass"]
-                    worst = max(stats, key=lambda s: (s["status"] != "pass", s.get("max_abs") or 0.0))
-                    row.update(status="fail" if bad else "pass", max_abs=worst.get("max_abs"),
-                               max_rel=worst.get("max_rel"), note=worst.get("note", ""))
+                    bad = [s for s in stats if Status.of(s["status"]).blocks]
+                    w = worst(stats)
+                    row.update(status=Status.FAIL if bad else Status.PASS, max_abs=w.get("max_abs"),
+                               max_rel=w.get("max_rel"), note=w.get("note", ""))
                 rows.append(row)
     return rows
 
 
-# -- rendering ------------------------------------------------------------------
+# -- computing once, rendering twice ---------------------------------------------
 
-def _f(value: Any) -> str:
-    return "-" if value is None else (f"{value:.3g}" if isinstance(value, float) else str(value))
+@dataclasses.dataclass
+class PairReport:
+    base: str
+    head: str
+    rows: List[Dict[str, Any]]
+
+    @property
+    def counts(self) -> Dict[Transition, int]:
+        return dict(collections.Counter(r["transition"] for r in self.rows))
+
+    @property
+    def regressed(self) -> List[Dict[str, Any]]:
+        return [r for r in self.rows if r["transition"] is Transition.REGRESSED]
+
+    def causes(self) -> List[Cause]:
+        """What the regressed and still-failing stages of the head say, one line per cause."""
+        return group((r["head"], r["message"], f"{r['cell'].format(v=self.head)} {r['stage']}")
+                     for r in self.rows if r["message"] and r["transition"] in (Transition.REGRESSED, Transition.STILL_FAILING))
+
+    def numeric(self) -> List[Dict[str, Any]]:
+        """Error growth: stages that ran on both sides and whose worst max abs grew 10x or more,
+        or that went from pass to fail on numbers."""
+        return [r for r in self.rows if r["drift_flag"] or (r["transition"] is Transition.REGRESSED and r["head"] == "fail")]
 
 
-def render(records: Sequence[Dict[str, Any]], pairs: List[Tuple[str, str]], portability: List[Dict[str, Any]],
-           fmt: str) -> Tuple[str, int]:
+@dataclasses.dataclass
+class CrossVersion:
+    pairs: List[PairReport]
+    agreement: List[Dict[str, Any]]
+    portability: List[Dict[str, Any]]
+
+    @property
+    def regressed(self) -> int:
+        return sum(len(p.regressed) for p in self.pairs)
+
+
+def compute(model: RunModel, pairs: List[Tuple[str, str]], portability: List[Dict[str, Any]]) -> CrossVersion:
+    return CrossVersion([PairReport(b, h, regression_rows(model.records, b, h)) for b, h in pairs],
+                        agreement_rows(model.records, pairs[0][1]), portability)
+
+
+def render(report: CrossVersion, fmt: str) -> str:
     out: List[str] = []
-    regressed = 0
     heading = (lambda t: f"## {t}\n") if fmt == "github" else (lambda t: f"\n== {t} ==")
-    for base, head in pairs:
-        rows = regression_rows(records, base, head)
-        counts = collections.Counter(r["transition"] for r in rows)
-        regressed += counts.get("regressed", 0)
-        out.append(heading(f"Paddle {base} -> {head}"))
+    bullet = "- " if fmt == "github" else "  "
+    order = {t: i for i, t in enumerate(TRANSITIONS)}
+    for pair in report.pairs:
+        counts = pair.counts
+        out.append(heading(f"Paddle {pair.base} -> {pair.head}"))
         out.append(", ".join(f"{counts.get(t, 0)} {t}" for t in TRANSITIONS) +
-                   f"; {sum(r['drift_flag'] for r in rows)} with error growth >= {DRIFT_FACTOR:g}x")
-        order = {t: i for i, t in enumerate(TRANSITIONS)}
-        rows.sort(key=lambda r: (order.get(r["transition"], 99), r["cell"], r["stage"]))
-        table = [[r["cell"].format(v=f"{base}->{head}"), r["stage"], r["base"], r["head"], r["transition"],
-                  ("! " if r["drift_flag"] else "") + r["drift"], r["message"][:100]] for r in rows]
-        out.append(tabulate(table, headers=["cell", "stage", base, head, "transition", "max abs drift", "head message"],
-                            tablefmt=fmt))
-    head = pairs[0][1]
-    agreement = agreement_rows(records, head)
-    if agreement:
+                   f"; {sum(r['drift_flag'] for r in pair.rows)} with error growth >= {DRIFT_FACTOR:g}x")
+        causes = pair.causes()
+        if causes:
+            out.append(f"Distinct causes in {pair.head} ({len(causes)}):")
+            out.extend(f"{bullet}{c.kind} x{c.count}: {clip(c.message, 200)} — {', '.join(c.places[:4])}"
+                       + (f", +{c.count - 4} more" if c.count > 4 else "") for c in causes)
+        numeric = pair.numeric()
+        if numeric:
+            out.append(f"Numeric regressions ({len(numeric)}):")
+            out.extend(f"{bullet}{r['cell'].format(v=f'{pair.base}->{pair.head}')} {r['stage']}: {r['base']} -> "
+                       f"{r['head']}, max abs {r['drift'] or '-'}" for r in numeric)
+        rows = sorted(pair.rows, key=lambda r: (order.get(r["transition"], 99), r["cell"], r["stage"]))
+        table = [[r["cell"].format(v=f"{pair.base}->{pair.head}"), r["stage"], r["base"], r["head"], str(r["transition"]),
+                  ("! " if r["drift_flag"] else "") + r["drift"], clip(r["message"], 100)] for r in rows]
+        out.append("")
+        out.append(tabulate(table, headers=["cell", "stage", pair.base, pair.head, "transition", "max abs drift",
+                                            "head message"], tablefmt=fmt))
+    if report.agreement:
+        head = report.pairs[0].head
         out.append(heading(f"Same weights, same inputs: each version against Paddle {head}"))
-        out.append(tabulate([[r["cell"].format(v=r["version"]), r["what"], r["status"], _f(r.get("max_abs")),
-                              _f(r.get("max_rel")), r.get("note", "")] for r in agreement],
+        out.append(tabulate([[r["cell"].format(v=r["version"]), r["what"], str(r["status"]), fmt_number(r.get("max_abs")),
+                              fmt_number(r.get("max_rel")), r.get("note", "")] for r in report.agreement],
                             headers=["cell", "outputs", "status", "max abs", "max rel", "note"], tablefmt=fmt))
-    if portability:
+    if report.portability:
         out.append(heading("Artifact portability: exported by X, run by Y"))
-        out.append(portability_table(portability, fmt))
-    return "\n".join(out), regressed
+        out.append(portability_table(report.portability, fmt))
+    return "\n".join(out)
 
 
 def portability_table(port: List[Dict[str, Any]], fmt: str) -> str:
@@ -244,7 +272,7 @@ def portability_table(port: List[Dict[str, Any]], fmt: str) -> str:
         cells[(p["exported_by"], p["loaded_by"])].append(f"{p['model']}: {p['status']}")
     table = [[f"exported by {x}"] + ["; ".join(sorted(cells.get((x, y), ["-"]))) for y in loaders] for x in exporters]
     lines = [tabulate(table, headers=["", *[f"run by {y}" for y in loaders]], tablefmt=fmt)]
-    notes = [p for p in port if p["status"] in BAD]
+    notes = [p for p in port if Status.of(p["status"]).blocks]
     if notes:
         lines.append("")
         lines.extend(f"- {p['exported_by']} -> {p['loaded_by']} {p['model']}: {p['status']}: {p.get('message', '')[:200]}"
@@ -253,8 +281,6 @@ def portability_table(port: List[Dict[str, Any]], fmt: str) -> str:
 
 
 def load_portability(results: Path) -> List[Dict[str, Any]]:
-    import json
-
     out = []
     for path in sorted((results / "portability").rglob("*.json")):
         try:
@@ -269,15 +295,12 @@ def load_portability(results: Path) -> List[Dict[str, Any]]:
 def run(results: Path, base: Optional[str], head: Optional[str], out: Optional[Path]) -> int:
     if not results.is_dir():
         raise UserError(f"--results/--run: {results} does not exist; run sessions first.")
-    records = load_records(results)
-    pairs = pick_pairs(records, base, head)
-    portability = load_portability(results)
-    text, regressed = render(records, pairs, portability, "simple")
-    print(text)
-    markdown, _ = render(records, pairs, portability, "github")
+    model = RunModel.load(results)
+    report = compute(model, pick_pairs(model.records, base, head), load_portability(results))
+    print(render(report, "simple"))
     path = out or results / "regression.md"
-    atomic_write_text(path, f"# Cross-version report\n\n{markdown}\n")
+    atomic_write_text(path, f"# Cross-version report\n\n{render(report, 'github')}\n")
     print(f"\nreport: {path}")
-    if regressed:
-        print(f"{regressed} stage(s) regressed", flush=True)
-    return 1 if regressed else 0
+    if report.regressed:
+        print(f"{report.regressed} stage(s) regressed", flush=True)
+    return 1 if report.regressed else 0

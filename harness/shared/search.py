@@ -1,6 +1,6 @@
 """Culprit search over an ordered list of switchable items (IR passes, TensorRT op types).
 
-Pure logic, no paddle: the caller supplies ``probe(disabled) -> "pass" | "fail" | "invalid"``
+Pure logic, no paddle: the caller supplies ``probe(disabled) -> Probe`` (pass, fail or invalid)
 which builds a predictor with the items in ``disabled`` switched off and compares it with the
 reference. ``"invalid"`` means that item set is not a valid configuration (Paddle raised), which
 says nothing about the culprits.
@@ -32,21 +32,24 @@ import functools
 import math
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-PASS, FAIL, INVALID = "pass", "fail", "invalid"
+from .vocab import Probe, SearchOutcome
+
 EXTRA_BUILDS = 2  # the "+2" of the k * ceil(log2 N) + 2 budget
+# A search that keeps meeting invalid item sets could probe forever: after this many builds per
+# item (plus a few) it stops as "unresolved"; the budget above holds whenever no set is invalid.
+MAX_BUILDS_PER_ITEM = 4
+MAX_BUILDS_EXTRA = 8
+# Neighbouring thresholds tried around an invalid item set before a round gives up.
+INVALID_NEIGHBOURS = 5
 
 
 @dataclasses.dataclass
 class SearchResult:
     culprits: List[str]
     builds: int
-    status: str  # "found" | "not-a-culprit-set" | "unresolved"
+    status: SearchOutcome
     message: str = ""
     invalid: List[Dict[str, object]] = dataclasses.field(default_factory=list)
-    trail: List[Dict[str, object]] = dataclasses.field(default_factory=list)
-
-    def as_dict(self) -> Dict[str, object]:
-        return dataclasses.asdict(self)
 
 
 class _Budget(Exception):
@@ -113,9 +116,9 @@ def _threshold(limits: Sequence[int]) -> Optional[int]:
 def find_culprits(items: Sequence[str], probe: Callable[[List[str]], str],
                   max_builds: Optional[int] = None) -> SearchResult:
     items = list(dict.fromkeys(items))
-    result = SearchResult(culprits=[], builds=0, status="found")
+    result = SearchResult(culprits=[], builds=0, status=SearchOutcome.FOUND)
     cache: Dict[frozenset, str] = {}
-    limit = max_builds if max_builds is not None else 4 * len(items) + 8
+    limit = max_builds if max_builds is not None else MAX_BUILDS_PER_ITEM * len(items) + MAX_BUILDS_EXTRA
     depth = _depth(len(items))
     need = _needs(len(items), depth)
 
@@ -126,11 +129,10 @@ def find_culprits(items: Sequence[str], probe: Callable[[List[str]], str],
             if result.builds >= limit:
                 raise _Budget()
             result.builds += 1
-            cache[key] = probe(list(disabled))
-            result.trail.append({"disabled": len(disabled), "outcome": cache[key]})
-            if cache[key] == INVALID:
+            cache[key] = Probe(probe(list(disabled)))
+            if cache[key] is Probe.INVALID:
                 result.invalid.append({"disabled": list(disabled)})
-        return None if cache[key] == INVALID else cache[key] == PASS
+        return None if cache[key] is Probe.INVALID else cache[key] is Probe.PASS
 
     culprits: List[str] = []
     candidates = items
@@ -155,7 +157,7 @@ def find_culprits(items: Sequence[str], probe: Callable[[List[str]], str],
                 t = order[at] if at is not None else (low + high + 1) // 2
                 answer = _first_valid(lambda th: fixed(culprits + candidates[: th - 1]), t, low, high)
                 if answer is None:
-                    result.status = "unresolved"
+                    result.status = SearchOutcome.UNRESOLVED
                     result.message = (f"every split of {candidates[max(low - 1, 0):high]} is an invalid "
                                       f"configuration; a culprit may be among them")
                     result.culprits = culprits
@@ -167,7 +169,7 @@ def find_culprits(items: Sequence[str], probe: Callable[[List[str]], str],
                 else:
                     low = t
             if first_round and low == m + 1:
-                result.status = "not-a-culprit-set"
+                result.status = SearchOutcome.NOT_A_CULPRIT_SET
                 result.message = "the output is still wrong with every candidate disabled: not caused by these items"
                 culprits = []
                 break
@@ -178,7 +180,7 @@ def find_culprits(items: Sequence[str], probe: Callable[[List[str]], str],
             spare = spare + depth - spent
             first_round = False
     except _Budget:
-        result.status = "unresolved"
+        result.status = SearchOutcome.UNRESOLVED
         result.message = f"stopped after {result.builds} builds (budget)"
     result.culprits = culprits
     return result
@@ -187,7 +189,7 @@ def find_culprits(items: Sequence[str], probe: Callable[[List[str]], str],
 def _first_valid(fixed_below, t, low, high):
     """Probe threshold ``t`` (outcome >= t?); when that set is invalid, try its neighbours
     inside (low, high]. Returns (threshold, fixed) or None."""
-    for offset in range(0, min(high - low + 1, 5)):
+    for offset in range(0, min(high - low + 1, INVALID_NEIGHBOURS)):
         for at in (t + offset, t - offset) if offset else (t,):
             if low < at <= high:
                 ok = fixed_below(at)

@@ -22,16 +22,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-STATUSES = ("pass", "fail", "error", "crash", "skip", "timeout")
-RECORD_SCHEMA = 1
-# `ir~no_memory`: the ir stage rerun with the memory knob off because `memory` raised.
-WORKAROUND_SEP = "~"
-
-
-def workaround_label(stage: str) -> str:
-    base, _, variant = stage.partition(WORKAROUND_SEP)
-    knobs = variant[len("no_"):].split("_")
-    return f"workaround: {base} with {' and '.join(knobs)} off, because that stage raised"
+# 2: stages follow deployment profiles, carry evidence, vacuous/noop are statuses, no workaround
+# variants. Records of schema 1 are not read (rerun the session).
+RECORD_SCHEMA = 2
 
 
 def atomic_write_text(path: Path, text: str) -> None:

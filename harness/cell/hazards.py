@@ -1,0 +1,128 @@
+"""Cell side: config hazards, probed once per (Paddle version, session).
+
+A hazard is a documented knob combination that raises in some Paddle version. It is a finding
+about Paddle, not about a model: it is probed here with the plain documented calls on a small
+probe model exported by this Paddle, recorded with Paddle's message (and the Paddle issue where
+one exists), shown once in the tables and reports, and never sets a cell's verdict. The stages
+themselves follow the deployment profile, which avoids these combinations (see
+``harness.shared.backends``), so a hazard does not hide the numbers behind it.
+
+``python -m harness hazards --device cpu --backend onednn --out FILE`` (run by the runner through
+the session's launcher, before the session's cells).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..shared.causes import paddle_message
+from ..shared.records import atomic_write_json
+from ..shared.vocab import HAZARD
+
+PIR, LEGACY = "pir", "legacy"
+CLEAR = "clear"  # probed: the combination works in this version
+
+
+@dataclasses.dataclass(frozen=True)
+class Hazard:
+    id: str
+    calls: str  # what a user writes, verbatim
+    formats: Tuple[str, ...]
+    backends: Tuple[str, ...]  # session backend words it concerns; () = every CPU session
+    configure: Callable[[Any, str], None]  # (paddle.inference.Config, program format)
+    issue: Optional[str] = None
+
+
+def _bare_memory_optim(config: Any, fmt: str) -> None:
+    config.enable_memory_optim()
+
+
+def _placement_pass(fmt: str) -> str:
+    return "onednn_placement_pass" if fmt == PIR else "mkldnn_placement_pass"
+
+
+def _delete_placement(config: Any, fmt: str) -> None:
+    config.enable_mkldnn()
+    config.switch_ir_optim(True)
+    config.delete_pass(_placement_pass(fmt))
+
+
+def _delete_dce(config: Any, fmt: str) -> None:
+    config.enable_new_ir(True)
+    config.enable_new_executor(True)
+    config.set_optimization_level(3)
+    config.delete_pass("dead_code_elimination_pass")
+
+
+HAZARDS = (
+    Hazard("memory_optim_without_new_executor", "config.enable_memory_optim() on a PIR (.json) program",
+           (PIR,), (), _bare_memory_optim, "https://github.com/PaddlePaddle/Paddle/issues/75496"),
+    Hazard("delete_onednn_placement_pass",
+           "config.enable_mkldnn(); config.delete_pass('<mkldnn|onednn>_placement_pass')",
+           (PIR, LEGACY), ("onednn",), _delete_placement),
+    Hazard("delete_dead_code_elimination_pass",
+           "config.set_optimization_level(3); config.delete_pass('dead_code_elimination_pass') (PIR)",
+           (PIR,), (), _delete_dce),
+)
+
+
+def applicable(device: str, backend: str, fmt: str) -> List[Hazard]:
+    """The hazards a session meets. Probes build CPU predictors: GPU sessions are probed on a GPU
+    machine by their own backend's hazards (none listed yet)."""
+    if device != "cpu":
+        return []
+    return [h for h in HAZARDS if fmt in h.formats and (not h.backends or backend in h.backends)]
+
+
+def _probe_model(paddle: Any, folder: Path) -> Dict[str, str]:
+    """A conv + BN + ReLU + linear net: enough for the oneDNN fuse passes to have work."""
+    from . import compat
+
+    nn = paddle.nn
+    paddle.seed(0)
+    layer = nn.Sequential(nn.Conv2D(3, 4, 3, padding=1), nn.BatchNorm2D(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 8 * 8, 3))
+    layer.eval()
+    spec = [paddle.static.InputSpec([None, 3, 8, 8], "float32", "image")]
+    return compat.export(layer, spec, folder / "probe")
+
+
+def probe(device: str, backend: str) -> Dict[str, Any]:
+    from . import compat
+
+    paddle = compat.paddle
+    feeds = {"image": np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype("float32")}
+    results: List[Dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="harness-hazards-") as tmp:
+        files = _probe_model(paddle, Path(tmp))
+        fmt = files["format"]
+        for hazard in applicable(device, backend, fmt):
+            entry = {"id": hazard.id, "calls": hazard.calls, "issue": hazard.issue, "format": fmt}
+            config = compat.paddle_infer.Config(files["program"], files["params"])
+            try:
+                hazard.configure(config, fmt)
+                with compat.captured_native_output():
+                    predictor = compat.create_predictor(config)
+                    compat.run_predictor(predictor, feeds)
+            except Exception as exc:
+                traceback.print_exc()
+                entry.update(status=HAZARD, message=paddle_message(exc))
+            else:
+                entry.update(status=CLEAR, message="")
+            results.append(entry)
+    return {"kind": "hazards", "paddle": paddle.__version__, "device": device, "backend": backend,
+            "format": fmt, "hazards": results}
+
+
+def main(device: str, backend: str, out: Path) -> int:
+    result = probe(device, backend)
+    atomic_write_json(out, result)
+    print(json.dumps({h["id"]: h["status"] for h in result["hazards"]}), file=sys.stderr)
+    return 0

@@ -1,0 +1,149 @@
+"""The report model: a run's records and hazard probes, read once, with everything the renderers
+show computed here (verdict counts, the matrix at a glance, distinct causes, hazards, numeric
+failures). Renderers format; they do not compute.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from ..shared.causes import Cause, group
+from ..shared.records import load_records
+from ..shared.vocab import HAZARD, SETUP, Status
+
+
+def version_key(version: str) -> Tuple:
+    parts = []
+    for piece in version.replace("-", ".").split("."):
+        parts.append((0, int(piece), "") if piece.isdigit() else (1, 0, piece))
+    return tuple(parts)
+
+
+def cell_place(record: Dict[str, Any]) -> str:
+    return record["id"]
+
+
+def stage_results(record: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The record's ladder; a cell whose setup did not pass shows as its setup entry."""
+    if record["verdict"].get("first_failing_stage") == SETUP:
+        return [dict(record["setup"], name=SETUP)]
+    return list(record["stages"])
+
+
+@dataclasses.dataclass
+class NumericFailure:
+    place: str
+    stage: str
+    output: str
+    max_abs: Optional[float]
+    scale: Optional[float]
+    cosine: Optional[float]
+    culprits: List[str]
+
+    @property
+    def relative_to_scale(self) -> Optional[float]:
+        if self.max_abs is None or not self.scale:
+            return None
+        return self.max_abs / self.scale
+
+
+@dataclasses.dataclass
+class RunModel:
+    records: List[Dict[str, Any]]
+    hazard_probes: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def load(cls, results: Path) -> "RunModel":
+        return cls(load_records(results), load_hazard_probes(results))
+
+    # -- counts and grid ---------------------------------------------------------
+    def verdict_counts(self, records: Optional[Sequence[Dict[str, Any]]] = None) -> Dict[Status, int]:
+        return dict(collections.Counter(Status.of(r["verdict"]["status"]) for r in (records or self.records)))
+
+    @property
+    def columns(self) -> List[Tuple[str, str]]:
+        """(session, Paddle version) pairs with records, sessions in matrix order of appearance."""
+        seen = {(r["cell"]["session"]["name"], r["cell"]["paddle"]) for r in self.records}
+        return sorted(seen, key=lambda c: (c[0], version_key(c[1])))
+
+    @property
+    def rows(self) -> List[Tuple[str, str]]:
+        """(model, mode) pairs with records."""
+        return sorted({(r["cell"]["model"]["name"], r["cell"]["mode"]) for r in self.records})
+
+    def glance(self) -> Dict[Tuple[str, str], Dict[Tuple[str, str], Dict[str, Any]]]:
+        """(model, mode) -> (session, version) -> the cell's verdict."""
+        grid: Dict[Tuple[str, str], Dict[Tuple[str, str], Dict[str, Any]]] = collections.defaultdict(dict)
+        for r in self.records:
+            cell = r["cell"]
+            grid[(cell["model"]["name"], cell["mode"])][(cell["session"]["name"], cell["paddle"])] = r["verdict"]
+        return grid
+
+    def by_session(self) -> Dict[Tuple[str, str], List[Dict[str, Any]]]:
+        groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = collections.defaultdict(list)
+        for r in self.records:
+            groups[(r["cell"]["session"]["name"], r["cell"]["paddle"])].append(r)
+        return dict(sorted(groups.items(), key=lambda kv: (kv[0][0], version_key(kv[0][1]))))
+
+    # -- findings -------------------------------------------------------------------
+    def causes(self) -> List[Cause]:
+        """Stage results that ended in Paddle's words (error, crash, timeout), one per cause."""
+        return group(_worded(self.records))
+
+    def hazards(self) -> List[Cause]:
+        """Hazards that raised, one per (hazard, message), with the sessions they were probed in."""
+        items = []
+        for probe in self.hazard_probes:
+            place = f"{probe.get('session', probe.get('backend', '?'))}@{probe.get('paddle')}"
+            for h in probe.get("hazards", []):
+                if h.get("status") == HAZARD:
+                    items.append((h["id"], h.get("message", ""), place))
+        return group(items)
+
+    def hazard_details(self) -> Dict[str, Dict[str, Any]]:
+        return {h["id"]: h for probe in self.hazard_probes for h in probe.get("hazards", [])}
+
+    def hazard_probe_failures(self) -> List[Dict[str, Any]]:
+        return [p for p in self.hazard_probes if p.get("probe")]
+
+    def numeric_failures(self) -> List[NumericFailure]:
+        found = []
+        for r in self.records:
+            for stage in r["stages"]:
+                if Status.of(stage.get("status")) is not Status.FAIL:
+                    continue
+                worst = stage.get("worst") or {}
+                bisect = (r.get("analysis") or {}).get("bisect") or {}
+                found.append(NumericFailure(cell_place(r), stage["name"], str(worst.get("output", "-")),
+                                            worst.get("max_abs"), worst.get("ref_absmax"), worst.get("cosine"),
+                                            list(bisect.get("culprits") or []) if bisect.get("stage") == stage["name"] else []))
+        return found
+
+    def stage_counts(self) -> Dict[Status, int]:
+        return dict(collections.Counter(Status.of(s["status"]) for r in self.records for s in stage_results(r)))
+
+
+def _worded(records: Iterable[Dict[str, Any]]):
+    for r in records:
+        for stage in stage_results(r):
+            status = Status.of(stage.get("status"))
+            if status in (Status.ERROR, Status.CRASH, Status.TIMEOUT):
+                yield status.value, stage.get("message", ""), f"{r['id']} {stage['name']}"
+
+
+def load_hazard_probes(results: Path) -> List[Dict[str, Any]]:
+    probes = []
+    for path in sorted(Path(results).glob("*/*/hazards.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("kind") == "hazards":
+            data.setdefault("session", path.parent.parent.name)
+            data["paddle"] = path.parent.name
+            probes.append(data)
+    return probes

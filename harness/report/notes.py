@@ -1,0 +1,75 @@
+"""One-line notes and numbers, the same words in every renderer."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from ..shared.compare import describe_tolerance
+from ..shared.vocab import Status
+
+
+def fmt_number(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def clip(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def worst_output_note(worst: Dict[str, Any]) -> str:
+    """Which output failed and by how much, or the comparison's own note (vacuous, shape)."""
+    if not worst:
+        return ""
+    if worst.get("note"):
+        return f"{worst.get('output')}: {worst['note']}"
+    return (f"{worst.get('output')}: {worst.get('mismatched')}/{worst.get('total')} out of "
+            f"{describe_tolerance(worst)}")
+
+
+def stage_note(stage: Dict[str, Any]) -> str:
+    """What a person needs to know about one stage result, in one line."""
+    status = Status.of(stage.get("status"))
+    parts = []
+    worst = stage.get("worst") or {}
+    if status in (Status.FAIL, Status.VACUOUS) and worst:
+        parts.append(worst_output_note(worst))
+    if stage.get("message"):
+        parts.append(str(stage["message"]))
+    if status is Status.CRASH and stage.get("stderr_tail"):
+        last = [ln for ln in stage["stderr_tail"].splitlines() if ln.strip()][-1:]
+        if last:
+            parts.append(f"stderr: {last[0].strip()[:160]}")
+    return "; ".join(parts)
+
+
+def evidence_note(stage: Dict[str, Any]) -> str:
+    evidence = stage.get("evidence") or {}
+    if not evidence:
+        return ""
+    return f"{len(evidence.get('passes') or [])} passes, {evidence.get('ops', '?')} ops"
+
+
+def analysis_note(kind: str, result: Dict[str, Any]) -> str:
+    stage = result.get("stage") or "?"
+    status = Status.of(result.get("status"))
+    if status in (Status.ERROR, Status.CRASH, Status.TIMEOUT):
+        return f"{kind} of {stage}: {result.get('message', '')}"
+    if kind == "bisect":
+        if status is Status.SKIP:
+            return f"{stage}: {result.get('message', '')}"
+        what = "IR passes" if result.get("kind") == "passes" else "TensorRT op types"
+        culprits = ", ".join(result.get("culprits") or []) or "none"
+        text = (f"{stage}: culprit {what}: {culprits} ({result.get('builds')} builds over "
+                f"{result.get('candidates')} candidates)")
+        return text + (f"; {result['message']}" if result.get("message") else "")
+    if kind == "diff":
+        first = result.get("first_divergence")
+        where = f"first divergence at #{first['index']} {first['op']} {first['name']}" if first else "no tensor diverges"
+        files = result.get("files") or {}
+        return f"{stage} vs baseline: {where}; table: {files.get('xlsx') or files.get('csv') or result.get('result')}"
+    return str(result.get("message", ""))

@@ -1,0 +1,151 @@
+"""Terminal tables and markdown, rendered from the report model.
+
+The terminal table and ``report.md`` both open with what a person acts on: the verdicts, then
+one line per distinct cause (with its count and where it hit), the hazards (once, however many
+sessions met them) and the numeric failures; the per-stage tables come after.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Sequence
+
+from tabulate import tabulate
+
+from ..shared.causes import Cause, cause_of
+from ..shared.records import atomic_write_text
+from ..shared.vocab import SETUP, STATUS_ORDER, Status
+from .model import RunModel, stage_results
+from .notes import analysis_note, clip, evidence_note, fmt_number, stage_note
+
+STAGE_HEADERS = ["cell", "stage", "status", "max abs", "max rel", "evidence", "note"]
+OUTPUT_HEADERS = ["cell", "stage", "output", "predictor name", "status", "mismatched", "max abs",
+                  "max rel", "cosine", "|ref| max", "atol", "rtol", "scaled atol"]
+
+
+def _cause_labels(causes: Sequence[Cause]) -> Dict[str, str]:
+    return {c.key: f"C{i}" for i, c in enumerate(causes, 1)}
+
+
+def stage_rows(model: RunModel, records: Sequence[Dict[str, Any]], max_note: int = 110) -> List[List[str]]:
+    labels = _cause_labels(model.causes())
+    rows = []
+    for record in records:
+        first = record["verdict"].get("first_failing_stage")
+        for stage in stage_results(record):
+            worst = stage.get("worst") or {}
+            note = stage_note(stage)
+            label = labels.get(cause_of(stage.get("message", ""))) if Status.of(stage["status"]) in (
+                Status.ERROR, Status.CRASH, Status.TIMEOUT) else None
+            if label:
+                note = f"[{label}] {note}"
+            if stage["name"] == first and stage["name"] != SETUP:
+                note = f"FIRST FAILURE; {note}" if note else "FIRST FAILURE"
+            rows.append([record["id"], stage["name"], str(stage["status"]), fmt_number(worst.get("max_abs")),
+                         fmt_number(worst.get("max_rel")), evidence_note(stage), clip(note, max_note)])
+        for kind, result in (record.get("analysis") or {}).items():
+            rows.append([record["id"], f"> {kind}", str(result.get("status", "?")), "-", "-", "",
+                         clip(analysis_note(kind, result), max_note)])
+    return rows
+
+
+def summary_line(model: RunModel, records: Sequence[Dict[str, Any]]) -> str:
+    counts = model.verdict_counts(records)
+    return f"{len(records)} cells: " + ", ".join(f"{counts[s]} {s}" for s in STATUS_ORDER if counts.get(s))
+
+
+def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[str]:
+    """Distinct causes, hazards and numeric failures: one line each."""
+    bullet = "- " if fmt == "markdown" else "  "
+    lines: List[str] = []
+    causes = model.causes()
+    if causes:
+        lines.append(f"Distinct causes ({len(causes)}):")
+        for label, cause in zip(_cause_labels(causes).values(), causes):
+            where = ", ".join(cause.places[:limit]) + (f", +{cause.count - limit} more" if cause.count > limit else "")
+            lines.append(f"{bullet}[{label}] {cause.kind} x{cause.count}: {clip(cause.message, 220)} — {where}")
+    hazards = model.hazards()
+    details = model.hazard_details()
+    if hazards:
+        lines.append(f"Hazards ({len(hazards)}; findings about Paddle, not cell verdicts):")
+        for hazard in hazards:
+            info = details.get(hazard.kind, {})
+            issue = f" ({info['issue']})" if info.get("issue") else ""
+            lines.append(f"{bullet}{hazard.kind}: {info.get('calls', '')} raises {clip(hazard.message, 200)}{issue}"
+                         f" — probed in {', '.join(hazard.places)}")
+    for probe in model.hazard_probe_failures():
+        lines.append(f"{bullet}hazard probe of {probe.get('session')}@{probe.get('paddle')} did not finish: "
+                     f"{probe['probe'].get('status')}: {clip(probe['probe'].get('message', ''), 160)}")
+    numeric = model.numeric_failures()
+    if numeric:
+        lines.append(f"Numeric failures ({len(numeric)}):")
+        for f in numeric:
+            scale = f", {f.relative_to_scale:.2%} of the output's scale" if f.relative_to_scale is not None else ""
+            culprit = f"; culprit: {', '.join(f.culprits)}" if f.culprits else ""
+            lines.append(f"{bullet}{f.place} {f.stage}: {f.output} max abs {fmt_number(f.max_abs)}{scale}, "
+                         f"cosine {fmt_number(f.cosine, 5)}{culprit}")
+    return lines
+
+
+def terminal_table(model: RunModel, records: Sequence[Dict[str, Any]] = ()) -> str:
+    records = list(records or model.records)
+    table = tabulate(stage_rows(model, records), headers=STAGE_HEADERS, tablefmt="simple")
+    findings = findings_lines(model)
+    return "\n".join([table, "", *findings, *([""] if findings else []), summary_line(model, records)])
+
+
+def glance_table(model: RunModel) -> str:
+    """Model × mode rows, session × version columns, the verdict (and its first failing stage) in each."""
+    columns = model.columns
+    grid = model.glance()
+    body = []
+    for row in model.rows:
+        cells = []
+        for column in columns:
+            verdict = grid.get(row, {}).get(column)
+            if verdict is None:
+                cells.append("-")
+                continue
+            stage = verdict.get("first_failing_stage")
+            cells.append(f"{verdict['status']}" + (f" @{stage}" if stage else ""))
+        body.append([f"{row[0]} · {row[1]}", *cells])
+    return tabulate(body, headers=["model · mode", *[f"{s} {v}" for s, v in columns]], tablefmt="github")
+
+
+def markdown_report(model: RunModel, title: str) -> str:
+    lines = [f"# {title}", "", f"{summary_line(model, model.records)}", "", "## Matrix at a glance", "",
+             glance_table(model), ""]
+    findings = findings_lines(model, "markdown")
+    if findings:
+        lines += ["## Findings", "", *findings, ""]
+    for (session, version), group in model.by_session().items():
+        paddle = next((r["paddle"] for r in group if r.get("paddle")), None) or {}
+        lines += [f"## {session} · Paddle {version}", ""]
+        if paddle:
+            lines += [f"Paddle {paddle.get('version')} (commit {str(paddle.get('commit'))[:12]}, "
+                      f"CUDA {paddle.get('cuda') or 'none'}, TensorRT {paddle.get('tensorrt') or 'none'})", ""]
+        lines += [tabulate(stage_rows(model, group, max_note=400), headers=STAGE_HEADERS, tablefmt="github"), ""]
+        detail = output_rows(group)
+        if detail:
+            lines += ["<details><summary>per-output error statistics</summary>", "",
+                      tabulate(detail, headers=OUTPUT_HEADERS, tablefmt="github"), "", "</details>", ""]
+    return "\n".join(lines)
+
+
+def output_rows(records: Sequence[Dict[str, Any]]) -> List[List[str]]:
+    rows = []
+    for record in records:
+        for stage in record["stages"]:
+            for label, stats in (stage.get("outputs") or {}).items():
+                rows.append([
+                    record["id"], stage["name"], label, stats.get("predictor_name", "-"), str(stats["status"]),
+                    f"{stats.get('mismatched')}/{stats.get('total')}", fmt_number(stats.get("max_abs")),
+                    fmt_number(stats.get("max_rel")), fmt_number(stats.get("cosine")), fmt_number(stats.get("ref_absmax")),
+                    fmt_number(stats.get("atol")), fmt_number(stats.get("rtol")), fmt_number(stats.get("scaled_atol")),
+                ])
+    return rows
+
+
+def write_markdown(path: Path, model: RunModel, title: str) -> Path:
+    atomic_write_text(Path(path), markdown_report(model, title) + "\n")
+    return Path(path)

@@ -1,0 +1,72 @@
+"""Paddle's own words, and causes counted once.
+
+``paddle_message`` keeps the first meaningful line of what Paddle raised (without the C++
+traceback around it). ``cause_of`` normalizes a message so that results with the same cause
+compare equal: predictor ids, hex addresses, generated variable names, numbers and paths vary
+between cells and runs, the cause does not. ``group`` collapses results that share a cause into
+one line with a count and the places it hit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Dict, Iterable, List, Tuple
+
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_PATH = re.compile(r"(?:/[\w.@+-]+){2,}")
+_GENERATED = re.compile(r"\b([A-Za-z_]+)(?:@[\w]+|_\d{6,})\b")
+_NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+_SPACE = re.compile(r"\s+")
+
+
+def paddle_message(exc: BaseException) -> str:
+    """Paddle's own first message line, without the C++ traceback around it."""
+    text = str(exc).strip() or type(exc).__name__
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith("Error Message Summary"):
+            rest = [ln for ln in lines[i + 1:] if not set(ln) <= set("-=")]
+            if rest:
+                return f"{type(exc).__name__}: {rest[0]}"
+    for line in lines:
+        if set(line) <= set("-="):
+            continue
+        if line.startswith("C++ Traceback") or line.startswith("0 ") or "paddle::" in line:
+            continue
+        return f"{type(exc).__name__}: {line}"
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+def cause_of(message: str) -> str:
+    """The message with what varies between occurrences of one cause replaced by placeholders."""
+    text = _HEX.sub("<addr>", message or "")
+    text = _PATH.sub("<path>", text)
+    text = _GENERATED.sub(r"\1<id>", text)
+    text = _NUMBER.sub("<n>", text)
+    return _SPACE.sub(" ", text).strip()
+
+
+@dataclasses.dataclass
+class Cause:
+    """One distinct cause: its kind (a status or ``hazard``), a sample message, where it hit."""
+
+    kind: str
+    key: str
+    message: str
+    places: List[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.places)
+
+
+def group(items: Iterable[Tuple[str, str, str]]) -> List[Cause]:
+    """``(kind, message, place)`` triples grouped by (kind, normalized message); largest first."""
+    found: Dict[Tuple[str, str], Cause] = {}
+    for kind, message, place in items:
+        key = cause_of(message)
+        cause = found.setdefault((kind, key), Cause(kind=kind, key=key, message=message))
+        if place not in cause.places:
+            cause.places.append(place)
+    return sorted(found.values(), key=lambda c: (-c.count, c.kind, c.key))

@@ -1,0 +1,80 @@
+"""One predictor configuration as a value: what a stage asks Paddle Inference to do.
+
+Plain data (no paddle) so that stage planning, records and the diff CLI share it; the cell side
+turns it into a ``paddle.inference.Config`` in exactly one place (``compat.make_config``) and
+reads the result back through Paddle's own getters, because a call can be ignored.
+
+``None`` means "not called" (the Paddle default stands); the record keeps the value as planned
+and, beside it, what Paddle reported back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Optional, Tuple
+
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+
+# enable_use_gpu's first argument: the initial GPU memory pool in MB. Paddle grows the pool on
+# demand, so this is a start size, not a cap; 100 is what Paddle's own deploy code passes.
+GPU_INITIAL_MEMORY_MB = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorRT:
+    """The TensorRT part of a GPU config (legacy subgraph engine or PIR ``paddle.tensorrt``)."""
+
+    precision: str = "fp32"
+    # Paddle's documented defaults; user-facing, so the matrix can override them ([run]).
+    workspace_mb: int = 1024
+    min_subgraph_size: int = 3
+    max_batch: int = 1
+    # int8 on a quantized (QAT/PACT) program uses the model's scales; otherwise calibration.
+    calibration: bool = False
+    disabled_ops: Tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictorConfig:
+    device: str = "cpu"
+    # Legacy IR lever (``switch_ir_optim``); under PIR it does not decide which passes run.
+    ir: bool = False
+    # PIR lever (``set_optimization_level``, 3.x only); None: not called.
+    opt_level: Optional[int] = None
+    new_ir: Optional[bool] = None
+    new_executor: Optional[bool] = None
+    memory: bool = False
+    onednn: bool = False
+    bf16: bool = False
+    threads: int = 1
+    gpu_precision: str = "fp32"
+    # exp_disable_mixed_precision_ops: ops kept in fp32 by a low-precision GPU predictor.
+    fp32_ops: Tuple[str, ...] = ()
+    trt: Optional[TensorRT] = None
+    deleted_passes: Tuple[str, ...] = ()
+
+    def replace(self, **changes: Any) -> "PredictorConfig":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> Dict[str, Any]:
+        data = dataclasses.asdict(self)
+        for key in ("fp32_ops", "deleted_passes"):
+            data[key] = list(data[key])
+        if data["trt"] is not None:
+            data["trt"]["disabled_ops"] = list(data["trt"]["disabled_ops"])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "PredictorConfig":
+        data = dict(data)
+        trt = data.pop("trt", None)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - fields
+        if unknown:
+            raise ValueError(f"unknown predictor config keys {sorted(unknown)}")
+        for key in ("fp32_ops", "deleted_passes"):
+            if key in data:
+                data[key] = tuple(data[key])
+        if trt is not None:
+            trt = TensorRT(**dict(trt, disabled_ops=tuple(trt.get("disabled_ops", ()))))
+        return cls(trt=trt, **data)

@@ -1,0 +1,136 @@
+"""The project's vocabulary, as types: statuses, stage names, search outcomes, transitions.
+
+Every result the harness writes uses these words and nothing else; readers compare against the
+enum members, never against loose strings. The members are ``str`` subclasses, so a record stays
+plain JSON (``json.dumps(Status.PASS) == '"pass"'``) and old records read back as members.
+
+Statuses of a stage (and of a cell's verdict):
+
+* ``pass``     the numbers agree within tolerance, and the stage really changed something;
+* ``fail``     numbers out of tolerance (or a shape/count mismatch);
+* ``vacuous``  the comparison could not have failed (every reference element lies inside its own
+               tolerance band, so an all-zero output would pass): never a pass, not a fail;
+* ``noop``     the stage ran the same program as the stage it is compared with (same passes,
+               same executed op sequence): its lever did nothing here, so its pass says nothing;
+* ``error``    Paddle raised (its own first message line is kept);
+* ``crash``    the process died (signal and log tail kept);
+* ``timeout``  the stage outlived ``stage_timeout`` and was killed;
+* ``skip``     not run, with the reason (and its source where the reason is Paddle's behaviour).
+
+Root-cause entries (per-tensor diff, culprit search) use the same statuses for whether the
+analysis itself ran (``pass``: it completed); what it *found* is its ``outcome``.
+
+Findings that are not stage results: ``hazard`` — a documented knob combination that raises in
+this Paddle version, probed once per (Paddle version, session), never a cell's verdict.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Iterable, Optional
+
+
+class Status(str, enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    VACUOUS = "vacuous"
+    NOOP = "noop"
+    ERROR = "error"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    SKIP = "skip"
+
+    def __str__(self) -> str:  # f-strings and tables print the word
+        return self.value
+
+    @classmethod
+    def of(cls, value: "str | Status | None") -> "Status":
+        """The member for a record's word; an unknown or missing word is a crash (nothing reported)."""
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.CRASH
+
+    @property
+    def blocks(self) -> bool:
+        """Sets a cell's verdict: the deployment would see wrong numbers or no result."""
+        return self in _BLOCKING
+
+    @property
+    def ran(self) -> bool:
+        return self is not Status.SKIP
+
+
+_BLOCKING = frozenset({Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT})
+# Order of the columns in summaries: the worst news first.
+STATUS_ORDER = (Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.VACUOUS, Status.NOOP,
+                Status.SKIP, Status.PASS)
+
+HAZARD = "hazard"  # the kind of a finding that is not a stage result
+
+
+class Stage(str, enum.Enum):
+    """The reference stages every session runs before its backend stage; the backend stage is
+    named after what it switches on (``onednn_bf16``, ``trt_fp16``, ``cpu_fp32``)."""
+
+    BASELINE = "baseline"
+    MEMORY = "memory"
+    IR = "ir"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+SETUP = "setup"  # the journal entry of build / train / export, before any stage
+ANALYSIS_PREFIX = "analysis:"  # journal entries of the root-cause step
+
+
+class Analysis(str, enum.Enum):
+    DIFF = "diff"
+    BISECT = "bisect"
+
+    @property
+    def journal_key(self) -> str:
+        return ANALYSIS_PREFIX + self.value
+
+
+class SearchOutcome(str, enum.Enum):
+    FOUND = "found"
+    NOT_A_CULPRIT_SET = "not-a-culprit-set"
+    UNRESOLVED = "unresolved"
+
+
+class Probe(str, enum.Enum):
+    """What one build of the culprit search answered."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    INVALID = "invalid"
+
+
+class Transition(str, enum.Enum):
+    REGRESSED = "regressed"
+    STILL_FAILING = "still failing"
+    FIXED = "fixed"
+    NEW = "new"
+    GONE = "gone"
+    STILL_PASS = "still pass"
+    SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def verdict_status(statuses: Iterable[Status]) -> Optional[Status]:
+    """A cell's verdict from its stages in ladder order: the first blocking status; else
+    ``vacuous`` when a comparison said nothing; else ``pass`` when a stage really passed;
+    else None (every stage skipped or noop: the caller says why)."""
+    seen = list(statuses)
+    for status in seen:
+        if status.blocks:
+            return status
+    if Status.VACUOUS in seen:
+        return Status.VACUOUS
+    if Status.PASS in seen:
+        return Status.PASS
+    return None
