@@ -26,6 +26,7 @@ import numpy as np
 from ..shared.causes import paddle_message
 from ..shared.records import atomic_write_json
 from ..shared.vocab import HAZARD
+from .compat import paddle
 
 PIR, LEGACY = "pir", "legacy"
 CLEAR = "clear"  # probed: the combination works in this version
@@ -82,13 +83,27 @@ def applicable(device: str, backend: str, fmt: str) -> List[Hazard]:
     return [h for h in HAZARDS if fmt in h.formats and (not h.backends or backend in h.backends)]
 
 
+class ProbeNet(paddle.nn.Layer):
+    """conv + BN + ReLU, a residual add + ReLU and a linear head: enough for the IR and oneDNN
+    fuse passes (conv_bn, conv/elementwise activation fuses) to have work to do."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = paddle.nn.Conv2D(3, 3, 3, padding=1)
+        self.bn = paddle.nn.BatchNorm2D(3)
+        self.fc = paddle.nn.Linear(3 * 8 * 8, 3)
+
+    def forward(self, image):
+        x = paddle.nn.functional.relu(self.bn(self.conv(image)))
+        x = paddle.nn.functional.relu(x + image)
+        return self.fc(paddle.flatten(x, 1))
+
+
 def _probe_model(paddle: Any, folder: Path) -> Dict[str, str]:
-    """A conv + BN + ReLU + linear net: enough for the oneDNN fuse passes to have work."""
     from . import compat
 
-    nn = paddle.nn
     paddle.seed(0)
-    layer = nn.Sequential(nn.Conv2D(3, 4, 3, padding=1), nn.BatchNorm2D(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 8 * 8, 3))
+    layer = ProbeNet()
     layer.eval()
     spec = [paddle.static.InputSpec([None, 3, 8, 8], "float32", "image")]
     return compat.export(layer, spec, folder / "probe")
