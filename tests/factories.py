@@ -65,29 +65,48 @@ def dies_in_factory():
     os.kill(os.getpid(), signal.SIGSEGV)
 
 
-def _on_ir_predictor(action):
-    """Make creating the first IR-optimized predictor of this process misbehave.
+def _on_second_predictor(action):
+    """Make creating the second predictor of this process misbehave: the first stage after the
+    baseline that builds one (``memory`` on legacy programs, ``ir`` under PIR).
 
     Installed by the factory, so it lives only in the worker that ran the setup; the
     worker the host restarts after the crash or timeout resumes without it.
     """
     real = paddle.inference.create_predictor
+    built = []
 
     def create_predictor(config):
-        if config.ir_optim():
+        built.append(config)
+        if len(built) == 2:
             action()
         return real(config)
 
     paddle.inference.create_predictor = create_predictor
 
 
-def dies_in_ir_stage():
-    _on_ir_predictor(lambda: os.kill(os.getpid(), signal.SIGKILL))
+def dies_after_baseline():
+    _on_second_predictor(lambda: os.kill(os.getpid(), signal.SIGKILL))
     return clean()
 
 
-def hangs_in_ir_stage():
-    _on_ir_predictor(lambda: time.sleep(3600))
+def hangs_after_baseline():
+    _on_second_predictor(lambda: time.sleep(3600))
+    return clean()
+
+
+def truncated_params():
+    """Exports fine, then loses the second half of its params file (a copy cut short): every
+    predictor build raises Paddle's own error, the same cause in every cell that uses it."""
+    real = paddle.jit.save
+
+    def save(layer, path, *args, **kwargs):
+        real(layer, path, *args, **kwargs)
+        params = path + ".pdiparams"
+        size = os.path.getsize(params)
+        with open(params, "r+b") as handle:
+            handle.truncate(size // 2)
+
+    paddle.jit.save = save
     return clean()
 
 

@@ -21,29 +21,32 @@ def _cell(record_dir, session, version, model):
     return load_record(record_dir, f"{session}/{version}/normal/{model}")
 
 
-def test_clean_model_passes_every_stage_paddle_can_build(write_matrix, tmp_path, paddle_version):
+def test_clean_model_passes_every_stage_and_says_why_it_skips_one(write_matrix, tmp_path, paddle_version):
     matrix = write_matrix({"clean": "tests.factories:clean"})
     proc = _run(matrix, tmp_path / "r")
     record = _cell(tmp_path / "r" / "default", "cpu_fp32", paddle_version, "clean")
     stages = stages_by_name(record)
+    assert list(stages) == ["baseline", "memory", "ir", "cpu_fp32"]
     assert stages["baseline"]["status"] == "pass", proc.stdout
     assert stages["baseline"]["reference"] == "dygraph"
     assert stages["baseline"]["worst"]["max_abs"] <= 1e-5
     assert record["launches"] == 1  # nothing crashed: one worker, one import of paddle
-    for name, stage in stages.items():
-        # No stage may *fail*: a clean model only differs from itself by rounding. A stage
-        # may *error* only with Paddle's own message, and then its workaround must pass.
-        assert stage["status"] in ("pass", "error"), (name, stage)
-        if stage["status"] == "error":
-            assert stage["message"].split(":")[0].endswith(("Error", "Exception")), stage
-            workaround = [s for s in stages if s.startswith(f"{name}~")]
-            assert name == "memory" or workaround, (name, list(stages))
-    for name in [n for n in stages if "~" in n]:
-        assert stages[name]["status"] == "pass" and stages[name]["workaround"].startswith("workaround:")
-    passed = [n for n, s in stages.items() if s["status"] == "pass"]
-    assert len(passed) >= 3, passed
-    assert record["verdict"]["status"] in ("pass", "error")
-    assert (proc.returncode == 0) == (record["verdict"]["status"] == "pass")
+    pir = record["setup"]["export"]["format"] == "pir"
+    if pir:
+        # No memory-optimization lever exists for PIR programs: skipped with the reason and its source.
+        assert stages["memory"]["status"] == "skip"
+        assert "new executor" in stages["memory"]["message"] and "analysis_predictor.cc" in stages["memory"]["message"]
+        assert stages["baseline"]["config"]["opt_level"] == 0 and stages["ir"]["config"]["opt_level"] == 3
+    else:
+        assert stages["memory"]["status"] == "pass"
+        assert "memory_optimize_pass" in stages["memory"]["evidence"]["analysis_passes"]
+    for name in ("ir", "cpu_fp32"):
+        assert stages[name]["status"] == "pass", stages[name]
+        # Evidence that the stage ran something else than the baseline: more passes.
+        assert len(stages[name]["evidence"]["passes"]) > len(stages["baseline"]["evidence"]["passes"])
+    assert stages["cpu_fp32"]["evidence"]["config_read_back"]["threads"] == 2
+    assert record["verdict"]["status"] == "pass" and proc.returncode == 0
+    assert not record["analysis"]
     assert "cpu_fp32/" in proc.stdout and "baseline" in proc.stdout  # the terminal table
 
 
@@ -69,13 +72,20 @@ def test_python_side_state_baked_in_by_to_static_fails_the_consistency_check(wri
     assert "per-output error statistics" in text
 
 
-def test_tiny_outputs_are_flagged_vacuous_instead_of_passing(write_matrix, tmp_path, paddle_version):
+def test_tiny_outputs_are_vacuous_not_pass_and_start_no_root_cause(write_matrix, tmp_path, paddle_version):
     matrix = write_matrix({"tiny": "tests.factories:tiny_outputs"})
-    _run(matrix, tmp_path / "r")
-    baseline = stages_by_name(_cell(tmp_path / "r" / "default", "cpu_fp32", paddle_version, "tiny"))["baseline"]
-    assert baseline["vacuous"] is True
-    assert baseline["status"] == "fail"
-    assert "vacuous" in baseline["worst"]["note"]
+    proc = _run(matrix, tmp_path / "r")
+    record = _cell(tmp_path / "r" / "default", "cpu_fp32", paddle_version, "tiny")
+    stages = stages_by_name(record)
+    assert stages["baseline"]["status"] == "vacuous"
+    assert stages["baseline"]["outputs"]["output"]["vacuous"] is True
+    assert "vacuous" in stages["baseline"]["worst"]["note"]
+    # Every later stage compares 1e-7 outputs with atol 1e-4 too: vacuous, never pass, and no
+    # per-tensor diff or culprit search hunts for a divergence that cannot be seen.
+    assert stages["ir"]["status"] == "vacuous" and stages["cpu_fp32"]["status"] == "vacuous"
+    assert record["analysis"] == {}
+    assert record["verdict"]["status"] == "vacuous"
+    assert proc.returncode == 1
 
 
 def test_detector_inputs_are_fed_by_name_and_dict_outputs_matched_by_key(tmp_path, paddle_version):
@@ -102,7 +112,7 @@ def test_bf16_backend_shows_its_diff_or_says_why_it_cannot(write_matrix, tmp_pat
     loose = write_matrix(models, name="loose.toml", extra=extra)
     _run(strict, tmp_path / "strict", "cpu_onednn_bf16")
     stage = stages_by_name(_cell(tmp_path / "strict" / "default", "cpu_onednn_bf16", paddle_version, "resnet"))
-    bf16 = stage["onednn_bf16~no_memory"] if "onednn_bf16~no_memory" in stage else stage["onednn_bf16"]
+    bf16 = stage["onednn_bf16"]
     if bf16["status"] == "skip":
         # Without AVX512-BF16/AMX Paddle logs "CPU does not support BFLOAT16" and runs fp32:
         # the harness must say so rather than pass fp32-vs-fp32 as a bf16 result.
@@ -115,8 +125,7 @@ def test_bf16_backend_shows_its_diff_or_says_why_it_cannot(write_matrix, tmp_pat
     # The shipped bf16 tolerance (matrix/default.toml) accepts it.
     _run(loose, tmp_path / "loose", "cpu_onednn_bf16")
     stage = stages_by_name(_cell(tmp_path / "loose" / "default", "cpu_onednn_bf16", paddle_version, "resnet"))
-    bf16 = stage["onednn_bf16~no_memory"] if "onednn_bf16~no_memory" in stage else stage["onednn_bf16"]
-    assert bf16["status"] == "pass"
+    assert stage["onednn_bf16"]["status"] == "pass"
 
 
 def test_a_factory_that_kills_its_process_is_a_crash_and_other_cells_finish(write_matrix, tmp_path, paddle_version):
@@ -134,32 +143,36 @@ def test_a_factory_that_kills_its_process_is_a_crash_and_other_cells_finish(writ
     assert "crash" in proc.stdout
 
 
+def _first_built_after_baseline(stages):
+    return next(n for n, s in stages.items() if n != "baseline" and s["status"] != "skip")
+
+
 def test_a_crash_inside_a_stage_is_recorded_and_the_next_stages_still_run(write_matrix, tmp_path, paddle_version):
-    matrix = write_matrix({"dies_ir": "tests.factories:dies_in_ir_stage"})
+    matrix = write_matrix({"dies": "tests.factories:dies_after_baseline"})
     _run(matrix, tmp_path / "r")
-    record = _cell(tmp_path / "r" / "default", "cpu_fp32", paddle_version, "dies_ir")
+    record = _cell(tmp_path / "r" / "default", "cpu_fp32", paddle_version, "dies")
     stages = stages_by_name(record)
     crashed = [n for n, s in stages.items() if s["status"] == "crash"]
-    assert len(crashed) == 1 and crashed[0].startswith("ir"), stages
+    assert crashed == [_first_built_after_baseline(stages)], stages
     assert stages[crashed[0]]["signal"] == "SIGKILL"
     assert stages["baseline"]["status"] == "pass"
     after = list(stages)[list(stages).index(crashed[0]) + 1:]
-    assert after and all(stages[n]["status"] in ("pass", "error") for n in after), stages
+    assert after and all(stages[n]["status"] == "pass" for n in after), stages
     assert record["launches"] == 2  # one restart, after the crash only
-    assert record["verdict"]["status"] in ("crash", "error")
+    assert record["verdict"] == {"status": "crash", "first_failing_stage": crashed[0],
+                                 "message": record["verdict"]["message"]}
+    assert "SIGKILL" in record["verdict"]["message"]
 
 
 def test_a_hung_stage_times_out_and_the_cell_goes_on(write_matrix, tmp_path, paddle_version):
-    matrix = write_matrix({"hangs_ir": "tests.factories:hangs_in_ir_stage"}, stage_timeout=15)
-    started = time.monotonic()
+    matrix = write_matrix({"hangs": "tests.factories:hangs_after_baseline"}, stage_timeout=15)
     _run(matrix, tmp_path / "r")
-    assert time.monotonic() - started < 120
-    record = _cell(tmp_path / "r" / "default", "cpu_fp32", paddle_version, "hangs_ir")
+    record = _cell(tmp_path / "r" / "default", "cpu_fp32", paddle_version, "hangs")
     stages = stages_by_name(record)
     timed_out = [n for n, s in stages.items() if s["status"] == "timeout"]
-    assert len(timed_out) == 1 and timed_out[0].startswith("ir"), stages
-    last = list(stages)[-1]
-    assert stages[last]["status"] in ("pass", "error")
+    assert timed_out == [_first_built_after_baseline(stages)], stages
+    assert "ran over 15 s" in stages[timed_out[0]]["message"]
+    assert stages[list(stages)[-1]]["status"] == "pass"
 
 
 def test_killing_a_run_loses_no_finished_cell_and_a_rerun_resumes(write_matrix, tmp_path, paddle_version):
@@ -178,10 +191,10 @@ def test_killing_a_run_loses_no_finished_cell_and_a_rerun_resumes(write_matrix, 
     proc.wait()
     kept = first.read_text()
     rerun = _run(matrix, results)
-    assert "a: pass (recorded earlier" in rerun.stdout or "a: error (recorded earlier" in rerun.stdout, rerun.stdout
+    assert "a: pass (recorded earlier" in rerun.stdout, rerun.stdout
     assert first.read_text() == kept
     for model in "bc":
-        assert _cell(results / "default", "cpu_fp32", paddle_version, model)["verdict"]["status"] in ("pass", "error")
+        assert _cell(results / "default", "cpu_fp32", paddle_version, model)["verdict"]["status"] == "pass"
     forced = _run(matrix, results, "cpu_fp32", "--force", "--model", "a")
     assert "recorded earlier" not in forced.stdout
     assert first.read_text() != kept

@@ -49,7 +49,7 @@ def test_tolerance_wider_than_the_reference_is_vacuous_not_a_pass():
     stats = compare_arrays(ref, np.zeros_like(ref), atol=1e-4, rtol=1e-4)
     assert stats["mismatched"] == 0
     assert stats["vacuous"] is True
-    assert stats["status"] == "fail"
+    assert stats["status"] == "vacuous"  # never a pass, not a fail
     assert "vacuous" in stats["note"]
 
 
@@ -65,7 +65,7 @@ def test_scaled_atol_measures_error_against_the_output_scale():
     assert compare_arrays(ref, ref + np.array([0, 0, 5.0]), 0.0, 1e-2, scaled_atol=1e-2)["status"] == "fail"
     # ...and a band as wide as the output is vacuous, not a pass.
     wide = compare_arrays(ref, np.zeros_like(ref), 0.0, 0.0, scaled_atol=1.0)
-    assert wide["vacuous"] is True and wide["status"] == "fail"
+    assert wide["vacuous"] is True and wide["status"] == "vacuous"
 
 
 def test_shape_mismatch_fails_without_comparing_by_position():
@@ -86,11 +86,22 @@ def test_relative_error_ignores_zero_reference_elements():
     assert math.isfinite(stats["max_rel"])
 
 
-def test_worst_prefers_failing_outputs_then_largest_relative_error():
+def test_worst_prefers_failing_outputs_then_the_one_furthest_past_its_tolerance():
     outputs = {
-        "a": {"status": "pass", "max_rel": 0.5, "max_abs": 1.0},
-        "b": {"status": "fail", "max_rel": 1e-3, "max_abs": 1e-3},
+        "a": {"status": "pass", "tol_ratio": 0.9, "max_abs": 1e-5},
+        "b": {"status": "fail", "tol_ratio": 1.5, "max_abs": 1e-6},
+        "c": {"status": "pass", "tol_ratio": 0.1, "max_abs": 1.0},
     }
     assert worst(outputs)["output"] == "b"
     outputs["b"]["status"] = "pass"
+    assert worst(outputs)["output"] == "b"  # 1.5x its band beats a larger but well-inside error
+    del outputs["b"]
     assert worst(outputs)["output"] == "a"
+    assert worst([outputs["c"], outputs["a"]])["output"] == "1"  # lists, as the portability check passes them
+
+
+def test_cosine_says_nothing_for_zero_vectors():
+    from harness.shared.compare import cosine
+
+    assert cosine(np.zeros(3), np.zeros(3)) is None and cosine(np.ones(3), np.zeros(3)) is None
+    assert cosine(np.array([1.0, 0.0]), np.array([0.0, 2.0])) == pytest.approx(0.0)

@@ -75,10 +75,24 @@ def test_unknown_session_mode_model_and_version_are_user_errors(write_matrix, tm
     assert "--session" in one_line_error(run_harness("run", "--sesion", "cpu_fp32"))
 
 
+# The cell side runs inside a Paddle environment; every other module is host side or shared.
+CELL_SIDE = ("harness.cell", "harness.models", "harness.bench.plain_cell")
+
+
+def _modules():
+    import pkgutil
+
+    import harness
+
+    return sorted(m.name for m in pkgutil.walk_packages(harness.__path__, "harness."))
+
+
 def test_host_side_never_imports_paddle():
+    host = [m for m in _modules() if not m.startswith(CELL_SIDE) and m != "harness.__main__"]
+    assert "harness.runner" in host and "harness.report.tables" in host and "harness.shared.vocab" in host
     code = (
-        "import sys; sys.modules['paddle'] = None\n"  # any import of paddle now raises
-        "import harness.matrix, harness.runner, harness.report, harness.shared.records, harness.compare, harness.hostenv\n"
+        "import importlib, sys; sys.modules['paddle'] = None\n"  # any import of paddle now raises
+        f"for name in {host!r}: importlib.import_module(name)\n"
         "import harness.__main__\n"
         "import runpy; runpy.run_path('noxfile.py')\n"
         "print('ok')\n"
@@ -86,3 +100,16 @@ def test_host_side_never_imports_paddle():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_shared_tier_needs_only_the_standard_library_and_numpy():
+    shared = [m for m in _modules() if m.startswith("harness.shared")]
+    blocked = ["paddle", "tabulate", "openpyxl", "matplotlib", "jinja2", "docker", "nox"]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {blocked!r}: sys.modules[name] = None\n"
+        f"for name in {shared!r}: importlib.import_module(name)\n"
+        "print(len(sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr

@@ -58,9 +58,8 @@ def test_a_session_runs_end_to_end_in_its_own_env(tmp_path, write_matrix, nox_en
     records = list(results.rglob("clean.json"))
     assert len(records) == 1
     record = json.loads(records[0].read_text())
-    assert [s["name"] for s in record["stages"]][:3] == ["baseline", "memory", "ir"]
-    assert "onednn_fp32" in [s["name"] for s in record["stages"]]
-    assert (results / "default").glob("summary-cpu_onednn_fp32-*.md")
+    assert [s["name"] for s in record["stages"]] == ["baseline", "memory", "ir", "onednn_fp32"]
+    assert len(list((results / "default").glob("summary-cpu_onednn_fp32-*.md"))) == 1
     assert "cpu_onednn_fp32/" in proc.stdout
     # Nox's own verdict follows the cells': failing cells fail the session.
     assert (proc.returncode == 0) == (record["verdict"]["status"] == "pass")

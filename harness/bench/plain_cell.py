@@ -47,9 +47,17 @@ def main(record_path: str, work: str) -> None:
     with paddle.no_grad():
         reference = layer(paddle.to_tensor(x)).numpy()
     for stage in record["stages"]:
+        if stage["status"] == "skip":
+            continue
         knobs = stage.get("config") or {}
         config = pi.Config(str(program), str(prefix.with_suffix(".pdiparams")))
         config.switch_ir_optim(knobs.get("ir", False))
+        if knobs.get("new_ir") is not None:
+            config.enable_new_ir(knobs["new_ir"])
+        if knobs.get("new_executor") is not None:
+            config.enable_new_executor(knobs["new_executor"])
+        if knobs.get("opt_level") is not None:
+            config.set_optimization_level(knobs["opt_level"])
         if knobs.get("memory"):
             config.enable_memory_optim()
         if knobs.get("onednn"):

@@ -132,7 +132,7 @@ def _worded(records: Iterable[Dict[str, Any]]):
         for stage in stage_results(r):
             status = Status.of(stage.get("status"))
             if status in (Status.ERROR, Status.CRASH, Status.TIMEOUT):
-                yield status.value, stage.get("message", ""), f"{r['id']} {stage['name']}"
+                yield status.value, stage.get("message", ""), r["id"]
 
 
 def load_hazard_probes(results: Path) -> List[Dict[str, Any]]:

@@ -201,7 +201,7 @@ class PairReport:
 
     def causes(self) -> List[Cause]:
         """What the regressed and still-failing stages of the head say, one line per cause."""
-        return group((r["head"], r["message"], f"{r['cell'].format(v=self.head)} {r['stage']}")
+        return group((r["head"], r["message"], r["cell"].format(v=self.head))
                      for r in self.rows if r["message"] and r["transition"] in (Transition.REGRESSED, Transition.STILL_FAILING))
 
     def numeric(self) -> List[Dict[str, Any]]:
@@ -239,8 +239,9 @@ def render(report: CrossVersion, fmt: str) -> str:
         causes = pair.causes()
         if causes:
             out.append(f"Distinct causes in {pair.head} ({len(causes)}):")
-            out.extend(f"{bullet}{c.kind} x{c.count}: {clip(c.message, 200)} — {', '.join(c.places[:4])}"
-                       + (f", +{c.count - 4} more" if c.count > 4 else "") for c in causes)
+            out.extend(f"{bullet}{c.kind} x{c.count} in {len(c.places)} cell(s): {clip(c.message, 200)} — "
+                       f"{', '.join(c.places[:4])}" + (f", +{len(c.places) - 4} more" if len(c.places) > 4 else "")
+                       for c in causes)
         numeric = pair.numeric()
         if numeric:
             out.append(f"Numeric regressions ({len(numeric)}):")

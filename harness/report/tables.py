@@ -62,8 +62,10 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
     if causes:
         lines.append(f"Distinct causes ({len(causes)}):")
         for label, cause in zip(_cause_labels(causes).values(), causes):
-            where = ", ".join(cause.places[:limit]) + (f", +{cause.count - limit} more" if cause.count > limit else "")
-            lines.append(f"{bullet}[{label}] {cause.kind} x{cause.count}: {clip(cause.message, 220)} — {where}")
+            more = len(cause.places) - limit
+            where = ", ".join(cause.places[:limit]) + (f", +{more} more" if more > 0 else "")
+            lines.append(f"{bullet}[{label}] {cause.kind} x{cause.count} in {len(cause.places)} cell(s): "
+                         f"{clip(cause.message, 220)} — {where}")
     hazards = model.hazards()
     details = model.hazard_details()
     if hazards:

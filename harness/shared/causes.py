@@ -49,24 +49,24 @@ def cause_of(message: str) -> str:
 
 @dataclasses.dataclass
 class Cause:
-    """One distinct cause: its kind (a status or ``hazard``), a sample message, where it hit."""
+    """One distinct cause: its kind (a status or ``hazard``), a sample message, how many results
+    it ended (``count``) and the places (cells, or sessions for hazards) it hit."""
 
     kind: str
     key: str
     message: str
     places: List[str] = dataclasses.field(default_factory=list)
-
-    @property
-    def count(self) -> int:
-        return len(self.places)
+    count: int = 0
 
 
 def group(items: Iterable[Tuple[str, str, str]]) -> List[Cause]:
-    """``(kind, message, place)`` triples grouped by (kind, normalized message); largest first."""
+    """``(kind, message, place)`` triples grouped by (kind, normalized message); largest first.
+    A place hit several times (a cell's stages sharing one cause) is listed once."""
     found: Dict[Tuple[str, str], Cause] = {}
     for kind, message, place in items:
         key = cause_of(message)
         cause = found.setdefault((kind, key), Cause(kind=kind, key=key, message=message))
+        cause.count += 1
         if place not in cause.places:
             cause.places.append(place)
     return sorted(found.values(), key=lambda c: (-c.count, c.kind, c.key))
