@@ -114,5 +114,7 @@ def run(args: Any) -> int:
     title = f"{args.model_dir}: {args.base} vs {args.test}"
     files = tensor_report.write_all(out, result, title, args.formats.split(","))
     print(tensor_report.terminal(result))
+    for side, reason in (result.get("unmet") or {}).items():
+        print(f"WARNING: --{side} {getattr(args, side)} cannot run as named here: {reason}")
     print("\n" + "  ".join(f"{k}: {v}" for k, v in files.items()))
     return 0 if result.get("first_divergence") is None else 1

@@ -270,8 +270,26 @@ def _validate(path: Path, data: Dict[str, Any]) -> None:
     for key in ("paddle", "sessions", "tolerances", "models"):
         if not data.get(key):
             _fail(path, f"[{key}]", "missing or empty; the matrix needs at least one entry.")
+    _validate_paddle(path, data["paddle"])
+    run = _validate_run(path, data)
+    _validate_modes(path, data, run)
+    for precision, tol in data["tolerances"].items():
+        if precision not in PRECISIONS:
+            _fail(path, f"tolerances.{precision}", f"unknown precision; known: {', '.join(PRECISIONS)}.")
+        _validate_tolerance(path, f"tolerances.{precision}", tol)
+    if "fp32" not in data["tolerances"]:
+        _fail(path, "tolerances.fp32", "missing; every stage before the backend is compared at fp32.")
+    for name, raw in data["sessions"].items():
+        _validate_session(path, data, name, raw)
+    for name, raw in data["models"].items():
+        _validate_model(path, name, raw)
+    for model in run["models"]:
+        if model not in data["models"]:
+            _fail(path, "run.models", f"{model!r} is not declared in [models].")
 
-    for version, entry in data["paddle"].items():
+
+def _validate_paddle(path: Path, versions: Dict[str, Any]) -> None:
+    for version, entry in versions.items():
         where = f'paddle."{version}"'
         if not _VERSION_RE.match(version):
             _fail(path, where, "not a Paddle version like 3.3.1.")
@@ -285,6 +303,8 @@ def _validate(path: Path, data: Dict[str, Any]) -> None:
             if key in entry:
                 _str_list(path, f"{where}.{key}", entry[key])
 
+
+def _validate_run(path: Path, data: Dict[str, Any]) -> Dict[str, Any]:
     run = data.setdefault("run", {})
     _check_keys(path, "run", run, _RUN_KEYS)
     for key, value in _RUN_DEFAULTS.items():
@@ -300,9 +320,14 @@ def _validate(path: Path, data: Dict[str, Any]) -> None:
     run["stage_timeout"] = _require(path, "run", run, "stage_timeout", float)
     if run["train_steps"] < 0 or run["reference_threads"] < 1 or run["deploy_threads"] < 1:
         _fail(path, "run", "train_steps must be >= 0 and thread counts >= 1.")
+    if run["trt_workspace_mb"] < 1 or run["trt_min_subgraph_size"] < 1:
+        _fail(path, "run", "trt_workspace_mb and trt_min_subgraph_size must be >= 1.")
     if run["stage_timeout"] <= 0:
         _fail(path, "run.stage_timeout", "must be a positive number of seconds.")
+    return run
 
+
+def _validate_modes(path: Path, data: Dict[str, Any], run: Dict[str, Any]) -> None:
     modes = data.setdefault("modes", {"normal": {}})
     for mode, entry in modes.items():
         if mode not in MODES:
@@ -314,70 +339,65 @@ def _validate(path: Path, data: Dict[str, Any]) -> None:
         if mode not in modes:
             _fail(path, "run.modes", f"{mode!r} is not declared in [modes].")
 
-    for precision, tol in data["tolerances"].items():
-        if precision not in PRECISIONS:
-            _fail(path, f"tolerances.{precision}", f"unknown precision; known: {', '.join(PRECISIONS)}.")
-        _validate_tolerance(path, f"tolerances.{precision}", tol)
-    if "fp32" not in data["tolerances"]:
-        _fail(path, "tolerances.fp32", "missing; every stage before the backend is compared at fp32.")
 
-    for name, raw in data["sessions"].items():
-        where = f"sessions.{name}"
-        _check_keys(path, where, raw, _SESSION_KEYS)
-        device = _require(path, where, raw, "device", str)
-        backend = _require(path, where, raw, "backend", str)
-        precision = _require(path, where, raw, "precision", str)
-        if device not in DEVICES:
-            _fail(path, f"{where}.device", f"{device!r} unknown; known: {', '.join(DEVICES)}.")
-        if backend not in DEVICES[device]:
-            _fail(path, f"{where}.backend",
-                  f"{backend!r} is not a {device} backend; known: {', '.join(sorted(DEVICES[device]))}.")
-        if precision not in PRECISIONS:
-            _fail(path, f"{where}.precision", f"{precision!r} unknown; known: {', '.join(PRECISIONS)}.")
-        if precision not in data["tolerances"]:
-            _fail(path, f"{where}.precision", f"no [tolerances.{precision}] table; add one.")
-        canonical = session_name(device, backend, precision)
-        if name != canonical:
-            _fail(path, where, f"a session's name says what runs: call it {canonical!r}.")
-        if "paddle" in raw:
-            for version in _str_list(path, f"{where}.paddle", raw["paddle"]):
-                if version not in data["paddle"]:
-                    _fail(path, f"{where}.paddle", f"{version!r} is not in [paddle].")
-        if "tags" in raw:
-            _str_list(path, f"{where}.tags", raw["tags"])
+def _validate_session(path: Path, data: Dict[str, Any], name: str, raw: Any) -> None:
+    where = f"sessions.{name}"
+    _check_keys(path, where, raw, _SESSION_KEYS)
+    device = _require(path, where, raw, "device", str)
+    backend = _require(path, where, raw, "backend", str)
+    precision = _require(path, where, raw, "precision", str)
+    if device not in DEVICES:
+        _fail(path, f"{where}.device", f"{device!r} unknown; known: {', '.join(DEVICES)}.")
+    if backend not in DEVICES[device]:
+        _fail(path, f"{where}.backend",
+              f"{backend!r} is not a {device} backend; known: {', '.join(sorted(DEVICES[device]))}.")
+    if precision not in PRECISIONS:
+        _fail(path, f"{where}.precision", f"{precision!r} unknown; known: {', '.join(PRECISIONS)}.")
+    if precision not in data["tolerances"]:
+        _fail(path, f"{where}.precision", f"no [tolerances.{precision}] table; add one.")
+    canonical = session_name(device, backend, precision)
+    if name != canonical:
+        _fail(path, where, f"a session's name says what runs: call it {canonical!r}.")
+    if "paddle" in raw:
+        for version in _str_list(path, f"{where}.paddle", raw["paddle"]):
+            if version not in data["paddle"]:
+                _fail(path, f"{where}.paddle", f"{version!r} is not in [paddle].")
+    if "tags" in raw:
+        _str_list(path, f"{where}.tags", raw["tags"])
 
-    for name, raw in data["models"].items():
-        where = f"models.{name}"
-        if not _NAME_RE.match(name):
-            _fail(path, where, "model names are identifiers (letters, digits, _).")
-        _check_keys(path, where, raw, _MODEL_KEYS)
-        factory = _require(path, where, raw, "factory", str)
-        if not _FACTORY_RE.match(factory):
-            _fail(path, f"{where}.factory", f"{factory!r} is not of the form package.module:function.")
-        for input_name, spec in raw.get("inputs", {}).items():
-            iwhere = f"{where}.inputs.{input_name}"
-            _check_keys(path, iwhere, spec, _INPUT_KEYS)
-            if "shape" in spec:
-                shape = spec["shape"]
-                if not isinstance(shape, list) or not all(
-                    isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape
-                ):
-                    _fail(path, f"{iwhere}.shape", f"expected a list of positive integers, got {shape!r}.")
-            for key in ("low", "high"):
-                if key in spec and not isinstance(spec[key], (int, float)):
-                    _fail(path, f"{iwhere}.{key}", f"expected a number, got {spec[key]!r}.")
-            if "low" in spec and "high" in spec and not spec["low"] < spec["high"]:
-                _fail(path, iwhere, "low must be below high.")
-        for precision, per_output in raw.get("tolerances", {}).items():
-            if precision not in PRECISIONS:
-                _fail(path, f"{where}.tolerances.{precision}", f"unknown precision; known: {', '.join(PRECISIONS)}.")
-            if not isinstance(per_output, dict):
-                _fail(path, f"{where}.tolerances.{precision}", "expected a table of outputs.")
-            for output, tol in per_output.items():
-                _validate_tolerance(path, f"{where}.tolerances.{precision}.{output}", tol, partial=True)
-    for model in run["models"]:
-        if model not in data["models"]:
-            _fail(path, "run.models", f"{model!r} is not declared in [models].")
+
+def _validate_model(path: Path, name: str, raw: Any) -> None:
+    where = f"models.{name}"
+    if not _NAME_RE.match(name):
+        _fail(path, where, "model names are identifiers (letters, digits, _).")
+    _check_keys(path, where, raw, _MODEL_KEYS)
+    factory = _require(path, where, raw, "factory", str)
+    if not _FACTORY_RE.match(factory):
+        _fail(path, f"{where}.factory", f"{factory!r} is not of the form package.module:function.")
+    for input_name, spec in raw.get("inputs", {}).items():
+        _validate_input(path, f"{where}.inputs.{input_name}", spec)
+    for precision, per_output in raw.get("tolerances", {}).items():
+        if precision not in PRECISIONS:
+            _fail(path, f"{where}.tolerances.{precision}", f"unknown precision; known: {', '.join(PRECISIONS)}.")
+        if not isinstance(per_output, dict):
+            _fail(path, f"{where}.tolerances.{precision}", "expected a table of outputs.")
+        for output, tol in per_output.items():
+            _validate_tolerance(path, f"{where}.tolerances.{precision}.{output}", tol, partial=True)
+
+
+def _validate_input(path: Path, where: str, spec: Any) -> None:
+    _check_keys(path, where, spec, _INPUT_KEYS)
+    if "shape" in spec:
+        shape = spec["shape"]
+        if not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape
+        ):
+            _fail(path, f"{where}.shape", f"expected a list of positive integers, got {shape!r}.")
+    for key in ("low", "high"):
+        if key in spec and not isinstance(spec[key], (int, float)):
+            _fail(path, f"{where}.{key}", f"expected a number, got {spec[key]!r}.")
+    if "low" in spec and "high" in spec and not spec["low"] < spec["high"]:
+        _fail(path, where, "low must be below high.")
 
 
 def _validate_tolerance(path: Path, where: str, tol: Any, partial: bool = False) -> None:

@@ -45,7 +45,7 @@ def test_drift_is_flagged_at_ten_times_and_from_exact():
 def _record(version, *stages):
     return {"id": f"cpu_onednn_bf16/{version}/normal/net",
             "cell": {"session": {"name": "cpu_onednn_bf16"}, "mode": "normal", "model": {"name": "net"},
-                     "paddle": version},
+                     "paddle": version, "tolerances": {"fp32": {"atol": 1e-4, "rtol": 1e-4}}},
             "verdict": {"first_failing_stage": None}, "stages": list(stages)}
 
 

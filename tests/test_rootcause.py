@@ -149,11 +149,13 @@ def test_bf16_diff_names_its_first_divergence_or_says_bf16_cannot_run(tmp_path, 
     proc = run_harness("diff", "--model-dir", str(work / "export"), "--base", "cpu_onednn_fp32",
                        "--test", "cpu_onednn_bf16", "--inputs", str(work / "inputs.npz"), "--out", str(out))
     result = json.loads((out / "result.json").read_text())
-    log = (out / "worker.log").read_text(errors="replace")
-    if "does not support BFLOAT16" in log:
-        # This CPU runs fp32 under the bf16 switch: the diff must then find nothing to blame.
+    if result["unmet"].get("test"):
+        # This CPU runs fp32 under the bf16 switch: the diff says so, and finds nothing to blame.
+        assert "does not support bfloat16" in result["unmet"]["test"]
+        assert "cannot run as named here" in proc.stdout
         assert result["first_divergence"] is None and proc.returncode == 0
-        pytest.skip("no bfloat16 on this CPU: Paddle ran fp32, and the diff shows no divergence")
+        pytest.skip("no bfloat16 on this CPU: Paddle ran fp32, and the diff says so")
+    assert result["unmet"] == {}
     first = result["first_divergence"]
     assert first is not None and proc.returncode == 1
     assert first["name"] and first["op"]

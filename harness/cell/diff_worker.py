@@ -13,7 +13,7 @@ from typing import Any, Dict
 
 import numpy as np
 
-from ..shared.backends import DeployOptions, named_configs
+from ..shared.backends import DeployOptions, Requirement, named_configs
 from ..shared.causes import paddle_message
 from ..shared.errors import UserError
 from ..shared.inputs import InputSpec, synthesize
@@ -37,6 +37,17 @@ def _inputs(compat: Any, predictor: Any, request: Dict[str, Any]) -> Dict[str, n
     return synthesize(specs, request.get("seed", 0))
 
 
+def _unmet(compat: Any, config: Any) -> str:
+    needs = []
+    if config.bf16:
+        needs.append(Requirement.BF16_CPU)
+    if config.device == "gpu":
+        needs.append(Requirement.GPU)
+    if config.trt is not None:
+        needs.append(Requirement.TENSORRT)
+    return "; ".join(filter(None, (compat.unmet(n) for n in needs)))
+
+
 def main(request_path: Path, out: Path) -> int:
     request = json.loads(Path(request_path).read_text())
     try:
@@ -55,6 +66,8 @@ def main(request_path: Path, out: Path) -> int:
                             f"({paddle_message(exc)}); re-export the model or point at an intact copy.") from None
         feeds = _inputs(compat, probe, request)
         del probe
+        unmet = {side: reason for side, reason in
+                 ((side, _unmet(compat, named[request[f"{side}_name"]])) for side in ("base", "test")) if reason}
         result = layerwise.run_diff(files, feeds, named[request["base_name"]], named[request["test_name"]],
                                     Path(out) / "dump",
                                     {k: request[k] for k in ("atol", "rtol", "scaled_atol") if k in request},
@@ -63,5 +76,8 @@ def main(request_path: Path, out: Path) -> int:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
     result["program"] = files
+    # A config whose requirement this machine lacks runs something else than its name says
+    # (bf16 without a bf16 CPU runs fp32): the result says so instead of looking clean.
+    result["unmet"] = unmet
     layerwise.write_result(Path(out) / "result.json", result)
     return 0

@@ -117,15 +117,30 @@ def dump(predictor: Any, feeds: Dict[str, np.ndarray], out_dir: Path) -> Dict[st
 
 
 def match(base: List[Dict[str, Any]], test: List[Dict[str, Any]], value_of=None) -> Tuple[List[Tuple[int, int, str]], List[Dict[str, Any]]]:
-    """Pairs (base row, test row, how) and the unmatched rows with the reason."""
+    """Pairs (base row, test row, how) and the unmatched rows with the reason: by name, then by
+    occurrence, then (with ``value_of``) by value."""
     base_rows = [(i, r) for i, r in enumerate(base) if "file" in r]
     test_rows = [(j, r) for j, r in enumerate(test) if "file" in r]
+    used_b: set = set()
+    used_t: set = set()
+    pairs, unmatched = _match_by_name(base_rows, test, used_b, used_t)
+    pairs.extend(_match_by_occurrence(base_rows, test_rows, base, test, used_b, used_t))
+    if value_of is not None:
+        pairs.extend(_match_by_value(base_rows, test_rows, pairs, used_b, used_t, value_of))
+    unmatched += [_unmatched(r, "base", "no corresponding tensor in the test run") for i, r in base_rows if i not in used_b]
+    unmatched += [_unmatched(r, "test", "no corresponding tensor in the base run") for j, r in test_rows if j not in used_t]
+    pairs.sort()
+    return pairs, unmatched
+
+
+def _match_by_name(base_rows, test, used_b, used_t):
+    """A name seen once on each side, with the same normalized op type and shape."""
     pairs: List[Tuple[int, int, str]] = []
-    used_b, used_t = set(), set()
     unmatched: List[Dict[str, Any]] = []
     by_name_test: Dict[str, List[int]] = {}
-    for j, r in test_rows:
-        by_name_test.setdefault(key_name(r["raw"]), []).append(j)
+    for j, r in enumerate(test):
+        if "file" in r:
+            by_name_test.setdefault(key_name(r["raw"]), []).append(j)
     base_name_count: Dict[str, int] = {}
     for _, r in base_rows:
         base_name_count[key_name(r["raw"])] = base_name_count.get(key_name(r["raw"]), 0) + 1
@@ -136,21 +151,21 @@ def match(base: List[Dict[str, Any]], test: List[Dict[str, Any]], value_of=None)
             continue  # a name seen several times is no identity
         j = candidates[0]
         t = test[j]
+        used_b.add(i)
+        used_t.add(j)
         if normalized_op(r["op"]) != normalized_op(t["op"]) and not is_fetch(name):
             unmatched.append(_unmatched(r, "base", f"same name, op differs: {normalized_op(r['op'])} vs {normalized_op(t['op'])}"))
             unmatched.append(_unmatched(t, "test", f"same name, op differs: {normalized_op(t['op'])} vs {normalized_op(r['op'])}"))
-            used_b.add(i)
-            used_t.add(j)
-            continue
-        if r["shape"] != t["shape"]:
+        elif r["shape"] != t["shape"]:
             unmatched.append(_unmatched(r, "base", f"same name, shape {r['shape']} vs {t['shape']}"))
-            used_b.add(i)
-            used_t.add(j)
-            continue
-        pairs.append((i, j, "name"))
-        used_b.add(i)
-        used_t.add(j)
-    # Occurrence pairing for what names could not pair, per op type with equal counts.
+        else:
+            pairs.append((i, j, "name"))
+    return pairs, unmatched
+
+
+def _match_by_occurrence(base_rows, test_rows, base, test, used_b, used_t):
+    """What names could not pair: the k-th tensor of an op type with the k-th, for op types that
+    occur equally often on both sides with the same shapes."""
     rest_b: Dict[str, List[int]] = {}
     rest_t: Dict[str, List[int]] = {}
     for i, r in base_rows:
@@ -159,22 +174,14 @@ def match(base: List[Dict[str, Any]], test: List[Dict[str, Any]], value_of=None)
     for j, r in test_rows:
         if j not in used_t:
             rest_t.setdefault(normalized_op(r["op"]), []).append(j)
+    pairs = []
     for op, b_ids in rest_b.items():
         t_ids = rest_t.get(op, [])
         if len(b_ids) == len(t_ids) and all(base[i]["shape"] == test[j]["shape"] for i, j in zip(b_ids, t_ids)):
             pairs.extend((i, j, "occurrence") for i, j in zip(b_ids, t_ids))
             used_b.update(b_ids)
             used_t.update(t_ids)
-    if value_of is not None:
-        pairs.extend(_match_by_value(base_rows, test_rows, pairs, used_b, used_t, value_of))
-    for i, r in base_rows:
-        if i not in used_b:
-            unmatched.append(_unmatched(r, "base", "no corresponding tensor in the test run"))
-    for j, r in test_rows:
-        if j not in used_t:
-            unmatched.append(_unmatched(r, "test", "no corresponding tensor in the base run"))
-    pairs.sort()
-    return pairs, unmatched
+    return pairs
 
 
 VALUE_MATCH_COSINE = 0.999

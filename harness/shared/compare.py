@@ -44,49 +44,39 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float,
     """Error statistics of ``got`` against ``ref`` and whether it is within tolerance."""
     ref = np.asarray(ref)
     got = np.asarray(got)
-    stats: Dict[str, Any] = {
-        "shape": list(ref.shape),
-        "dtype": str(ref.dtype),
-        "atol": float(atol),
-        "rtol": float(rtol),
-    }
+    stats: Dict[str, Any] = {"shape": list(ref.shape), "dtype": str(ref.dtype), "atol": float(atol), "rtol": float(rtol)}
     if scaled_atol:
         stats["scaled_atol"] = float(scaled_atol)
     if ref.shape != got.shape:
-        stats.update(
-            status=Status.FAIL,
-            note=f"shape mismatch: expected {list(ref.shape)}, got {list(got.shape)}",
-            got_shape=list(got.shape),
-            total=int(ref.size),
-            mismatched=int(ref.size),
-            max_abs=None,
-            max_rel=None,
-            cosine=None,
-            vacuous=False,
-        )
-        return stats
+        return _shape_mismatch(stats, ref, got)
+    if not (np.issubdtype(ref.dtype, np.floating) or np.issubdtype(ref.dtype, np.complexfloating)):
+        return _compare_exact(stats, ref, got)
+    return _compare_float(stats, ref, got, atol, rtol, scaled_atol)
 
-    exact = not (np.issubdtype(ref.dtype, np.floating) or np.issubdtype(ref.dtype, np.complexfloating))
-    total = int(ref.size)
-    if exact:
-        mism = ref != got
-        a = ref.astype(np.float64)
-        b = got.astype(np.float64)
-        diff = np.abs(a - b)
-        stats.update(
-            total=total,
-            mismatched=int(np.count_nonzero(mism)),
-            max_abs=float(diff.max()) if total else 0.0,
-            max_rel=_max_rel(diff, np.abs(a)),
-            cosine=cosine(a, b),
-            vacuous=False,
-            exact=True,
-        )
-        stats["status"] = Status.PASS if stats["mismatched"] == 0 else Status.FAIL
-        return stats
 
+def _shape_mismatch(stats: Dict[str, Any], ref: np.ndarray, got: np.ndarray) -> Dict[str, Any]:
+    stats.update(status=Status.FAIL, note=f"shape mismatch: expected {list(ref.shape)}, got {list(got.shape)}",
+                 got_shape=list(got.shape), total=int(ref.size), mismatched=int(ref.size), max_abs=None,
+                 max_rel=None, cosine=None, vacuous=False)
+    return stats
+
+
+def _compare_exact(stats: Dict[str, Any], ref: np.ndarray, got: np.ndarray) -> Dict[str, Any]:
+    """Integer and boolean outputs (counts, indices, masks) match only exactly."""
+    a, b = ref.astype(np.float64), got.astype(np.float64)
+    diff = np.abs(a - b)
+    mismatched = int(np.count_nonzero(ref != got))
+    stats.update(total=int(ref.size), mismatched=mismatched, max_abs=float(diff.max()) if ref.size else 0.0,
+                 max_rel=_max_rel(diff, np.abs(a)), cosine=cosine(a, b), vacuous=False, exact=True,
+                 status=Status.PASS if mismatched == 0 else Status.FAIL)
+    return stats
+
+
+def _compare_float(stats: Dict[str, Any], ref: np.ndarray, got: np.ndarray, atol: float, rtol: float,
+                   scaled_atol: float) -> Dict[str, Any]:
     a = ref.astype(np.float64)
     b = got.astype(np.float64)
+    total = int(ref.size)
     nan_a, nan_b = np.isnan(a), np.isnan(b)
     inf_a, inf_b = np.isinf(a), np.isinf(b)
     finite = ~(nan_a | nan_b | inf_a | inf_b)
@@ -94,48 +84,39 @@ def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float,
     special_ok = (nan_a & nan_b) | (inf_a & inf_b & (a == b))
     diff = np.zeros_like(a)
     diff[finite] = np.abs(a[finite] - b[finite])
-    within = np.zeros(a.shape, dtype=bool)
     finite_ref = np.abs(a[np.isfinite(a)])
     if scaled_atol and finite_ref.size:
         atol = atol + scaled_atol * float(finite_ref.max())
         stats["atol_effective"] = atol
     band = tolerance_band(a[finite], atol, rtol)
+    within = np.zeros(a.shape, dtype=bool)
     within[finite] = diff[finite] <= band
+    within |= special_ok
     # How far past (>1) or inside (<1) the tolerance the worst element is.
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(band > 0, diff[finite] / np.where(band > 0, band, 1.0),
                           np.where(diff[finite] > 0, np.inf, 0.0))
-    tol_ratio = float(ratios.max()) if ratios.size else None
-    within |= special_ok
     mismatched = int(total - np.count_nonzero(within))
-
     # The comparison cannot fail if zeros everywhere would still pass.
     vacuous = bool(total) and finite_ref.size == total and bool(
-        np.all(finite_ref <= tolerance_band(finite_ref, atol, rtol))
-    )
+        np.all(finite_ref <= tolerance_band(finite_ref, atol, rtol)))
     stats.update(
-        total=total,
-        mismatched=mismatched,
+        total=total, mismatched=mismatched,
         max_abs=float(diff[finite].max()) if np.any(finite) else None,
         max_rel=_max_rel(diff[finite], np.abs(a[finite])),
         cosine=cosine(a[finite], b[finite]),
         ref_absmax=float(finite_ref.max()) if finite_ref.size else None,
-        nan_ref=int(np.count_nonzero(nan_a)),
-        nan_got=int(np.count_nonzero(nan_b)),
-        inf_ref=int(np.count_nonzero(inf_a)),
-        inf_got=int(np.count_nonzero(inf_b)),
-        vacuous=vacuous,
-        tol_ratio=tol_ratio,
+        nan_ref=int(np.count_nonzero(nan_a)), nan_got=int(np.count_nonzero(nan_b)),
+        inf_ref=int(np.count_nonzero(inf_a)), inf_got=int(np.count_nonzero(inf_b)),
+        vacuous=vacuous, tol_ratio=float(ratios.max()) if ratios.size else None,
     )
     if mismatched:
         stats["status"] = Status.FAIL
     elif vacuous:
         stats["status"] = Status.VACUOUS
-        stats["note"] = (
-            f"vacuous: reference |max| {stats['ref_absmax']:.3g} lies inside atol {atol:g}"
-            f"{' (with scaled_atol)' if scaled_atol else ''}"
-            f" + rtol {rtol:g}*|ref|; an all-zero output would pass"
-        )
+        stats["note"] = (f"vacuous: reference |max| {stats['ref_absmax']:.3g} lies inside atol {atol:g}"
+                         f"{' (with scaled_atol)' if scaled_atol else ''}"
+                         f" + rtol {rtol:g}*|ref|; an all-zero output would pass")
     else:
         stats["status"] = Status.PASS
     return stats
