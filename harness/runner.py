@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional
 from . import __version__
 from .launch import LocalLauncher, Outcome, run_child, supervise
 from .shared.errors import UserError
+from .shared.results import StageResult
 from .shared.records import (RECORD_SCHEMA, Journal, atomic_write_json, cell_record_path, cell_work_dir,
                              load_record)
 from .shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status, verdict_status
@@ -141,17 +142,18 @@ def verdict_of(setup: Dict[str, Any], stages: List[Dict[str, Any]]) -> Dict[str,
     skip stages never make a pass)."""
     from .report.notes import stage_note
 
-    setup_status = Status.of(setup.get("status"))
-    if setup_status is not Status.PASS:
-        return {"status": setup_status, "first_failing_stage": SETUP, "message": setup.get("message", "")}
-    status = verdict_status(Status.of(s["status"]) for s in stages)
+    setup_result = StageResult.from_dict(setup, SETUP)
+    if not setup_result.passed:
+        return {"status": setup_result.status, "first_failing_stage": SETUP, "message": setup_result.message}
+    results = [StageResult.from_dict(s) for s in stages]
+    status = verdict_status(r.status for r in results)
     if status is None:
         return {"status": Status.SKIP, "first_failing_stage": None,
-                "message": next((s.get("message", "") for s in stages if s.get("message")), "")}
+                "message": next((r.message for r in results if r.message), "")}
     if status is Status.PASS:
         return {"status": Status.PASS, "first_failing_stage": None, "message": ""}
-    stage = next(s for s in stages if Status.of(s["status"]) is status)
-    return {"status": status, "first_failing_stage": stage["name"], "message": stage_note(stage)}
+    first = next(r for r in results if r.status is status)
+    return {"status": status, "first_failing_stage": first.name, "message": stage_note(first.raw)}
 
 
 def probe_hazards(session: Any, version: str, results: Path, launcher: Any, force: bool = False) -> Dict[str, Any]:

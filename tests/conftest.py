@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -116,6 +117,18 @@ def one_line_error(proc: subprocess.CompletedProcess) -> str:
 def nox_envdir(tmp_path_factory) -> Path:
     """One envdir for every nox-driven test: each Paddle env is built once per test run."""
     return tmp_path_factory.mktemp("nox-envs")
+
+
+NOX = shutil.which("nox")
+
+
+def nox_run(*args: str, matrix: Path = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop("HARNESS_MATRIX", None)
+    if matrix is not None:
+        env["HARNESS_MATRIX"] = str(matrix)
+    return subprocess.run([NOX, "-f", str(ROOT / "noxfile.py"), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 __all__: List[str] = ["run_harness", "load_record", "stages_by_name", "one_line_error"]

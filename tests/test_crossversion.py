@@ -10,8 +10,7 @@ from harness.report import regress
 from harness.shared.vocab import Transition
 from harness.shared.errors import UserError
 
-from .conftest import one_line_error, run_harness
-from .test_nox import NOX, nox_run
+from .conftest import NOX, nox_run, one_line_error, run_harness
 
 OLD = "2.6.2"
 

@@ -11,19 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import NOX, ROOT, nox_run
 
-NOX = shutil.which("nox")
 pytestmark = pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")
-
-
-def nox_run(*args: str, matrix: Path = None, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("HARNESS_MATRIX", None)
-    if matrix is not None:
-        env["HARNESS_MATRIX"] = str(matrix)
-    return subprocess.run([NOX, "-f", str(ROOT / "noxfile.py"), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_nox_lists_every_session_with_its_tags():

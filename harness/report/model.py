@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..shared.causes import Cause, group
 from ..shared.records import load_records
+from ..shared.results import StageResult
 from ..shared.vocab import HAZARD, SETUP, Status
 
 
@@ -113,14 +114,14 @@ class RunModel:
     def numeric_failures(self) -> List[NumericFailure]:
         found = []
         for r in self.records:
-            for stage in r["stages"]:
-                if Status.of(stage.get("status")) is not Status.FAIL:
+            bisect = (r.get("analysis") or {}).get("bisect") or {}
+            for stage in map(StageResult.from_dict, r["stages"]):
+                if stage.status is not Status.FAIL:
                     continue
-                worst = stage.get("worst") or {}
-                bisect = (r.get("analysis") or {}).get("bisect") or {}
-                found.append(NumericFailure(cell_place(r), stage["name"], str(worst.get("output", "-")),
+                worst = stage.worst
+                found.append(NumericFailure(cell_place(r), stage.name, str(worst.get("output", "-")),
                                             worst.get("max_abs"), worst.get("ref_absmax"), worst.get("cosine"),
-                                            list(bisect.get("culprits") or []) if bisect.get("stage") == stage["name"] else []))
+                                            list(bisect.get("culprits") or []) if bisect.get("stage") == stage.name else []))
         return found
 
     def stage_counts(self) -> Dict[Status, int]:
@@ -129,10 +130,9 @@ class RunModel:
 
 def _worded(records: Iterable[Dict[str, Any]]):
     for r in records:
-        for stage in stage_results(r):
-            status = Status.of(stage.get("status"))
-            if status in (Status.ERROR, Status.CRASH, Status.TIMEOUT):
-                yield status.value, stage.get("message", ""), r["id"]
+        for stage in map(StageResult.from_dict, stage_results(r)):
+            if stage.status in (Status.ERROR, Status.CRASH, Status.TIMEOUT):
+                yield stage.status.value, stage.message, r["id"]
 
 
 def load_hazard_probes(results: Path) -> List[Dict[str, Any]]:

@@ -24,6 +24,7 @@ from ..shared.causes import Cause, group
 from ..shared.compare import compare_tol, worst
 from ..shared.errors import UserError
 from ..shared.records import atomic_write_text
+from ..shared.results import StageResult
 from ..shared.vocab import Status, Transition
 from .model import RunModel, stage_results, version_key
 from .notes import clip, fmt_number
@@ -53,8 +54,10 @@ def _stage_map(record: Optional[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
 def transition(base: Optional[Dict[str, Any]], head: Optional[Dict[str, Any]]) -> Transition:
     """A skipped stage counts as not run: it can only appear (`new`) or disappear (`gone`).
     ``vacuous`` and ``noop`` say nothing either way: they count as not failing."""
-    b = Status.of(base["status"]) if base and Status.of(base["status"]).ran else None
-    h = Status.of(head["status"]) if head and Status.of(head["status"]).ran else None
+    b = StageResult.from_dict(base).status if base else None
+    h = StageResult.from_dict(head).status if head else None
+    b = b if b is not None and b.ran else None
+    h = h if h is not None and h.ran else None
     if b is None and h is None:
         return Transition.SKIPPED
     if b is None:

@@ -1,0 +1,57 @@
+"""The journal and the verdict rules: pure logic, no Paddle."""
+
+from __future__ import annotations
+
+import json
+
+from harness.launch import Outcome
+from harness.runner import _ended_badly, verdict_of
+from harness.shared.records import Journal
+from harness.shared.vocab import Status
+
+
+def test_journal_tells_which_stage_was_running_and_ignores_a_torn_line(tmp_path):
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.start("setup")
+    journal.finish("setup", {"status": Status.PASS})
+    journal.start("baseline")
+    assert journal.running()[0] == "baseline"
+    with open(journal.path, "a") as handle:
+        handle.write('{"event": "end", "stage": "base')  # the process died mid-write
+    assert journal.running()[0] == "baseline"
+    assert journal.finished() == {"setup": {"status": "pass"}}
+
+
+def test_a_dead_worker_is_recorded_before_the_journal_is_written(tmp_path):
+    log = tmp_path / "worker.log"
+    log.write_text("Traceback\nsegfault here\n")
+    crashed = _ended_badly(Outcome(-11, log=log), "ir", 300)
+    assert crashed["status"] is Status.CRASH and crashed["signal"] == "SIGSEGV"
+    assert "segfault here" in crashed["stderr_tail"]
+    assert _ended_badly(Outcome(-9, timed_out=True, log=log), "ir", 300)["status"] is Status.TIMEOUT
+    # An analysis that died says so: which stage it analysed is unknown, and the record says None.
+    assert _ended_badly(Outcome(-9, log=log), "analysis:bisect", 300)["stage"] is None
+    log.write_text("noise\nerror: models.x.factory: cannot import 'y'\n")
+    assert Outcome(2, log=log).user_error == "models.x.factory: cannot import 'y'"
+    log.write_text("ValueError: (InvalidArgument) bad\n")
+    assert Outcome(3, log=log).describe() == {"status": Status.ERROR, "message": "ValueError: (InvalidArgument) bad"}
+
+
+def _stage(name, status, **extra):
+    return {"name": name, "status": status, **extra}
+
+
+def test_verdict_is_the_first_blocking_stage_else_vacuous_else_pass():
+    setup = {"status": "pass"}
+    worst = {"output": "logits", "mismatched": 3, "total": 10, "atol": 1e-4, "rtol": 1e-4}
+    stages = [_stage("baseline", "pass"), _stage("memory", "skip", message="no lever"),
+              _stage("ir", "fail", worst=worst), _stage("cpu_fp32", "error", message="boom")]
+    verdict = verdict_of(setup, stages)
+    assert verdict["status"] is Status.FAIL and verdict["first_failing_stage"] == "ir"
+    assert "logits: 3/10 out of atol" in verdict["message"]
+    assert verdict_of(setup, [_stage("baseline", "pass"), _stage("ir", "noop")])["status"] is Status.PASS
+    assert verdict_of(setup, [_stage("baseline", "vacuous"), _stage("ir", "pass")])["status"] is Status.VACUOUS
+    skipped = verdict_of(setup, [_stage("baseline", "skip", message="no GPU"), _stage("ir", "noop")])
+    assert skipped == {"status": Status.SKIP, "first_failing_stage": None, "message": "no GPU"}
+    assert verdict_of({"status": "crash", "message": "SIGSEGV"}, [])["first_failing_stage"] == "setup"
+    assert json.loads(json.dumps(verdict))["status"] == "fail"
