@@ -55,3 +55,10 @@ def test_verdict_is_the_first_blocking_stage_else_vacuous_else_pass():
     assert skipped == {"status": Status.SKIP, "first_failing_stage": None, "message": "no GPU"}
     assert verdict_of({"status": "crash", "message": "SIGSEGV"}, [])["first_failing_stage"] == "setup"
     assert json.loads(json.dumps(verdict))["status"] == "fail"
+
+
+def test_a_setup_entry_reads_as_a_stage_result():
+    from harness.shared.results import StageResult
+
+    setup = StageResult.from_dict({"status": "pass", "outputs": ["bbox", "scores"]}, "setup")
+    assert setup.passed and setup.outputs == ()

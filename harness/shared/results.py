@@ -39,8 +39,10 @@ class StageResult:
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any], name: Optional[str] = None) -> "StageResult":
+        per_output = data.get("outputs")
+        # A setup entry's "outputs" lists the dygraph output labels; only stages compare them.
         outputs = tuple(OutputResult(label, Status.of(stats.get("status")), stats)
-                        for label, stats in (data.get("outputs") or {}).items())
+                        for label, stats in per_output.items()) if isinstance(per_output, dict) else ()
         return cls(name=name or data.get("name", "?"), status=Status.of(data.get("status")),
                    message=data.get("message", "") or "", worst=data.get("worst") or {},
                    evidence=data.get("evidence") or {}, outputs=outputs, raw=data)
