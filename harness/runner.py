@@ -48,6 +48,20 @@ def run_cell(spec: Dict[str, Any], results: Path, launcher: Any) -> Dict[str, An
     spec_path = work / "spec.json"
     atomic_write_json(spec_path, spec)
     journal = Journal(work / "journal.jsonl")
+    shared = [work, Path(spec["checkpoint"]).parent] if spec.get("checkpoint") else [work]
+    for folder in shared:
+        folder.mkdir(parents=True, exist_ok=True)
+        launcher.grant(folder)
+    try:
+        launches = _supervise_cell(spec, work, spec_path, journal, launcher)
+    finally:
+        for folder in shared:
+            launcher.reclaim(folder)
+    return build_record(spec, journal.finished(), launches, time.time() - started, launcher)
+
+
+def _supervise_cell(spec: Dict[str, Any], work: Path, spec_path: Path, journal: Journal, launcher: Any) -> int:
+    """Start the worker, restart it after each crash or timeout; the number of launches."""
     timeout = float(spec["stage_timeout"])
     args = ["cell", "--spec", launcher.path(spec_path), "--work", launcher.path(work)]
 
@@ -76,7 +90,7 @@ def run_cell(spec: Dict[str, Any], results: Path, launcher: Any) -> Dict[str, An
             break
         # Restart: the worker resumes after the stage that killed it, and exits at once when
         # nothing is left.
-    return build_record(spec, journal.finished(), launches, time.time() - started, launcher)
+    return launches
 
 
 def _ended_badly(outcome: Outcome, stage: str, timeout: float) -> Dict[str, Any]:
@@ -115,6 +129,7 @@ def build_record(spec: Dict[str, Any], finished: Dict[str, Dict[str, Any]], laun
         "analysis": analysis,
         "launches": launches,
         "launcher": launcher.kind,
+        "runner": launcher.describe(),
         "seconds": round(seconds, 3),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -164,8 +179,14 @@ def probe_hazards(session: Any, version: str, results: Path, launcher: Any, forc
             return json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             pass
-    outcome = run_child(launcher, ["hazards", "--device", session.device, "--backend", session.backend,
-                                   "--out", launcher.path(path)], path.with_suffix(".log"), timeout=HAZARD_PROBE_TIMEOUT)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    launcher.grant(path.parent)
+    try:
+        outcome = run_child(launcher, ["hazards", "--device", session.device, "--backend", session.backend,
+                                       "--out", launcher.path(path)], path.with_suffix(".log"),
+                            timeout=HAZARD_PROBE_TIMEOUT)
+    finally:
+        launcher.reclaim(path.parent)
     if outcome.ok and path.exists():
         return json.loads(path.read_text(encoding="utf-8"))
     probe = {"kind": "hazards", "paddle": version, "hazards": [], "probe": outcome.describe() if not outcome.timed_out

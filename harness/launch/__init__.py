@@ -9,10 +9,13 @@ child-process protocol, and this module is the one reader of it:
   Paddle's message;
 * anything else, or a signal: the process died (``crash``), with the signal and the log tail.
 
-``LocalLauncher`` runs a Python of this machine (the session's venv). A container launcher plugs
-in beside it with the same four verbs: ``start`` (one child, stdout+stderr to a log), ``stop``
-(kill it and everything it started), ``probe`` (why this launcher cannot run here, or None) and
-``path`` (a host path as the child sees it).
+``LocalLauncher`` runs a Python of this machine (the session's venv); ``containers.DockerLauncher``
+runs one container per child in the session's image. Both have the same verbs: ``start`` (one
+child, stdout+stderr to a log; returns a handle with ``poll()`` and ``returncode``), ``stop`` (kill
+it and everything it started), ``probe`` (why this launcher cannot run here, or None), ``path``
+(a host path as the child sees it) and ``grant`` / ``reclaim`` (make a results folder writable for
+the child's user, and give it back to the caller afterwards). Nothing downstream of a launcher
+knows which one ran a cell, except the record's ``launcher`` field.
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
-from .shared.vocab import Status
+from ..shared.vocab import Status
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 USER_ERROR = 2
 PADDLE_RAISED = 3
 POLL_SECONDS = 0.05
@@ -110,6 +113,15 @@ class LocalLauncher:
     def path(self, host_path: Path) -> str:
         return str(host_path)
 
+    def grant(self, folder: Path) -> None:
+        """The child runs as the caller: nothing to grant."""
+
+    def reclaim(self, folder: Path) -> None:
+        """Nothing to give back."""
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "python": self.python}
+
     def start(self, args: Sequence[str], log) -> subprocess.Popen:
         return subprocess.Popen([self.python, "-m", "harness", *args], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=self._env,
@@ -122,6 +134,9 @@ class LocalLauncher:
             proc.kill()
         proc.wait()
 
+    def cleanup(self, proc: subprocess.Popen) -> None:
+        """A finished process leaves nothing behind."""
+
 
 def supervise(launcher: Any, args: Sequence[str], log_path: Path,
               overdue: Callable[[], bool] = lambda: False, timeout: Optional[float] = None) -> Outcome:
@@ -129,11 +144,14 @@ def supervise(launcher: Any, args: Sequence[str], log_path: Path,
     started = time.monotonic()
     with open(log_path, "ab") as log:
         proc = launcher.start(list(args), log)
-        while proc.poll() is None:
-            if overdue() or (timeout is not None and time.monotonic() - started > timeout):
-                launcher.stop(proc)
-                return Outcome(proc.returncode, timed_out=True, log=log_path)
-            time.sleep(POLL_SECONDS)
+        try:
+            while proc.poll() is None:
+                if overdue() or (timeout is not None and time.monotonic() - started > timeout):
+                    launcher.stop(proc)
+                    return Outcome(proc.returncode, timed_out=True, log=log_path)
+                time.sleep(POLL_SECONDS)
+        finally:
+            launcher.cleanup(proc)
     return Outcome(proc.returncode, log=log_path)
 
 
