@@ -8,7 +8,11 @@ into sessions.
 * tags: the device (``cpu``/``gpu``), the backend, the precision, ``paddle-<version>``, and
   ``default`` for the default-version sessions. ``nox -t cpu`` runs every CPU session at
   every version; ``nox -t default`` every session at the default version.
-* arguments after ``--`` go to ``python -m harness run`` (``--model``, ``--force``, ``--run``...).
+* arguments after ``--`` go to ``python -m harness run`` (``--model``, ``--force``, ``--run``,
+  ``--runner docker``...).
+* where cells run: CPU sessions in the session's venv (Paddle installed into it); with
+  ``-- --runner docker`` (or ``runner = "docker"`` in the matrix, the default of GPU sessions) in
+  the session's image, the venv then holding only the host side. ``nox -s images`` builds them.
 """
 
 from __future__ import annotations
@@ -44,8 +48,10 @@ except UserError as exc:
     _user_error(str(exc))
 
 HOST_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
-# A uv-made venv cannot import paddle without setuptools; tabulate prints the tables;
-# openpyxl and matplotlib write the per-tensor sheets and plots of the root-cause step.
+# The host side: tabulate prints the tables; openpyxl and matplotlib write the per-tensor sheets
+# and plots; the docker SDK drives containers.
+HOST_SIDE = ["numpy", "tabulate", "openpyxl", "matplotlib", "docker"]
+# A uv-made venv cannot import paddle without setuptools.
 CELL_SIDE_EXTRAS = ["setuptools", "tabulate", "openpyxl", "matplotlib"]
 
 
@@ -58,14 +64,34 @@ def _run_harness(s: nox.Session, *args: str) -> None:
         raise
 
 
+def _runner(session, posargs) -> str:
+    for i, arg in enumerate(posargs):
+        if arg == "--runner" and i + 1 < len(posargs):
+            return posargs[i + 1]
+        if arg.startswith("--runner="):
+            return arg.split("=", 1)[1]
+    return session.runner
+
+
 def _cell_session(name: str, version: str):
     session = MATRIX.session(name)
 
     def run(s: nox.Session) -> None:
         if session.device == "gpu":
-            reason = gpu_absence_reason()
+            reason = gpu_absence_reason()  # no driver, or no GPU
             if reason:
                 s.skip(f"{name}: {reason}")
+        if _runner(session, s.posargs) == "docker":
+            s.install(*HOST_SIDE, silent=True)
+            if session.device == "gpu":  # the third thing a GPU container needs: the NVIDIA runtime
+                out = s.run("python", "-m", "harness", "probe", "--image", MATRIX.image(version, "gpu"), "--gpu",
+                            silent=True, env={"PYTHONPATH": str(ROOT)})
+                if out and out.strip():
+                    s.skip(f"{name}: {out.strip()}")
+            extra = [] if "--runner" in " ".join(s.posargs) else ["--runner", "docker"]
+            _run_harness(s, "run", "--matrix", str(MATRIX_PATH), "--session", name, "--paddle", version,
+                         *extra, *s.posargs)
+            return
         packages = MATRIX.packages(session, version)
         try:
             s.install(*packages, *CELL_SIDE_EXTRAS, silent=True)
@@ -114,22 +140,29 @@ for _version in MATRIX.session("cpu_fp32").versions if "cpu_fp32" in MATRIX.sess
 @nox.session(python=HOST_PYTHON)
 def regress(s: nox.Session) -> None:
     """Cross-version report (``-- --base 3.2.2 --head 3.3.1``); exit 1 when a stage regressed."""
-    s.install("tabulate", "numpy", silent=True)
+    s.install(*HOST_SIDE, silent=True)
     _run_harness(s, "regress", *s.posargs)
 
 
 @nox.session(python=HOST_PYTHON)
+def images(s: nox.Session) -> None:
+    """Build the matrix's Docker images (``-- --paddle 3.3.1 --device cpu --make-base --wheels DIR``)."""
+    s.install(*HOST_SIDE, silent=True)
+    _run_harness(s, "images", "--matrix", str(MATRIX_PATH), *s.posargs)
+
+
+@nox.session(python=HOST_PYTHON)
 def tests(s: nox.Session) -> None:
-    """The test suite, on real Paddle (CPU, the matrix's default version)."""
+    """The test suite, on real Paddle (CPU, the matrix's default version), a real Docker engine."""
     default = MATRIX.run["default_paddle"]
-    s.install("pytest", "nox", "uv", *MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS)
+    s.install("pytest", "nox", "uv", *MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS, *HOST_SIDE)
     s.run("pytest", *(s.posargs or ["-q"]), env={"HARNESS_TEST_PADDLE": default})
 
 
 @nox.session(python=HOST_PYTHON)
 def report(s: nox.Session) -> None:
     """Merge every result record of a run into markdown (``-- --run NAME``)."""
-    s.install("tabulate", "numpy", silent=True)
+    s.install(*HOST_SIDE, silent=True)
     _run_harness(s, "report", *s.posargs)
 
 

@@ -34,6 +34,22 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--run", dest="run_name", default="default", help="run name under the results root")
     run.add_argument("--force", action="store_true", help="redo cells that already have a record")
     run.add_argument("--python", help="Python of the Paddle environment (default: this one)")
+    run.add_argument("--runner", choices=("venv", "docker"),
+                     help="where the cells run (default: the session's runner: venv for CPU, docker for GPU)")
+    run.add_argument("--image", help="image for --runner docker (default: the matrix's image of the session's "
+                                     "Paddle version and device, built by `nox -s images`)")
+
+    images = sub.add_parser("images", help="build the Docker images the matrix names (host side)")
+    images.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
+    images.add_argument("--paddle", action="append", help="only this Paddle version (repeatable; default: all)")
+    images.add_argument("--device", action="append", choices=("cpu", "gpu"), help="only this device (default: cpu)")
+    images.add_argument("--wheels", type=Path, help="folder of wheels to install from (default: pip download "
+                                                    "into a cache)")
+    images.add_argument("--make-base", action="store_true", help="first build [docker].cpu_base with debootstrap")
+
+    probe = sub.add_parser("probe", help="why a runner cannot run here (prints nothing when it can)")
+    probe.add_argument("--image", required=True)
+    probe.add_argument("--gpu", action="store_true", help="the container needs a GPU")
 
     report = sub.add_parser("report", help="merge every record of a run into markdown and a table")
     report.add_argument("--results", type=Path, default=Path("results"))
@@ -95,7 +111,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from . import matrix as matrix_mod
-    from .launch import LocalLauncher
     from .report.model import RunModel, load_hazard_probes
     from .report.tables import terminal_table, write_markdown
     from .runner import probe_hazards, run_session
@@ -105,8 +120,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     session = matrix.session(args.session)
     version = args.paddle or session.versions[0]
     results = args.results / args.run_name
-    launcher = LocalLauncher(args.python)
     matrix.expand(session.name, version, modes=args.mode, models=args.model)  # bad input before any work
+    launcher = _launcher(args, matrix, session, version, results)
     probe_hazards(session, version, results, launcher, force=args.force)
     records = run_session(
         matrix, session.name, version, results=results, modes=args.mode, models=args.model,
@@ -120,6 +135,48 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"\nrecords: {results}/{session.name}/{version}/   summary: {summary}")
     # vacuous is not a pass: the run says so with its exit code too.
     return 0 if all(Status.of(r["verdict"]["status"]) in (Status.PASS, Status.SKIP) for r in records) else 1
+
+
+def _launcher(args: argparse.Namespace, matrix, session, version: str, results: Path):
+    from .launch import LocalLauncher
+
+    if (args.runner or session.runner) == "venv":
+        return LocalLauncher(args.python)
+    from .launch.containers import DockerLauncher
+
+    docker = matrix.docker
+    launcher = DockerLauncher(args.image or matrix.image(version, session.device), results,
+                              gpu=session.device == "gpu", memory=docker["memory"], pids=docker["pids"])
+    reason = launcher.probe()
+    if reason:
+        raise UserError(reason)
+    return launcher
+
+
+def _cmd_images(args: argparse.Namespace) -> int:
+    from . import images
+    from . import matrix as matrix_mod
+
+    matrix = matrix_mod.load(args.matrix)
+    versions = args.paddle or matrix.versions
+    for version in versions:
+        matrix.version(version)
+    if args.wheels is not None and not args.wheels.is_dir():
+        raise UserError(f"--wheels {args.wheels}: not a folder; give the folder that holds the .whl files.")
+    built = images.build_matrix_images(matrix, versions, args.device or ["cpu"], wheels=args.wheels,
+                                       base=args.make_base)
+    for item in built:
+        print(f"{item['tag']}: {item.get('id', '')[:19]} ({item['seconds']} s)")
+    return 0
+
+
+def _cmd_probe(args: argparse.Namespace) -> int:
+    from .launch.containers import DockerLauncher
+
+    reason = DockerLauncher(args.image, Path("."), gpu=args.gpu).probe()
+    if reason:
+        print(reason)
+    return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -185,7 +242,8 @@ def _cmd_cell(args: argparse.Namespace) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
-               "load": _cmd_load, "diff": _cmd_diff, "hazards": _cmd_hazards, "diff-worker": _cmd_diff_worker, "cell": _cmd_cell}[args.command]
+               "load": _cmd_load, "diff": _cmd_diff, "hazards": _cmd_hazards,
+               "images": _cmd_images, "probe": _cmd_probe, "diff-worker": _cmd_diff_worker, "cell": _cmd_cell}[args.command]
     try:
         return handler(args)
     except UserError as exc:

@@ -33,13 +33,23 @@ _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([.\-+]?[0-9A-Za-z.]+)?$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _FACTORY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
-_TOP_KEYS = {"run", "paddle", "sessions", "modes", "tolerances", "models"}
+_TOP_KEYS = {"run", "paddle", "sessions", "modes", "tolerances", "models", "docker"}
+RUNNERS = ("venv", "docker")
+_DOCKER_KEYS = {"cpu_base", "image_prefix", "memory", "pids"}
+_DOCKER_DEFAULTS = {
+    # A local image with python3, python3-venv, ca-certificates and libgomp1 (`python -m harness
+    # images --make-base` builds one with debootstrap where no registry is reachable).
+    "cpu_base": "harness-base:bookworm",
+    "image_prefix": "paddle-harness",
+    "memory": "8g",  # per container: a cell of the built-in models peaks well under 2 GB
+    "pids": 1024,
+}
 _RUN_KEYS = {
     "default_paddle", "modes", "models", "seed", "train_steps",
     "reference_threads", "deploy_threads", "stage_timeout", "trt_workspace_mb", "trt_min_subgraph_size",
 }
-_PADDLE_KEYS = {"python", "packages", "gpu_packages", "note"}
-_SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tags"}
+_PADDLE_KEYS = {"python", "packages", "gpu_packages", "gpu_base", "note"}
+_SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tags", "runner"}
 _MODE_KEYS = {"description", "requires_device"}
 _TOL_KEYS = {"atol", "rtol", "scaled_atol"}
 _TOL_REQUIRED = {"atol", "rtol"}
@@ -63,6 +73,10 @@ class Session:
     versions: List[str]
     description: str
     tags: List[str]
+    # Where the cells run unless the command line says otherwise: CPU sessions in a venv (the
+    # README's first command needs no Docker), GPU sessions in their image (the only way Paddle
+    # 3.x GPU builds reach most users).
+    runner: str = "venv"
 
     @property
     def stages(self) -> List[str]:
@@ -113,6 +127,7 @@ class Matrix:
             versions=versions,
             description=raw.get("description", ""),
             tags=list(raw.get("tags", [])),
+            runner=raw.get("runner") or ("docker" if raw["device"] == "gpu" else "venv"),
         )
 
     def _default_versions(self) -> List[str]:
@@ -128,6 +143,14 @@ class Matrix:
                 f"cannot install Paddle {version}. Add {key} or remove {version} from the session."
             )
         return list(entry[key])
+
+    @property
+    def docker(self) -> Dict[str, Any]:
+        return self.data["docker"]
+
+    def image(self, version: str, device: str) -> str:
+        self.version(version)
+        return f"{self.docker['image_prefix']}:{version}-{device}"
 
     def tolerance(self, precision: str) -> Dict[str, float]:
         return dict(self.data["tolerances"][precision])
@@ -271,6 +294,7 @@ def _validate(path: Path, data: Dict[str, Any]) -> None:
         if not data.get(key):
             _fail(path, f"[{key}]", "missing or empty; the matrix needs at least one entry.")
     _validate_paddle(path, data["paddle"])
+    _validate_docker(path, data)
     run = _validate_run(path, data)
     _validate_modes(path, data, run)
     for precision, tol in data["tolerances"].items():
@@ -302,6 +326,21 @@ def _validate_paddle(path: Path, versions: Dict[str, Any]) -> None:
         for key in ("packages", "gpu_packages"):
             if key in entry:
                 _str_list(path, f"{where}.{key}", entry[key])
+
+
+def _validate_docker(path: Path, data: Dict[str, Any]) -> None:
+    docker = data.setdefault("docker", {})
+    _check_keys(path, "docker", docker, _DOCKER_KEYS)
+    for key, value in _DOCKER_DEFAULTS.items():
+        docker.setdefault(key, value)
+    for key in ("cpu_base", "image_prefix", "memory"):
+        _require(path, "docker", docker, key, str)
+    _require(path, "docker", docker, "pids", int)
+    if not re.match(r"^[a-z0-9][a-z0-9._/-]*$", docker["image_prefix"]):
+        _fail(path, "docker.image_prefix", f"{docker['image_prefix']!r} is not a Docker repository name (lowercase).")
+    for version, entry in data["paddle"].items():
+        if "gpu_base" in entry:
+            _require(path, f'paddle."{version}"', entry, "gpu_base", str)
 
 
 def _validate_run(path: Path, data: Dict[str, Any]) -> Dict[str, Any]:
@@ -364,6 +403,8 @@ def _validate_session(path: Path, data: Dict[str, Any], name: str, raw: Any) -> 
                 _fail(path, f"{where}.paddle", f"{version!r} is not in [paddle].")
     if "tags" in raw:
         _str_list(path, f"{where}.tags", raw["tags"])
+    if raw.get("runner", "venv") not in RUNNERS:
+        _fail(path, f"{where}.runner", f"{raw['runner']!r} unknown; known: {', '.join(RUNNERS)}.")
 
 
 def _validate_model(path: Path, name: str, raw: Any) -> None:

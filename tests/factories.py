@@ -112,3 +112,24 @@ def truncated_params():
 
 def returns_garbage():
     return "not a layer"
+
+
+def escapes():
+    """Tries what a cell must not be able to do in a container: reach the network, write into
+    the repository. Raises with what happened, so the cell's setup error says it."""
+    import urllib.request
+    from pathlib import Path
+
+    try:
+        urllib.request.urlopen("https://pypi.org/simple/", timeout=5).close()
+        network = "reached pypi.org"
+    except Exception as exc:  # what a container without network answers
+        network = f"no network ({exc})"
+    target = Path(__file__).resolve().parent / "data" / ".written-by-a-cell"
+    try:
+        target.write_text("escaped")
+        target.unlink()
+        repo = "wrote into the repository"
+    except OSError as exc:
+        repo = f"repository not writable ({exc.strerror})"
+    raise RuntimeError(f"escape attempt: {network}; {repo}")

@@ -20,6 +20,7 @@ Nothing else in the harness looks at ``paddle.__version__``: every difference be
 from __future__ import annotations
 
 import contextlib
+import importlib
 import hashlib
 import os
 import re
@@ -71,12 +72,18 @@ def paddle_info() -> Dict[str, Any]:
             value = fn() if callable(fn) else None
         except Exception:  # some builds raise instead of answering "False"
             value = None
-        info[key] = None if value in (False, "False", "", None) else str(value)
+        info[key] = _answered(value)
     try:
         info["with_mkldnn"] = bool(paddle.base.core.is_compiled_with_mkldnn())
     except AttributeError:
         info["with_mkldnn"] = None
     return info
+
+
+def _answered(value: Any) -> Optional[str]:
+    """A ``paddle.version`` answer, or None where the build says "none" in one of its ways
+    (False, "False", "None", "", measured on the 2.6-3.3 CPU wheels)."""
+    return None if value in (None, False, "", "False", "None", "0") else str(value)
 
 
 def gpu_available() -> bool:
@@ -105,11 +112,14 @@ def bf16_supported() -> bool:
 
 
 def _has_trt() -> bool:
+    """``paddle.version.tensorrt()`` answers a version string, or the *string* "None" on builds
+    without TensorRT (a plain truth test would call that a TensorRT build)."""
     fn = getattr(paddle.version, "tensorrt", None)
     try:
-        return bool(fn and fn())
+        value = fn() if callable(fn) else None
     except Exception:
         return False
+    return _answered(value) is not None
 
 
 # -- export -------------------------------------------------------------
@@ -151,7 +161,7 @@ def unmet(requirement: "Requirement") -> Optional[str]:
         return "this Paddle build has no TensorRT (paddle.version.tensorrt() is empty)"
     if requirement is Requirement.PIR_TENSORRT:
         try:
-            import paddle.tensorrt  # noqa: F401
+            importlib.import_module("paddle.tensorrt")
         except ImportError as exc:
             return f"this Paddle build has no paddle.tensorrt ({exc})"
     if requirement is Requirement.BF16_CPU and not bf16_supported():
@@ -223,6 +233,7 @@ def _require_method(config: Any, name: str):
 def read_back(config: "paddle_infer.Config") -> Dict[str, Any]:
     """What Paddle says the config is, through its own getters (a call can be ignored)."""
     getters = {"ir_optim": "ir_optim", "onednn": "mkldnn_enabled", "use_gpu": "use_gpu",
+               "gpu_memory_mb": "memory_pool_init_size_mb", "tensorrt_precision": "tensorrt_precision_mode",
                "tensorrt": "tensorrt_engine_enabled", "new_ir": "new_ir_enabled",
                "threads": "cpu_math_library_num_threads", "tensorrt_dynamic_shape": "tensorrt_dynamic_shape_enabled"}
     out: Dict[str, Any] = {}
@@ -266,17 +277,34 @@ def pir_trt_convert(files: Dict[str, str], trt: TensorRT, shapes: Dict[str, List
     from paddle.tensorrt.export import Input, PrecisionMode, TensorRTConfig, convert
 
     out = Path(tempfile.mkdtemp(prefix="harness-trt-"))
+    args = pir_trt_arguments(trt, shapes)
     inputs = []
-    for name, shape in shapes.items():
-        spec = Input(min_input_shape=tuple(shape), optim_input_shape=tuple(shape), max_input_shape=tuple(shape))
+    for spec_args in args["inputs"]:
+        spec_args = dict(spec_args)
+        name = spec_args.pop("name")
+        spec = Input(**spec_args)
         spec.name = name
         inputs.append(spec)
     config = TensorRTConfig(inputs=inputs, save_model_dir=str(out / "model"),
-                            precision_mode=getattr(PrecisionMode, trt.precision.upper()),
-                            min_subgraph_size=trt.min_subgraph_size,
-                            disable_ops=list(trt.disabled_ops) or None)
+                            precision_mode=getattr(PrecisionMode, args["precision_mode"]),
+                            min_subgraph_size=args["min_subgraph_size"], disable_ops=args["disable_ops"] or None,
+                            workspace_size=args["workspace_size"])
     convert(str(Path(files["program"]).with_suffix("")), config)
     return {"program": str(out / "model.json"), "params": str(out / "model.pdiparams"), "format": "pir-trt"}
+
+
+def pir_trt_arguments(trt: TensorRT, shapes: Dict[str, List[int]]) -> Dict[str, Any]:
+    """The arguments ``paddle.tensorrt`` gets, as data: one ``Input`` per feed with the run's
+    shape as min = opt = max (the harness runs one shape), the precision, the smallest subgraph
+    TensorRT takes, the op types kept out of engines (the culprit search's lever), the workspace."""
+    return {
+        "inputs": [{"name": name, "min_input_shape": tuple(shape), "optim_input_shape": tuple(shape),
+                    "max_input_shape": tuple(shape)} for name, shape in shapes.items()],
+        "precision_mode": trt.precision.upper(),
+        "min_subgraph_size": trt.min_subgraph_size,
+        "disable_ops": list(trt.disabled_ops),
+        "workspace_size": int(trt.workspace_mb) << 20,
+    }
 
 
 def create_predictor(config: "paddle_infer.Config") -> Any:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -35,6 +36,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 USER_ERROR = 2
 PADDLE_RAISED = 3
 POLL_SECONDS = 0.05
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def signal_name(returncode: int) -> str:
@@ -55,6 +57,7 @@ def log_tail(path: Path, lines: int = 12, max_chars: int = 2000) -> str:
             text = handle.read().decode("utf-8", "replace")
     except OSError:
         return ""
+    text = _ANSI.sub("", text)  # Paddle colours its pass lines; a note is plain text
     kept = [ln for ln in text.splitlines() if ln.strip()][-lines:]
     return "\n".join(kept)[-max_chars:]
 

@@ -32,13 +32,23 @@ UNPRIVILEGED = (1000, 1000)
 CONTAINER_PYTHON = "python3"
 
 
-def client_from_env() -> Any:
-    """The Docker engine named by ``DOCKER_HOST`` (or the default socket), or a one-line error."""
+def sdk() -> Any:
+    """The Docker SDK. The repository's own ``docker/`` folder (Dockerfiles) is a namespace package
+    when the repository is on ``sys.path``; the installed SDK wins over it, and without the SDK
+    the folder is what ``import docker`` finds: check for the SDK's API, not the import."""
     try:
         import docker
     except ImportError:
+        docker = None
+    if not hasattr(docker, "from_env"):
         raise UserError("--runner docker: the docker SDK is not installed; `pip install docker` "
-                        "(nox sessions install it themselves).") from None
+                        "(nox sessions install it themselves).")
+    return docker
+
+
+def client_from_env() -> Any:
+    """The Docker engine named by ``DOCKER_HOST`` (or the default socket), or a one-line error."""
+    docker = sdk()
     try:
         client = docker.from_env(timeout=120)
         client.ping()
@@ -124,8 +134,7 @@ class DockerLauncher:
             client = self.client
         except UserError as exc:
             return str(exc)
-        import docker
-
+        docker = sdk()
         try:
             image = client.images.get(self.image)
         except docker.errors.ImageNotFound:
@@ -154,12 +163,15 @@ class DockerLauncher:
                 "user": f"{self.user[0]}:{self.user[1]}", "network": "none"}
 
     def start(self, args: Sequence[str], log: Any) -> ContainerChild:
-        import docker
+        docker = sdk()
 
         self.writable.mkdir(parents=True, exist_ok=True)
         options: Dict[str, Any] = dict(
             command=[CONTAINER_PYTHON, "-m", "harness", *args],
             detach=True,
+            # The worker must not be PID 1: PID 1 of a namespace ignores signals it has no handler
+            # for, so a worker killing itself (or a hung one) would not die as it does outside.
+            init=True,
             user=f"{self.user[0]}:{self.user[1]}",
             network_mode="none",
             cap_drop=["ALL"],

@@ -1,0 +1,75 @@
+"""GPU and TensorRT stage configs, checked without a GPU: built by the compat module on the CPU
+wheel and read back through ``paddle.inference.Config``'s own getters. What a CPU build ignores
+or refuses is part of the answer: a GPU stage's record shows it, and these paths are marked as
+never run on a GPU in the README."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.shared.backends import DeployOptions, plan_by_name, plan_stages
+from harness.shared.config import TensorRT
+
+from .conftest import installed_paddle
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    installed_paddle()
+    from harness.cell import compat
+    from harness.models import resnet18
+
+    compat.paddle.seed(0)
+    layer, spec = resnet18()
+    layer.eval()
+    return compat, compat.export(layer, spec, tmp_path_factory.mktemp("gpu") / "model")
+
+
+def test_gpu_fp16_profile_reaches_paddle_and_a_cpu_build_ignores_it(exported):
+    compat, files = exported
+    plan = plan_by_name(plan_stages("gpu", "native", "fp16", files["format"], DeployOptions()))["gpu_fp16"]
+    config = compat.make_config(files, plan.config)
+    back = compat.read_back(config)
+    # Paddle keeps the pool size and device it was given...
+    assert config.memory_pool_init_size_mb() == 100 and config.gpu_device_id() == 0
+    # ...but a CPU build does not switch to the GPU, and says so through its getter.
+    assert back["use_gpu"] is bool(compat.gpu_available())
+    assert back["onednn"] is False  # the GPU profile disables oneDNN
+    if files["format"] == "pir":
+        assert back["new_ir"] is True
+
+
+def test_gpu_stages_skip_with_the_reason_on_a_cpu_build(exported):
+    compat, files = exported
+    from harness.shared.backends import Requirement
+
+    if compat.gpu_available():
+        pytest.skip("a GPU is visible: the GPU stages would run")
+    assert "no CUDA device" in compat.unmet(Requirement.GPU)
+    assert "no TensorRT" in compat.unmet(Requirement.TENSORRT)
+
+
+def test_legacy_tensorrt_config_is_refused_by_a_build_without_tensorrt(exported, tmp_path):
+    compat, files = exported
+    plan = plan_by_name(plan_stages("gpu", "trt", "fp16", "legacy", DeployOptions(trt_workspace_mb=256)))["trt_fp16"]
+    assert plan.config.trt == TensorRT(precision="fp16", workspace_mb=256, min_subgraph_size=3, calibration=False)
+    legacy = dict(files, format="legacy")
+    if compat.trt_available():
+        pytest.skip("this build has TensorRT")
+    with pytest.raises(Exception, match="compile with TENSORRT"):
+        compat.make_config(legacy, plan.config, {"image": [1, 3, 32, 32]})
+
+
+def test_pir_tensorrt_conversion_arguments():
+    """What ``paddle.tensorrt`` is handed for a PIR program (the CPU wheel has no paddle.tensorrt
+    to call, so the arguments are checked as data)."""
+    from harness.cell.compat import pir_trt_arguments
+
+    args = pir_trt_arguments(TensorRT(precision="int8", min_subgraph_size=5, disabled_ops=("pd_op.conv2d",)),
+                             {"image": [2, 3, 64, 64], "im_shape": [2, 2]})
+    assert args["inputs"] == [{"name": "image", "min_input_shape": (2, 3, 64, 64), "optim_input_shape": (2, 3, 64, 64),
+                               "max_input_shape": (2, 3, 64, 64)},
+                              {"name": "im_shape", "min_input_shape": (2, 2), "optim_input_shape": (2, 2),
+                               "max_input_shape": (2, 2)}]
+    assert args["precision_mode"] == "INT8" and args["min_subgraph_size"] == 5
+    assert args["disable_ops"] == ["pd_op.conv2d"] and args["workspace_size"] == 1024 << 20
