@@ -167,14 +167,14 @@ def test_killing_the_host_mid_run_loses_nothing_and_a_rerun_resumes(image, tmp_p
     assert {k: r["verdict"]["status"] for k, r in _records(results).items()} == {"a": "pass", "b": "pass", "c": "pass"}
 
 
-def test_a_gpu_request_on_an_engine_without_the_nvidia_runtime_is_one_line(image):
+def test_a_gpu_request_on_an_engine_without_the_nvidia_runtime_is_one_line(image, tmp_path):
     proc = run_harness("probe", "--image", image["tag"], "--gpu")
     assert proc.returncode == 0
     assert proc.stdout.strip().startswith("the Docker engine has no NVIDIA container runtime")
     from harness.launch.containers import DockerLauncher
     from harness.shared.errors import UserError
 
-    launcher = DockerLauncher(image["tag"], Path("/tmp"), gpu=True)
+    launcher = DockerLauncher(image["tag"], tmp_path, gpu=True)
     with pytest.raises(UserError, match="could not select device driver"):
         launcher.start(["--help"], open(os.devnull, "wb"))
 

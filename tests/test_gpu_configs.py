@@ -73,3 +73,14 @@ def test_pir_tensorrt_conversion_arguments():
                                "max_input_shape": (2, 2)}]
     assert args["precision_mode"] == "INT8" and args["min_subgraph_size"] == 5
     assert args["disable_ops"] == ["pd_op.conv2d"] and args["workspace_size"] == 1024 << 20
+
+
+def test_every_read_back_value_is_plain_json(exported):
+    import json
+
+    compat, files = exported
+    for device, word, precision in (("cpu", "onednn", "fp32"), ("gpu", "native", "fp16")):
+        for plan in plan_stages(device, word, precision, files["format"], DeployOptions()):
+            back = compat.read_back(compat.make_config(files, plan.config))
+            assert json.loads(json.dumps(back)) == back
+            assert back["tensorrt_precision"] == "Precision.Float32"  # a pybind enum, kept as its name

@@ -241,9 +241,11 @@ def read_back(config: "paddle_infer.Config") -> Dict[str, Any]:
         fn = getattr(config, getter, None)
         if callable(fn):
             try:
-                out[key] = fn()
+                value = fn()
             except Exception:  # a getter that needs a GPU build raises on CPU wheels
                 continue
+            # Some getters answer pybind enums (PrecisionType): keep the record plain JSON.
+            out[key] = value if isinstance(value, (bool, int, float, str)) else str(value)
     return out
 
 
