@@ -170,6 +170,8 @@ def report(s: nox.Session) -> None:
 def bench(s: nox.Session) -> None:
     """Harness overhead against hand-written scripts making the same Paddle calls (ratios)."""
     default = MATRIX.run["default_paddle"]
-    s.install(*MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS)
+    s.install(*MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS, *HOST_SIDE)
     s.run("python", "-m", "harness.bench.cell", *s.posargs)
     s.run("python", "-m", "harness.bench.diff_memory")
+    # Needs DOCKER_HOST and the image (`nox -s images`); says why it skips otherwise.
+    s.run("python", "-m", "harness.bench.containers")

@@ -122,7 +122,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     results = args.results / args.run_name
     matrix.expand(session.name, version, modes=args.mode, models=args.model)  # bad input before any work
     launcher = _launcher(args, matrix, session, version, results)
-    probe_hazards(session, version, results, launcher, force=args.force)
+    # Hazards belong to the (Paddle build, session), not to cells: --force redoes cells only;
+    # delete <results>/<run>/<session>/<version>/hazards.json to probe again.
+    probe_hazards(session, version, results, launcher)
     records = run_session(
         matrix, session.name, version, results=results, modes=args.mode, models=args.model,
         force=args.force, launcher=launcher,

@@ -32,8 +32,10 @@ print(files["program"])
 PLAIN = """
 import sys, numpy as np
 from harness.cell import compat
-files = {"program": sys.argv[1], "params": sys.argv[2]}
-predictor = compat.create_predictor(compat.make_config(files, device="cpu", ir=False, onednn=False, threads=1))
+from harness.shared.backends import DeployOptions, named_configs
+fmt = "pir" if sys.argv[1].endswith(".json") else "legacy"
+files = {"program": sys.argv[1], "params": sys.argv[2], "format": fmt}
+predictor = compat.create_predictor(compat.make_config(files, named_configs(fmt, DeployOptions())["baseline"]))
 compat.run_predictor(predictor, dict(np.load(sys.argv[3])))
 """
 
@@ -59,8 +61,7 @@ def main(argv=None) -> int:
         plain = peak_rss_mb([sys.executable, "-c", PLAIN, program, params, str(tmp / "inputs.npz")], env)
         request = {
             "model": {"prefix": str(Path(program).with_suffix("")), "params": params, "candidates": [program]},
-            "base": {"device": "cpu", "ir": False, "onednn": False, "threads": 1},
-            "test": {"device": "cpu", "ir": True, "onednn": False, "threads": 1},
+            "base_name": "baseline", "test_name": "ir",
             "inputs": str(tmp / "inputs.npz"), "shapes": {}, "atol": 1e-4, "rtol": 1e-4, "selection": None,
         }
         (tmp / "request.json").write_text(json.dumps(request))
