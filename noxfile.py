@@ -64,6 +64,12 @@ def _run_harness(s: nox.Session, *args: str) -> None:
         raise
 
 
+def _modes(posargs):
+    chosen = [posargs[i + 1] for i, arg in enumerate(posargs[:-1]) if arg == "--mode"]
+    chosen += [arg.split("=", 1)[1] for arg in posargs if arg.startswith("--mode=")]
+    return chosen or None
+
+
 def _runner(session, posargs) -> str:
     for i, arg in enumerate(posargs):
         if arg == "--runner" and i + 1 < len(posargs):
@@ -92,7 +98,7 @@ def _cell_session(name: str, version: str):
             _run_harness(s, "run", "--matrix", str(MATRIX_PATH), "--session", name, "--paddle", version,
                          *extra, *s.posargs)
             return
-        packages = MATRIX.packages(session, version)
+        packages = [*MATRIX.packages(session, version), *MATRIX.mode_packages(_modes(s.posargs))]
         try:
             s.install(*packages, *CELL_SIDE_EXTRAS, silent=True)
         except CommandFailed:

@@ -21,13 +21,13 @@ try:
 except ModuleNotFoundError:  # Python < 3.11: the host side runs on any Python
     import tomli as tomllib  # type: ignore[no-redef]
 
-from .shared.backends import DEVICES, backend_stage_name
+from .shared.backends import DEVICES, QUANTIZED_MODES, backend_stage_name
 from .shared.config import PRECISIONS
 from .shared.errors import UserError
 from .shared.vocab import Stage
 
 # Modes the schema knows; which of them a cell side can run is decided there (harness.cell.modes).
-MODES = ("normal", "amp_o1", "amp_o2", "pact")
+MODES = ("normal", "amp_o1", "amp_o2", "qat", "pact")
 
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([.\-+]?[0-9A-Za-z.]+)?$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -50,7 +50,7 @@ _RUN_KEYS = {
 }
 _PADDLE_KEYS = {"python", "packages", "gpu_packages", "gpu_base", "note"}
 _SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tags", "runner"}
-_MODE_KEYS = {"description", "requires_device"}
+_MODE_KEYS = {"description", "requires_device", "packages"}
 _TOL_KEYS = {"atol", "rtol", "scaled_atol"}
 _TOL_REQUIRED = {"atol", "rtol"}
 _MODEL_KEYS = {"factory", "inputs", "tolerances", "description"}
@@ -152,6 +152,11 @@ class Matrix:
         self.version(version)
         return f"{self.docker['image_prefix']}:{version}-{device}"
 
+    def mode_packages(self, modes: Optional[List[str]] = None) -> List[str]:
+        """Extra pip packages of the modes that will run (``modes.<name>.packages``)."""
+        chosen = modes or self.run["modes"]
+        return [p for mode in chosen for p in self.data["modes"].get(mode, {}).get("packages", [])]
+
     def tolerance(self, precision: str) -> Dict[str, float]:
         return dict(self.data["tolerances"][precision])
 
@@ -191,7 +196,7 @@ class Matrix:
 
     def _cell(self, session: Session, version: str, mode: str, model: str) -> Dict[str, Any]:
         raw_model = self.data["models"][model]
-        precisions = sorted({"fp32", session.precision})
+        precisions = sorted({"fp32", session.precision, *(["int8"] if mode in QUANTIZED_MODES else [])})
         tolerances = {p: self.tolerance(p) for p in precisions}
         overrides = {
             p: copy.deepcopy(raw_model.get("tolerances", {}).get(p, {})) for p in precisions
@@ -209,6 +214,7 @@ class Matrix:
             "paddle": version,
             "mode": mode,
             "mode_requires_device": self.data["modes"][mode].get("requires_device"),
+            "mode_packages": list(self.data["modes"][mode].get("packages", [])),
             "model": {
                 "name": model,
                 "factory": raw_model["factory"],
@@ -374,6 +380,8 @@ def _validate_modes(path: Path, data: Dict[str, Any], run: Dict[str, Any]) -> No
         _check_keys(path, f"modes.{mode}", entry, _MODE_KEYS)
         if entry.get("requires_device") not in (None, *DEVICES):
             _fail(path, f"modes.{mode}.requires_device", f"expected one of {', '.join(DEVICES)}.")
+        if "packages" in entry:
+            _str_list(path, f"modes.{mode}.packages", entry["packages"])
     for mode in run["modes"]:
         if mode not in modes:
             _fail(path, "run.modes", f"{mode!r} is not declared in [modes].")

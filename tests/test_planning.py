@@ -84,3 +84,16 @@ def test_messages_that_differ_only_in_ids_share_a_cause(a, b):
 def test_different_messages_or_kinds_are_different_causes():
     assert cause_of("(NotFound) a") != cause_of("(InvalidArgument) a")
     assert len(group([("error", "x", "c"), ("crash", "x", "c")])) == 2
+
+
+def test_int8_plans_follow_the_program_a_mode_exported():
+    plain = plan_by_name(plan_stages("cpu", "onednn", "int8", "pir", DeployOptions()))
+    assert "quantization-aware mode" in plain["onednn_int8"].skip
+    quantized = plan_by_name(plan_stages("cpu", "onednn", "int8", "legacy", DeployOptions(), quantized=True))
+    assert quantized["onednn_int8"].skip is None and quantized["onednn_int8"].config.int8
+    assert quantized["onednn_int8"].config.low_precision == "int8"
+    # The fake-quant dygraph model and the quantized program are compared at the int8 tolerance.
+    assert quantized["baseline"].precision == "int8" and quantized["ir"].precision == "fp32"
+    assert quantized["baseline"].config.low_precision is None
+    trt = plan_by_name(plan_stages("gpu", "trt", "int8", "legacy", DeployOptions(), quantized=True))["trt_int8"]
+    assert trt.config.trt.calibration is False  # a QAT program carries its own scales

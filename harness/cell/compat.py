@@ -215,6 +215,8 @@ def make_config(files: Dict[str, str], cfg: PredictorConfig,
             config.enable_mkldnn()
             if cfg.bf16:
                 config.enable_mkldnn_bfloat16()
+            if cfg.int8:
+                config.enable_mkldnn_int8()
         else:
             config.disable_mkldnn()
         config.set_cpu_math_library_num_threads(cfg.threads)
@@ -398,16 +400,28 @@ def build_predictor(files: Dict[str, str], cfg: PredictorConfig,
 
 
 def run_with_evidence(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str], List[Any], Dict[str, Any]]:
-    """Run once with an output hook that records only op types (no tensor is read, so it costs
-    a Python call per op): the executed op count, type histogram and a digest of the sequence."""
+    """Run once with an output hook that records only op types and output dtypes (no tensor data
+    is read, so it costs a Python call per op): the executed op count, type histogram, a digest of
+    the sequence, and which dtypes the ops produced (evidence that int8/bf16/fp16 really ran)."""
     ops: List[str] = []
-    register_output_hook(predictor, lambda op_type, name, tensor: ops.append(op_type.split(":")[0]))
+    dtypes: Dict[str, int] = {}
+
+    def hook(op_type: str, name: str, tensor: Any) -> None:
+        ops.append(op_type.split(":")[0])
+        try:  # an exception inside a hook aborts Paddle's run with a bare std::exception
+            dtype = str(tensor.dtype).replace("paddle.", "")
+        except Exception:
+            dtype = "?"
+        dtypes[dtype] = dtypes.get(dtype, 0) + 1
+
+    register_output_hook(predictor, hook)
     names, outputs = run_predictor(predictor, feeds)
     histogram: Dict[str, int] = {}
     for op in ops:
         histogram[op] = histogram.get(op, 0) + 1
     digest = hashlib.sha1("\n".join(ops).encode()).hexdigest()[:16]
-    return names, outputs, {"ops": len(ops), "op_types": histogram, "op_sequence_sha1": digest}
+    return names, outputs, {"ops": len(ops), "op_types": histogram, "op_sequence_sha1": digest,
+                            "output_dtypes": dtypes}
 
 
 def set_flags_for_determinism() -> None:

@@ -1,17 +1,35 @@
 """Cell side: train modes as objects — how a mode prepares the model, trains it a few steps on
 the synthetic lite data, and exports it the way that mode's users export.
 
-``normal`` is implemented. The schema's other modes (AMP O1/O2, QAT, PACT) are declared so that
-matrices can name them; until their implementation lands they answer ``unsupported`` with the
-reason, and the cell records ``skip`` (never a pass that trained in fp32).
+* ``normal``: plain fp32 training (Adam), ``to_static`` + ``jit.save``.
+* ``amp_o1`` / ``amp_o2``: ``paddle.amp.auto_cast`` (+ ``decorate`` for O2) and ``GradScaler``,
+  exported as PaddleClas does (O2 decorated with ``save_dtype="float32"``). Whether AMP really
+  ran is measured, not assumed from the device: a forward under ``auto_cast`` must produce a
+  low-precision op output; when it does not (Paddle's AMP does nothing on CPU in 2.6-3.3, and
+  says so in a warning) the mode raises ``ModeUnsupported`` with Paddle's words and the cell is
+  ``skip`` — never a pass that trained in fp32.
+* ``qat``: Paddle's own ``paddle.quantization`` (``QuantConfig`` with
+  ``FakeQuanterWithAbsMaxObserver``, ``QAT.quantize``, train, ``QAT.convert``, ``jit.save``). The
+  consistency reference is the fake-quant dygraph model in eval, before conversion.
+* ``pact``: declared; PaddleSlim's PACT is not run by this harness version (the cell says so).
+
+A mode that needs packages (``modes.<name>.packages`` in the matrix, installed by nox) and does
+not find them is bad input: one line naming the matrix key, exit 2.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import numpy as np
+
+from ..shared.errors import UserError
+
+
+class ModeUnsupported(Exception):
+    """The mode cannot do what it claims here (measured); the message is the evidence."""
 
 
 class TrainMode:
@@ -44,11 +62,81 @@ class Declared(TrainMode):
         return f"train mode {self.name} is declared in the schema but not run by harness {__version__} yet"
 
 
+class Amp(TrainMode):
+    """paddle.amp at O1 (white-list ops in low precision) or O2 (low-precision parameters with
+    fp32 master weights)."""
+
+    def __init__(self, level: str, dtype: str = "float16"):
+        self.level = level
+        self.dtype = dtype
+        self.name = f"amp_{level.lower()}"
+        self.evidence: Dict[str, Any] = {}
+
+    def check(self, paddle: Any, layer: Any, args: List[Any]) -> None:
+        """One forward under auto_cast: some op output must be in the low precision."""
+        dtypes: List[str] = []
+        hooks = [sub.register_forward_post_hook(lambda _l, _i, out: dtypes.append(str(getattr(out, "dtype", ""))))
+                 for sub in layer.sublayers() if isinstance(sub, (paddle.nn.Conv2D, paddle.nn.Linear))]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with paddle.no_grad(), paddle.amp.auto_cast(level=self.level, dtype=self.dtype):
+                layer(*args)
+        for hook in hooks:
+            hook.remove()
+        said = [str(w.message) for w in caught if "amp" in str(w.message).lower()]
+        low = [d for d in dtypes if self.dtype in d or ("bfloat16" in d and self.dtype == "bfloat16")]
+        self.evidence = {"level": self.level, "dtype": self.dtype, "op_output_dtypes": sorted(set(dtypes)),
+                         "low_precision_outputs": len(low), "paddle_said": said[:1]}
+        if not low:
+            raise ModeUnsupported(
+                f"paddle.amp did nothing here: every conv/linear output stayed {sorted(set(dtypes)) or ['?']} under "
+                f"auto_cast(level={self.level!r}, dtype={self.dtype!r})" + (f"; Paddle said: {said[0]}" if said else ""))
+
+    def train(self, paddle: Any, layer: Any, call_args: List[Any], steps: int, seed: int) -> List[float]:
+        self.check(paddle, layer, call_args)
+        return lite_train(paddle, layer, call_args, steps, seed, amp=self)
+
+    def export(self, compat: Any, layer: Any, input_spec: List[Any], prefix: Path) -> Dict[str, str]:
+        return compat.export(layer, input_spec, prefix)
+
+
+class Qat(TrainMode):
+    name = "qat"
+
+    def __init__(self):
+        self.qat = None
+
+    def prepare(self, paddle: Any, layer: Any) -> Any:
+        from paddle.quantization import QAT, QuantConfig
+        from paddle.quantization.quanters import FakeQuanterWithAbsMaxObserver
+
+        quanter = FakeQuanterWithAbsMaxObserver(moving_rate=0.9)
+        self.qat = QAT(QuantConfig(activation=quanter, weight=quanter))
+        return self.qat.quantize(layer, inplace=True)
+
+    def export(self, compat: Any, layer: Any, input_spec: List[Any], prefix: Path) -> Dict[str, str]:
+        # Not in place: the fake-quant layer stays the consistency reference.
+        converted = self.qat.convert(layer, inplace=False)
+        return compat.export(converted, input_spec, prefix)
+
+
+class Pact(Declared):
+    def __init__(self):
+        super().__init__("pact")
+
+    def unsupported(self, compat: Any) -> Optional[str]:
+        return ("train mode pact (PaddleSlim's PACT quantization-aware training) is declared in the schema but "
+                "not run by this harness version yet")
+
+
+MODES = {"normal": TrainMode, "amp_o1": lambda: Amp("O1"), "amp_o2": lambda: Amp("O2"), "qat": Qat, "pact": Pact}
+
+
 def mode_for(name: str) -> TrainMode:
-    return TrainMode() if name == "normal" else Declared(name)
+    return MODES[name]() if name in MODES else Declared(name)
 
 
-def lite_train(paddle: Any, layer: Any, args: List[Any], steps: int, seed: int) -> List[float]:
+def lite_train(paddle: Any, layer: Any, args: List[Any], steps: int, seed: int, amp: Optional[Amp] = None) -> List[float]:
     """A few optimizer steps on the synthetic batch, towards seeded unit-scale targets.
 
     First a BatchNorm recalibration pass (momentum 0 for one train-mode forward) so running
@@ -73,17 +161,34 @@ def lite_train(paddle: Any, layer: Any, args: List[Any], steps: int, seed: int) 
     if not params:
         return []
     optimizer = paddle.optimizer.Adam(learning_rate=1e-3, parameters=params)
+    scaler = None
+    if amp is not None:
+        scaler = paddle.amp.GradScaler(init_loss_scaling=1024)
+        if amp.level == "O2":
+            # As PaddleClas: fp32 master weights, and jit.save writes fp32 parameters.
+            layer, optimizer = paddle.amp.decorate(models=layer, optimizers=optimizer, level="O2",
+                                                   dtype=amp.dtype, save_dtype="float32")
     rng = np.random.default_rng(seed + 1)
     targets = None
     losses = []
     for _ in range(steps):
-        outputs = [t for _, t in flatten_tensors(paddle, layer(*args))
+        if amp is not None:
+            with paddle.amp.auto_cast(level=amp.level, dtype=amp.dtype):
+                raw = layer(*args)
+        else:
+            raw = layer(*args)
+        outputs = [t for _, t in flatten_tensors(paddle, raw)
                    if str(t.dtype).endswith(("float32", "float16", "bfloat16", "float64"))]
         if targets is None:
             targets = [paddle.to_tensor(rng.standard_normal(t.shape).astype("float32")) for t in outputs]
         loss = paddle.add_n([((o.astype("float32") - y) ** 2).mean() for o, y in zip(outputs, targets)])
-        loss.backward()
-        optimizer.step()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
         optimizer.clear_grad()
         losses.append(float(loss))
     return losses

@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..shared.backends import DeployOptions, SearchSpace, StagePlan, plan_stages
+from ..shared.backends import QUANTIZED_MODES, DeployOptions, SearchSpace, StagePlan, plan_stages
 from ..shared.causes import paddle_message
 from ..shared.compare import compare_tol, worst
 from ..shared.config import PredictorConfig, TensorRT
@@ -38,9 +38,11 @@ from ..shared.errors import UserError
 from ..shared.inputs import InputSpec, synthesize
 from ..shared.records import Journal
 from ..shared.vocab import SETUP, Analysis, Stage, Status
-from .modes import mode_for
+from .modes import ModeUnsupported, mode_for
 
 USER_ERROR = 2  # the child-process protocol of harness.launch
+# What a low-precision stage's ops must produce somewhere for the precision to have run.
+LOW_PRECISION_DTYPES = {"int8": ("int8", "uint8"), "bf16": ("bfloat16", "uint16"), "fp16": ("float16",)}
 
 
 # -- inputs and outputs ----------------------------------------------------
@@ -193,7 +195,7 @@ class Cell:
                                 trt_workspace_mb=spec.get("trt_workspace_mb", 1024),
                                 trt_min_subgraph_size=spec.get("trt_min_subgraph_size", 3))
         return plan_stages(session["device"], session["backend"], session["precision"],
-                           setup["export"]["format"], options)
+                           setup["export"]["format"], options, quantized=spec["mode"] in QUANTIZED_MODES)
 
     def tolerance(self, precision: str, label: Optional[str] = None) -> Dict[str, float]:
         """The precision's tolerance with the matrix's per-output override for ``label``."""
@@ -212,6 +214,7 @@ class Cell:
         timings["import"] = time.perf_counter() - t0
         info = compat.paddle_info()
 
+        self.check_mode_packages()
         reason = self.mode.unsupported(compat)
         if reason is None and spec.get("mode_requires_device") == "gpu" and not compat.gpu_available():
             reason = f"train mode {spec['mode']} needs a GPU"
@@ -230,7 +233,11 @@ class Cell:
         losses: List[float] = []
         if weights is None:
             args = build_call_args(paddle, input_spec, arrays)
-            losses = _phase("train", lambda: self.mode.train(paddle, layer, args, spec["train_steps"], spec["seed"]))
+            try:
+                losses = _phase("train", lambda: self.mode.train(paddle, layer, args, spec["train_steps"], spec["seed"]))
+            except ModeUnsupported as exc:
+                return {"status": Status.SKIP, "paddle": info, "message": str(exc),
+                        "mode_evidence": getattr(self.mode, "evidence", {})}
             weights = self.save_checkpoint(layer)
         timings["train"] = time.perf_counter() - t
         layer.eval()
@@ -259,6 +266,22 @@ class Cell:
             "weights": weights,
             "timings": {k: round(v, 4) for k, v in timings.items()},
         }
+
+    def check_mode_packages(self) -> None:
+        """The mode's declared packages must be installed: a missing one is the matrix's (or the
+        environment's) fault, said in one line, not an ImportError deep in the mode."""
+        from importlib import metadata
+
+        for requirement in self.spec.get("mode_packages", []):
+            dist = requirement.split(";")[0].strip()
+            for sep in ("==", ">=", "<=", "~=", "!=", "<", ">", "["):
+                dist = dist.split(sep)[0]
+            try:
+                metadata.version(dist.strip())
+            except metadata.PackageNotFoundError:
+                raise UserError(f"{self.spec.get('matrix', 'matrix')}: modes.{self.spec['mode']}.packages: {dist.strip()!r} "
+                                f"is not installed in this Paddle environment; nox installs a mode's packages "
+                                f"(or pip install {requirement!r}).") from None
 
     # -- version-neutral weights ------------------------------------------------
     def _checkpoint_meta(self) -> Dict[str, Any]:
@@ -374,6 +397,13 @@ class Cell:
             stats["predictor_name"] = out_names[i]
             outputs[label] = stats
         result.update(outputs=outputs, worst=worst(outputs), status=self.stage_status(plan, outputs, evidence, baseline))
+        claimed = plan.config.low_precision
+        ran_low = [d for d in evidence.get("output_dtypes", {}) if d in LOW_PRECISION_DTYPES.get(claimed, ())]
+        if claimed and not ran_low and not plan.config.trt:
+            # The config claims a low precision; the op outputs say whether it ran (TensorRT
+            # engines hide their layers from the hook: their evidence is the engine op).
+            note = (f"no op produced {'/'.join(LOW_PRECISION_DTYPES[claimed])}: the {claimed} "
+                    f"backend ran this program in {', '.join(sorted(evidence.get('output_dtypes', {})))}")
         if result["status"] is Status.NOOP:
             note = (f"ran the same program as baseline ({len(evidence['passes'])} passes, "
                     f"{evidence['ops']} ops): {plan.lever} changed nothing here")

@@ -46,12 +46,27 @@ class PredictorConfig:
     memory: bool = False
     onednn: bool = False
     bf16: bool = False
+    # oneDNN int8 kernels for a quantized program (enable_mkldnn_int8).
+    int8: bool = False
     threads: int = 1
     gpu_precision: str = "fp32"
     # exp_disable_mixed_precision_ops: ops kept in fp32 by a low-precision GPU predictor.
     fp32_ops: Tuple[str, ...] = ()
     trt: Optional[TensorRT] = None
     deleted_passes: Tuple[str, ...] = ()
+
+    @property
+    def low_precision(self) -> Optional[str]:
+        """The low precision this config asks a backend to run in, or None for fp32."""
+        if self.int8 or (self.trt is not None and self.trt.precision == "int8"):
+            return "int8"
+        if self.bf16:
+            return "bf16"
+        if self.trt is not None and self.trt.precision != "fp32":
+            return self.trt.precision
+        if self.device == "gpu" and self.gpu_precision != "fp32":
+            return self.gpu_precision
+        return None
 
     def replace(self, **changes: Any) -> "PredictorConfig":
         return dataclasses.replace(self, **changes)
