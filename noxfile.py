@@ -161,7 +161,9 @@ def images(s: nox.Session) -> None:
 def tests(s: nox.Session) -> None:
     """The test suite, on real Paddle (CPU, the matrix's default version), a real Docker engine."""
     default = MATRIX.run["default_paddle"]
-    s.install("pytest", "nox", "uv", *MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS, *HOST_SIDE)
+    # With the PACT mode's packages (PaddleSlim and its pins, numpy<2 among them): its tests run here.
+    s.install("pytest", "nox", "uv", *MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS, *HOST_SIDE,
+              *MATRIX.mode_packages(["pact"]))
     s.run("pytest", *(s.posargs or ["-q"]), env={"HARNESS_TEST_PADDLE": default})
 
 

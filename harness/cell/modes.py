@@ -11,7 +11,12 @@ the synthetic lite data, and exports it the way that mode's users export.
 * ``qat``: Paddle's own ``paddle.quantization`` (``QuantConfig`` with
   ``FakeQuanterWithAbsMaxObserver``, ``QAT.quantize``, train, ``QAT.convert``, ``jit.save``). The
   consistency reference is the fake-quant dygraph model in eval, before conversion.
-* ``pact``: declared; PaddleSlim's PACT is not run by this harness version (the cell says so).
+* ``pact``: PaddleSlim's ``paddleslim.dygraph.quant.QAT`` with ``activation_preprocess_type=
+  "PACT"``, trained, saved with ``save_quantized_model`` as PaddleSlim's users do. Two measured
+  PaddleSlim/Paddle findings are recorded in the setup (``findings``), each with the labelled
+  workaround that runs beside it: ``import paddle, paddleslim`` dies with SIGSEGV on Paddle 2.6.2
+  (paddleslim 2.6.0) unless ``cv2`` is imported before paddle; ``save_quantized_model`` leaves
+  Paddle in static mode (2.6.2 and 3.3.1), so the mode switches dygraph back on.
 
 A mode that needs packages (``modes.<name>.packages`` in the matrix, installed by nox) and does
 not find them is bad input: one line naming the matrix key, exit 2.
@@ -35,6 +40,13 @@ class ModeUnsupported(Exception):
 class TrainMode:
     name = "normal"
 
+    def __init__(self) -> None:
+        # Paddle behaviour met on the way, each {"finding": Paddle's words, "workaround": what ran}.
+        self.findings: List[Dict[str, str]] = []
+
+    def before_paddle(self) -> None:
+        """Runs before the cell imports Paddle (some combinations need an import order)."""
+
     def unsupported(self, compat: Any) -> Optional[str]:
         """Why this mode cannot run in this Paddle build or on this machine, or None."""
         return None
@@ -54,6 +66,7 @@ class Declared(TrainMode):
     """A mode the schema knows and this harness version does not run yet."""
 
     def __init__(self, name: str):
+        super().__init__()
         self.name = name
 
     def unsupported(self, compat: Any) -> Optional[str]:
@@ -67,6 +80,7 @@ class Amp(TrainMode):
     fp32 master weights)."""
 
     def __init__(self, level: str, dtype: str = "float16"):
+        super().__init__()
         self.level = level
         self.dtype = dtype
         self.name = f"amp_{level.lower()}"
@@ -104,6 +118,7 @@ class Qat(TrainMode):
     name = "qat"
 
     def __init__(self):
+        super().__init__()
         self.qat = None
 
     def prepare(self, paddle: Any, layer: Any) -> Any:
@@ -120,13 +135,54 @@ class Qat(TrainMode):
         return compat.export(converted, input_spec, prefix)
 
 
-class Pact(Declared):
-    def __init__(self):
-        super().__init__("pact")
+PACT_CONFIG = {
+    # PaddleSlim's documented PACT setup (its quant_aware dygraph demo): PACT clips activations
+    # with a learned threshold before the moving-average abs-max quantizer.
+    "weight_preprocess_type": None, "activation_preprocess_type": "PACT",
+    "weight_quantize_type": "channel_wise_abs_max", "activation_quantize_type": "moving_average_abs_max",
+    "weight_bits": 8, "activation_bits": 8, "dtype": "int8", "window_size": 10000, "moving_rate": 0.9,
+    "quantizable_layer_type": ["Conv2D", "Linear"],
+}
 
-    def unsupported(self, compat: Any) -> Optional[str]:
-        return ("train mode pact (PaddleSlim's PACT quantization-aware training) is declared in the schema but "
-                "not run by this harness version yet")
+
+class Pact(TrainMode):
+    name = "pact"
+
+    def __init__(self):
+        super().__init__()
+        self.quanter = None
+
+    def before_paddle(self) -> None:
+        import subprocess
+        import sys
+
+        probe = subprocess.run([sys.executable, "-c", "import paddle, paddleslim"], capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL)
+        if probe.returncode < 0:
+            import signal
+
+            self.findings.append({
+                "finding": f"`import paddle, paddleslim` dies with {signal.Signals(-probe.returncode).name}",
+                "workaround": "import cv2 before paddle (measured: Paddle 2.6.2 with paddleslim 2.6.0)"})
+            import cv2  # noqa: F401  (the labelled workaround above)
+
+    def prepare(self, paddle: Any, layer: Any) -> Any:
+        from paddleslim.dygraph.quant import QAT as SlimQAT
+
+        self.quanter = SlimQAT(config=dict(PACT_CONFIG))
+        self.quanter.quantize(layer)
+        return layer
+
+    def export(self, compat: Any, layer: Any, input_spec: List[Any], prefix: Path) -> Dict[str, str]:
+        paddle = compat.paddle
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        self.quanter.save_quantized_model(layer, str(prefix), input_spec=input_spec)
+        if not paddle.in_dynamic_mode():
+            self.findings.append({"finding": "PaddleSlim's save_quantized_model leaves Paddle in static mode "
+                                             "(paddle.in_dynamic_mode() is False afterwards)",
+                                  "workaround": "paddle.disable_static() after saving"})
+            paddle.disable_static()
+        return compat.model_files(prefix)
 
 
 MODES = {"normal": TrainMode, "amp_o1": lambda: Amp("O1"), "amp_o2": lambda: Amp("O2"), "qat": Qat, "pact": Pact}

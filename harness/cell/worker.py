@@ -209,12 +209,13 @@ class Cell:
         spec = self.spec
         timings: Dict[str, float] = {}
         t0 = time.perf_counter()
+        self.check_mode_packages()
+        self.mode.before_paddle()
         compat = self.compat
         paddle = self.paddle
         timings["import"] = time.perf_counter() - t0
         info = compat.paddle_info()
 
-        self.check_mode_packages()
         reason = self.mode.unsupported(compat)
         if reason is None and spec.get("mode_requires_device") == "gpu" and not compat.gpu_available():
             reason = f"train mode {spec['mode']} needs a GPU"
@@ -237,19 +238,21 @@ class Cell:
                 losses = _phase("train", lambda: self.mode.train(paddle, layer, args, spec["train_steps"], spec["seed"]))
             except ModeUnsupported as exc:
                 return {"status": Status.SKIP, "paddle": info, "message": str(exc),
-                        "mode_evidence": getattr(self.mode, "evidence", {})}
+                        "mode_evidence": getattr(self.mode, "evidence", {}), "findings": self.mode.findings}
             weights = self.save_checkpoint(layer)
         timings["train"] = time.perf_counter() - t
         layer.eval()
 
-        t = time.perf_counter()
-        files = _phase("export", lambda: self.mode.export(compat, layer, input_spec, self.work / "export" / "model"))
-        timings["export"] = time.perf_counter() - t
-
+        # The dygraph reference first: a mode's export may convert the layer or (PaddleSlim) leave
+        # Paddle in static mode.
         t = time.perf_counter()
         with paddle.no_grad():
             outputs = flatten_outputs(paddle, layer(*build_call_args(paddle, input_spec, arrays)))
         timings["dygraph"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        files = _phase("export", lambda: self.mode.export(compat, layer, input_spec, self.work / "export" / "model"))
+        timings["export"] = time.perf_counter() - t
         if not outputs:
             raise UserError(f"{self.where}.factory: the model's forward returns no tensor; return a tensor, list or dict of tensors.")
         labels = [label for label, _ in outputs]
@@ -265,6 +268,7 @@ class Cell:
             "losses": losses,
             "weights": weights,
             "timings": {k: round(v, 4) for k, v in timings.items()},
+            "findings": self.mode.findings,
         }
 
     def check_mode_packages(self) -> None:

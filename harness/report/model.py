@@ -92,7 +92,8 @@ class RunModel:
 
     # -- findings -------------------------------------------------------------------
     def causes(self) -> List[Cause]:
-        """Stage results that ended in Paddle's words (error, crash, timeout), one per cause."""
+        """Stage results that ended in Paddle's words (error, crash, timeout), and the findings a
+        mode met on the way (with the workaround that ran beside each), one line per cause."""
         return group(_worded(self.records))
 
     def hazards(self) -> List[Cause]:
@@ -130,6 +131,8 @@ class RunModel:
 
 def _worded(records: Iterable[Dict[str, Any]]):
     for r in records:
+        for finding in r["setup"].get("findings") or []:
+            yield "finding", f"{finding['finding']}; workaround beside it: {finding['workaround']}", r["id"]
         for stage in map(StageResult.from_dict, stage_results(r)):
             if stage.status in (Status.ERROR, Status.CRASH, Status.TIMEOUT):
                 yield stage.status.value, stage.message, r["id"]
