@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--results", type=Path, default=Path("results"), help="results root (default: %(default)s)")
     run.add_argument("--run", dest="run_name", default="default", help="run name under the results root")
     run.add_argument("--force", action="store_true", help="redo cells that already have a record")
+    run.add_argument("--no-root-cause", dest="root_cause", action="store_false",
+                     help="record failing stages without the per-tensor diff and culprit search (faster CI)")
     run.add_argument("--python", help="Python of the Paddle environment (default: this one)")
     run.add_argument("--runner", choices=("venv", "docker"),
                      help="where the cells run (default: the session's runner: venv for CPU, docker for GPU)")
@@ -127,7 +129,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     probe_hazards(session, version, results, launcher)
     records = run_session(
         matrix, session.name, version, results=results, modes=args.mode, models=args.model,
-        force=args.force, launcher=launcher,
+        force=args.force, launcher=launcher, root_cause=args.root_cause,
     )
     probes = [p for p in load_hazard_probes(results) if p["session"] == session.name and p["paddle"] == version]
     model = RunModel(records, probes)

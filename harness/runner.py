@@ -197,7 +197,7 @@ def probe_hazards(session: Any, version: str, results: Path, launcher: Any, forc
 
 def run_session(matrix: Any, session: str, version: str, *, results: Path,
                 modes: Optional[List[str]] = None, models: Optional[List[str]] = None,
-                force: bool = False, launcher: Any = None,
+                force: bool = False, launcher: Any = None, root_cause: bool = True,
                 progress=print) -> List[Dict[str, Any]]:
     """Every cell of one session at one Paddle version; returns the records (old and new)."""
     cells = matrix.expand(session, version, modes=modes, models=models)
@@ -207,6 +207,7 @@ def run_session(matrix: Any, session: str, version: str, *, results: Path,
         # One version-neutral checkpoint per (mode, model) and run: every session and
         # Paddle version of the run computes with the same weights.
         spec["checkpoint"] = str(Path(results) / "checkpoints" / spec["mode"] / f"{spec['model']['name']}.npz")
+        spec["root_cause"] = root_cause
         path = cell_record_path(results, spec["id"])
         if path.exists() and not force:
             record = load_record(path)

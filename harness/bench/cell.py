@@ -35,12 +35,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.bench.cell")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--session", default="cpu_fp32")
+    parser.add_argument("--mode", default="normal", help="train mode (normal, qat, pact, amp_o1...)")
     args = parser.parse_args(argv)
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         harness_cmd = [sys.executable, "-m", "harness", "run", "--session", args.session, "--model", "resnet18",
-                       "--results", str(tmp / "results"), "--force"]
+                       "--mode", args.mode, "--results", str(tmp / "results"), "--force", "--no-root-cause"]
         # Warm-up, the record whose stage configs the plain script replays, and the session's
         # hazard probe (once per Paddle version and session, kept: the timed runs measure cells).
         _timed(harness_cmd, env)
@@ -55,7 +56,7 @@ def main(argv=None) -> int:
             plain_times.append(_timed([sys.executable, str(PLAIN), str(record), str(work)], env))
         h, p = statistics.median(harness_times), statistics.median(plain_times)
         stages = [s["name"] for s in json.loads(record.read_text())["stages"]]
-    print(f"cell {args.session}/resnet18, stages {stages}, {args.repeat} runs each, interleaved")
+    print(f"cell {args.session}/{args.mode}/resnet18, stages {stages}, {args.repeat} runs each, interleaved")
     print(f"harness: median {h:.2f} s  ({', '.join(f'{t:.2f}' for t in harness_times)})")
     print(f"plain:   median {p:.2f} s  ({', '.join(f'{t:.2f}' for t in plain_times)})")
     print(f"ratio harness/plain: {h / p:.2f}x  (target <= 1.20x)")

@@ -1,6 +1,7 @@
 """The baseline of the cell benchmark: a minimal hand-written script making the same Paddle
-calls as one harness cell (build, BN recalibration, a few train steps, export, dygraph
-forward, one predictor per stage config read from a harness record, element-wise compare).
+(and PaddleSlim) calls as one harness cell in its train mode (build, quantize for qat/pact, BN
+recalibration, a few train steps, dygraph forward, export the mode's way, one predictor per stage
+config read from a harness record, element-wise compare).
 
 Usage: python plain_cell.py RECORD.json WORKDIR
 """
@@ -19,8 +20,26 @@ def main(record_path: str, work: str) -> None:
     import paddle.inference as pi
     from paddle.static import InputSpec
 
+    mode = spec["mode"]
+    if mode == "pact":
+        import cv2  # noqa: F401  (PaddleSlim's import order on 2.6.2, as the harness measured)
     paddle.seed(spec["seed"])
     layer = paddle.vision.models.resnet18(num_classes=10)
+    quanter = None
+    if mode == "qat":
+        from paddle.quantization import QAT, QuantConfig
+        from paddle.quantization.quanters import FakeQuanterWithAbsMaxObserver
+
+        q = FakeQuanterWithAbsMaxObserver(moving_rate=0.9)
+        quanter = QAT(QuantConfig(activation=q, weight=q))
+        layer = quanter.quantize(layer, inplace=True)
+    elif mode == "pact":
+        from paddleslim.dygraph.quant import QAT as SlimQAT
+
+        from harness.cell.modes import PACT_CONFIG
+
+        quanter = SlimQAT(config=dict(PACT_CONFIG))
+        quanter.quantize(layer)
     shape = spec["model"]["inputs"]["image"]["shape"]
     x = np.random.default_rng(spec["seed"]).standard_normal(shape).astype("float32")
     norms = [m for m in layer.sublayers() if isinstance(m, paddle.nn.layer.norm._BatchNormBase)]
@@ -39,13 +58,21 @@ def main(record_path: str, work: str) -> None:
         opt.step()
         opt.clear_grad()
     layer.eval()
-    prefix = Path(work) / "model"
-    static = paddle.jit.to_static(layer, input_spec=[InputSpec([None, 3, None, None], "float32", "image")],
-                                  full_graph=True)
-    paddle.jit.save(static, str(prefix))
-    program = prefix.with_suffix(".json") if prefix.with_suffix(".json").exists() else prefix.with_suffix(".pdmodel")
     with paddle.no_grad():
         reference = layer(paddle.to_tensor(x)).numpy()
+    prefix = Path(work) / "model"
+    spec_in = [InputSpec([None, 3, None, None], "float32", "image")]
+    try:
+        if mode == "pact":
+            quanter.save_quantized_model(layer, str(prefix), input_spec=spec_in)
+            paddle.disable_static()
+        else:
+            exported = quanter.convert(layer, inplace=False) if mode == "qat" else layer
+            paddle.jit.save(paddle.jit.to_static(exported, input_spec=spec_in, full_graph=True), str(prefix))
+    except Exception as exc:  # the same Paddle error the harness records (QAT convert on 3.x)
+        print("export error", str(exc).splitlines()[0][:80])
+        return
+    program = prefix.with_suffix(".json") if prefix.with_suffix(".json").exists() else prefix.with_suffix(".pdmodel")
     for stage in record["stages"]:
         if stage["status"] == "skip":
             continue
@@ -62,6 +89,8 @@ def main(record_path: str, work: str) -> None:
             config.enable_memory_optim()
         if knobs.get("onednn"):
             config.enable_mkldnn()
+            if knobs.get("int8"):
+                config.enable_mkldnn_int8()
         else:
             config.disable_mkldnn()
         config.set_cpu_math_library_num_threads(knobs.get("threads", 1))

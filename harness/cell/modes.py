@@ -153,16 +153,10 @@ class Pact(TrainMode):
         self.quanter = None
 
     def before_paddle(self) -> None:
-        import subprocess
-        import sys
-
-        probe = subprocess.run([sys.executable, "-c", "import paddle, paddleslim"], capture_output=True, text=True,
-                               stdin=subprocess.DEVNULL)
-        if probe.returncode < 0:
-            import signal
-
+        crash = import_crash("paddle", "paddleslim")
+        if crash:
             self.findings.append({
-                "finding": f"`import paddle, paddleslim` dies with {signal.Signals(-probe.returncode).name}",
+                "finding": f"`import paddle, paddleslim` dies with {crash}",
                 "workaround": "import cv2 before paddle (measured: Paddle 2.6.2 with paddleslim 2.6.0)"})
             import cv2  # noqa: F401  (the labelled workaround above)
 
@@ -183,6 +177,42 @@ class Pact(TrainMode):
                                   "workaround": "paddle.disable_static() after saving"})
             paddle.disable_static()
         return compat.model_files(prefix)
+
+
+def import_crash(*modules: str) -> Optional[str]:
+    """The signal that kills ``import <modules>`` in a fresh interpreter of this environment, or
+    None. Probed once per environment (the answer depends only on the installed versions, which
+    key the cache), because the import itself costs seconds."""
+    import hashlib
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    from importlib import metadata
+
+    versions = []
+    for module in modules:
+        try:
+            versions.append(metadata.version({"paddle": "paddlepaddle"}.get(module, module)))
+        except metadata.PackageNotFoundError:
+            versions.append("?")
+    key = hashlib.sha1(json.dumps([sys.prefix, modules, versions]).encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "paddle-harness" / "import-probes"
+    path = cache / f"{key}.json"
+    try:
+        return json.loads(path.read_text())["crash"]
+    except (OSError, ValueError, KeyError):
+        pass
+    probe = subprocess.run([sys.executable, "-c", f"import {', '.join(modules)}"], capture_output=True,
+                           stdin=subprocess.DEVNULL)
+    crash = signal.Signals(-probe.returncode).name if probe.returncode < 0 else None
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"modules": modules, "versions": versions, "crash": crash}))
+    except OSError:  # a read-only home (a container): probe again next time
+        pass
+    return crash
 
 
 MODES = {"normal": TrainMode, "amp_o1": lambda: Amp("O1"), "amp_o2": lambda: Amp("O2"), "qat": Qat, "pact": Pact}

@@ -444,7 +444,7 @@ class Cell:
         target = next((name for name, plan in plans.items()
                        if name != Stage.BASELINE.value and Status.of(done.get(name, {}).get("status")) is Status.FAIL),
                       None)
-        if target is None or Stage.BASELINE.value not in plans:
+        if target is None or Stage.BASELINE.value not in plans or not self.spec.get("root_cause", True):
             return
         for kind, fn in ((Analysis.DIFF, self.tensor_diff), (Analysis.BISECT, self.bisect)):
             if kind.journal_key in done:
