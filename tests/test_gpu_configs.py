@@ -84,3 +84,19 @@ def test_every_read_back_value_is_plain_json(exported):
             back = compat.read_back(compat.make_config(files, plan.config))
             assert json.loads(json.dumps(back)) == back
             assert back["tensorrt_precision"] == "Precision.Float32"  # a pybind enum, kept as its name
+
+
+def test_legacy_tensorrt_dynamic_shapes_come_from_a_collected_shape_range_file(exported, tmp_path):
+    """Collected as Paddle documents (a run under collect_shape_range_info, which a CPU build can
+    do), then handed to enable_tuned_tensorrt_dynamic_shape: the getter says so."""
+    import numpy as np
+
+    compat, files = exported
+    plan = plan_by_name(plan_stages("cpu", "native", "fp32", files["format"], DeployOptions()))["baseline"]
+    feeds = {"image": np.zeros((1, 3, 32, 32), "float32")}
+    path = compat.collect_shape_range(files, plan.config, feeds, tmp_path / "shapes.pbtxt")
+    text = path.read_text()
+    assert "min_shape" in text and "max_shape" in text and "32" in text
+    config = compat.paddle_infer.Config(files["program"], files["params"])
+    config.enable_tuned_tensorrt_dynamic_shape(str(path), True)
+    assert config.tuned_tensorrt_dynamic_shape() is True

@@ -185,8 +185,10 @@ def precision_type(precision: str) -> Any:
 
 
 def make_config(files: Dict[str, str], cfg: PredictorConfig,
-                input_shapes: Optional[Dict[str, List[int]]] = None) -> "paddle_infer.Config":
-    """The one place a ``PredictorConfig`` becomes a ``paddle.inference.Config``."""
+                input_shapes: Optional[Dict[str, List[int]]] = None,
+                shape_file: Optional[Path] = None) -> "paddle_infer.Config":
+    """The one place a ``PredictorConfig`` becomes a ``paddle.inference.Config``. ``shape_file``:
+    legacy TensorRT's dynamic shapes, collected by ``collect_shape_range``."""
     if cfg.device == "gpu" and cfg.trt is not None and files.get("format") == "pir":
         files = pir_trt_convert(files, cfg.trt, input_shapes or {})
     if files.get("params"):
@@ -208,7 +210,7 @@ def make_config(files: Dict[str, str], cfg: PredictorConfig,
             config.exp_disable_mixed_precision_ops(set(cfg.fp32_ops))
         config.disable_mkldnn()
         if cfg.trt is not None and files.get("format") != "pir-trt":
-            _enable_trt(config, cfg.trt, input_shapes or {})
+            _enable_trt(config, cfg.trt, input_shapes or {}, shape_file)
     else:
         config.disable_gpu()
         if cfg.onednn:
@@ -251,8 +253,23 @@ def read_back(config: "paddle_infer.Config") -> Dict[str, Any]:
     return out
 
 
-def _enable_trt(config: "paddle_infer.Config", trt: TensorRT, shapes: Dict[str, List[int]]) -> None:
-    """TensorRT through the legacy subgraph engine (``.pdmodel`` programs).
+def collect_shape_range(files: Dict[str, str], cfg: PredictorConfig, feeds: Dict[str, Any], path: Path) -> Path:
+    """Every tensor's min/opt/max shape, as Paddle documents for legacy TensorRT's dynamic shapes:
+    one run of the program without TensorRT under ``collect_shape_range_info(path)`` (works on CPU
+    builds too, measured on 2.6.2 and 3.3.1)."""
+    config = make_config(files, cfg.replace(trt=None))
+    config.collect_shape_range_info(str(path))
+    predictor = create_predictor(config)
+    run_predictor(predictor, feeds)
+    del predictor  # the file is complete once the predictor is gone
+    return path
+
+
+def _enable_trt(config: "paddle_infer.Config", trt: TensorRT, shapes: Dict[str, List[int]],
+                shape_file: Optional[Path] = None) -> None:
+    """TensorRT through the legacy subgraph engine (``.pdmodel`` programs), dynamic shapes from a
+    collected shape-range file (``enable_tuned_tensorrt_dynamic_shape``) or, without one, the
+    feeds' own shapes.
 
     Written against Paddle's documented API; it has not run on a GPU here.
     """
@@ -264,7 +281,9 @@ def _enable_trt(config: "paddle_infer.Config", trt: TensorRT, shapes: Dict[str, 
         use_static=False,
         use_calib_mode=trt.calibration,
     )
-    if shapes:
+    if shape_file is not None:
+        config.enable_tuned_tensorrt_dynamic_shape(str(shape_file), True)
+    elif shapes:
         config.set_trt_dynamic_shape_info(shapes, shapes, shapes)
     if trt.disabled_ops:
         # Legacy programs only; PIR programs go through paddle.tensorrt.convert(disable_ops=...).
@@ -389,9 +408,10 @@ def _passes_in(log: str) -> Dict[str, List[str]]:
 
 
 def build_predictor(files: Dict[str, str], cfg: PredictorConfig,
-                    input_shapes: Optional[Dict[str, List[int]]] = None) -> Tuple[Any, Dict[str, Any]]:
+                    input_shapes: Optional[Dict[str, List[int]]] = None,
+                    shape_file: Optional[Path] = None) -> Tuple[Any, Dict[str, Any]]:
     """A predictor and the evidence of its build: the passes that ran and Paddle's read-back."""
-    config = make_config(files, cfg, input_shapes)
+    config = make_config(files, cfg, input_shapes, shape_file)
     with captured_native_output() as out:
         predictor = create_predictor(config)
     evidence = _passes_in(out.text)

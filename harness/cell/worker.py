@@ -380,7 +380,11 @@ class Cell:
 
         t = time.perf_counter()
         shapes = {k: list(v.shape) for k, v in feeds.items()} if plan.config.trt else None
-        predictor, evidence = compat.build_predictor(setup["export"], plan.config, shapes)
+        shape_file = None
+        if plan.config.trt is not None and setup["export"]["format"] == "legacy":
+            shape_file = compat.collect_shape_range(setup["export"], plan.config, feeds,
+                                                    self.work / f"{plan.name}.shape_range.pbtxt")
+        predictor, evidence = compat.build_predictor(setup["export"], plan.config, shapes, shape_file)
         build_s = time.perf_counter() - t
         t = time.perf_counter()
         out_names, got, ran = compat.run_with_evidence(predictor, feeds)
