@@ -59,7 +59,7 @@ def main(argv=None) -> int:
                 if i:
                     times[runner].append(took)
     venv, docker = statistics.median(times["venv"]), statistics.median(times["docker"])
-    print(f"cell cpu_fp32/{version}/resnet18, {args.repeat} runs each, interleaved (hazard probe + one cell each)")
+    print(f"cell cpu_fp32/{version}/resnet18, {args.repeat} runs each, interleaved (one cell each; the hazard probe, once per session, is kept from the warm-up)")
     print(f"venv:   median {venv:.2f} s  ({', '.join(f'{t:.2f}' for t in times['venv'])})")
     print(f"docker: median {docker:.2f} s  ({', '.join(f'{t:.2f}' for t in times['docker'])})")
     print(f"ratio docker/venv: {docker / venv:.2f}x  (target <= 1.30x)")
