@@ -227,21 +227,12 @@ class Cell:
         np.savez(self.work / "inputs.npz", **arrays)
 
         t = time.perf_counter()
-        paddle.seed(spec["seed"])
-        compat.set_flags_for_determinism()
-        layer = self.mode.prepare(paddle, layer)
-        weights = self.load_checkpoint(layer)
-        losses: List[float] = []
-        if weights is None:
-            args = build_call_args(paddle, input_spec, arrays)
-            try:
-                losses = _phase("train", lambda: self.mode.train(paddle, layer, args, spec["train_steps"], spec["seed"]))
-            except ModeUnsupported as exc:
-                return {"status": Status.SKIP, "paddle": info, "message": str(exc),
-                        "mode_evidence": getattr(self.mode, "evidence", {}), "findings": self.mode.findings}
-            weights = self.save_checkpoint(layer)
+        try:
+            layer, weights, losses = self.train(layer, input_spec, arrays)
+        except ModeUnsupported as exc:
+            return {"status": Status.SKIP, "paddle": info, "message": str(exc),
+                    "mode_evidence": getattr(self.mode, "evidence", {}), "findings": self.mode.findings}
         timings["train"] = time.perf_counter() - t
-        layer.eval()
 
         # The dygraph reference first: a mode's export may convert the layer or (PaddleSlim) leave
         # Paddle in static mode.
@@ -270,6 +261,23 @@ class Cell:
             "timings": {k: round(v, 4) for k, v in timings.items()},
             "findings": self.mode.findings,
         }
+
+    def train(self, layer: Any, input_spec: List[Any], arrays: Dict[str, np.ndarray]):
+        """The mode's preparation, then the run's shared weights if another cell trained them,
+        else a lite training in the mode (saved for the other cells); the layer in eval."""
+        paddle = self.paddle
+        paddle.seed(self.spec["seed"])
+        self.compat.set_flags_for_determinism()
+        layer = self.mode.prepare(paddle, layer)
+        weights = self.load_checkpoint(layer)
+        losses: List[float] = []
+        if weights is None:
+            args = build_call_args(paddle, input_spec, arrays)
+            losses = _phase("train", lambda: self.mode.train(paddle, layer, args, self.spec["train_steps"],
+                                                             self.spec["seed"]))
+            weights = self.save_checkpoint(layer)
+        layer.eval()
+        return layer, weights, losses
 
     def check_mode_packages(self) -> None:
         """The mode's declared packages must be installed: a missing one is the matrix's (or the
@@ -368,15 +376,7 @@ class Cell:
         feeds = dict(np.load(self.work / "inputs.npz"))
         labels = setup["outputs"]
         baseline = done.get(Stage.BASELINE.value, {})
-        note = ""
-        if plan.reference == "dygraph" or not (self.work / "baseline.npz").exists():
-            if plan.reference != "dygraph":
-                # The baseline predictor never produced outputs (it crashed or raised): compare
-                # with dygraph so the stage still says something, and say so.
-                note = "no baseline predictor outputs; compared with dygraph"
-            reference_name, reference = "dygraph", self._load_outputs("dygraph.npz", labels)
-        else:
-            reference_name, reference = "baseline", self._load_outputs("baseline.npz", labels)
+        reference_name, reference, note = self._reference(plan, labels)
 
         t = time.perf_counter()
         shapes = {k: list(v.shape) for k, v in feeds.items()} if plan.config.trt else None
@@ -405,19 +405,23 @@ class Cell:
             stats["predictor_name"] = out_names[i]
             outputs[label] = stats
         result.update(outputs=outputs, worst=worst(outputs), status=self.stage_status(plan, outputs, evidence, baseline))
-        claimed = plan.config.low_precision
-        ran_low = [d for d in evidence.get("output_dtypes", {}) if d in LOW_PRECISION_DTYPES.get(claimed, ())]
-        if claimed and not ran_low and not plan.config.trt:
-            # The config claims a low precision; the op outputs say whether it ran (TensorRT
-            # engines hide their layers from the hook: their evidence is the engine op).
-            note = (f"no op produced {'/'.join(LOW_PRECISION_DTYPES[claimed])}: the {claimed} "
-                    f"backend ran this program in {', '.join(sorted(evidence.get('output_dtypes', {})))}")
+        note = _low_precision_note(plan, evidence) or note
         if result["status"] is Status.NOOP:
             note = (f"ran the same program as baseline ({len(evidence['passes'])} passes, "
                     f"{evidence['ops']} ops): {plan.lever} changed nothing here")
         if note:
             result["message"] = note
         return result
+
+    def _reference(self, plan: StagePlan, labels: List[str]) -> Tuple[str, List[np.ndarray], str]:
+        """What the stage's outputs are compared with: its planned reference, or dygraph (said so)
+        when the baseline predictor never produced outputs (it crashed or raised)."""
+        if plan.reference == "dygraph":
+            return "dygraph", self._load_outputs("dygraph.npz", labels), ""
+        if not (self.work / "baseline.npz").exists():
+            return ("dygraph", self._load_outputs("dygraph.npz", labels),
+                    "no baseline predictor outputs; compared with dygraph")
+        return "baseline", self._load_outputs("baseline.npz", labels), ""
 
     @staticmethod
     def stage_status(plan: StagePlan, outputs: Dict[str, Dict[str, Any]], evidence: Dict[str, Any],
@@ -531,6 +535,17 @@ class Cell:
             "message": found.message, "invalid_sets": len(found.invalid),
             "invalid_messages": list(dict.fromkeys(messages))[:5], "reference": "baseline",
         }
+
+
+def _low_precision_note(plan: StagePlan, evidence: Dict[str, Any]) -> str:
+    """The config claims a low precision; the op outputs say whether it ran. (TensorRT engines
+    hide their layers from the hook: their evidence is the engine op.)"""
+    claimed = plan.config.low_precision
+    produced = evidence.get("output_dtypes", {})
+    if not claimed or plan.config.trt or any(d in LOW_PRECISION_DTYPES.get(claimed, ()) for d in produced):
+        return ""
+    return (f"no op produced {'/'.join(LOW_PRECISION_DTYPES[claimed])}: the {claimed} backend ran this "
+            f"program in {', '.join(sorted(produced))}")
 
 
 def _signature_specs(input_spec: List[Any]) -> List[Any]:

@@ -141,49 +141,64 @@ def find_culprits(items: Sequence[str], probe: Callable[[List[str]], str],
     try:
         while True:
             m = len(candidates)
-            # Outcome p: 0 = no culprit left in the candidates, 1..m = the last one is
-            # candidates[p-1], m+1 (first round only) = disabling everything does not fix it.
-            if first_round:
-                low, high = 1, m + 1
-                limits = {p: depth + spare - need[p - 1] for p in range(1, m + 1)}
-                limits[m + 1] = depth + EXTRA_BUILDS
-            else:
-                low, high = 0, m
-                limits = {0: spare, **{p: depth + spare - need[p - 1] for p in range(1, m + 1)}}
-            spent = 0
-            while low < high:
-                order = list(range(low, high + 1))
-                at = _threshold([limits[p] - spent for p in order])
-                t = order[at] if at is not None else (low + high + 1) // 2
-                answer = _first_valid(lambda th: fixed(culprits + candidates[: th - 1]), t, low, high)
-                if answer is None:
-                    result.status = SearchOutcome.UNRESOLVED
-                    result.message = (f"every split of {candidates[max(low - 1, 0):high]} is an invalid "
-                                      f"configuration; a culprit may be among them")
-                    result.culprits = culprits
-                    return result
-                t, ok = answer
-                spent += 1
-                if ok:
-                    high = t - 1
-                else:
-                    low = t
-            if first_round and low == m + 1:
+            low, high, limits = _outcome_limits(m, first_round, spare, depth, need)
+            outcome, spent = _round(fixed, culprits, candidates, low, high, limits)
+            if first_round and outcome == m + 1:
                 result.status = SearchOutcome.NOT_A_CULPRIT_SET
                 result.message = "the output is still wrong with every candidate disabled: not caused by these items"
                 culprits = []
                 break
-            if low == 0:
+            if outcome == 0:
                 break
-            culprits.append(candidates[low - 1])
-            candidates = candidates[: low - 1]
+            culprits.append(candidates[outcome - 1])
+            candidates = candidates[: outcome - 1]
             spare = spare + depth - spent
             first_round = False
+    except _Unresolved as exc:
+        result.status = SearchOutcome.UNRESOLVED
+        result.message = str(exc)
     except _Budget:
         result.status = SearchOutcome.UNRESOLVED
         result.message = f"stopped after {result.builds} builds (budget)"
     result.culprits = culprits
     return result
+
+
+class _Unresolved(Exception):
+    pass
+
+
+def _outcome_limits(m: int, first_round: bool, spare: int, depth: int, need: Sequence[int]):
+    """A round's outcomes and the depth each may cost: 0 = no culprit left in the candidates,
+    1..m = the last one is candidates[p-1], m+1 (first round only) = disabling everything does
+    not fix it."""
+    limits = {p: depth + spare - need[p - 1] for p in range(1, m + 1)}
+    if first_round:
+        limits[m + 1] = depth + EXTRA_BUILDS
+        return 1, m + 1, limits
+    limits[0] = spare
+    return 0, m, limits
+
+
+def _round(fixed, culprits: List[str], candidates: List[str], low: int, high: int,
+           limits: Dict[int, int]) -> Tuple[int, int]:
+    """Threshold probes until one outcome is left; returns (outcome, builds spent)."""
+    spent = 0
+    while low < high:
+        order = list(range(low, high + 1))
+        at = _threshold([limits[p] - spent for p in order])
+        t = order[at] if at is not None else (low + high + 1) // 2
+        answer = _first_valid(lambda th: fixed(culprits + candidates[: th - 1]), t, low, high)
+        if answer is None:
+            raise _Unresolved(f"every split of {candidates[max(low - 1, 0):high]} is an invalid "
+                              f"configuration; a culprit may be among them")
+        t, ok = answer
+        spent += 1
+        if ok:
+            high = t - 1
+        else:
+            low = t
+    return low, spent
 
 
 def _first_valid(fixed_below, t, low, high):
