@@ -162,8 +162,8 @@ def tests(s: nox.Session) -> None:
     """The test suite, on real Paddle (CPU, the matrix's default version), a real Docker engine."""
     default = MATRIX.run["default_paddle"]
     # With the PACT mode's packages (PaddleSlim and its pins, numpy<2 among them): its tests run here.
-    s.install("pytest", "nox", "uv", *MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS, *HOST_SIDE,
-              *MATRIX.mode_packages(["pact"]))
+    s.install("pytest", "xmlschema", "nox", "uv", *MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS,
+              *HOST_SIDE, *MATRIX.mode_packages(["pact"]))
     s.run("pytest", *(s.posargs or ["-q"]), env={"HARNESS_TEST_PADDLE": default})
 
 
@@ -172,6 +172,13 @@ def report(s: nox.Session) -> None:
     """Merge every result record of a run into markdown (``-- --run NAME``)."""
     s.install(*HOST_SIDE, silent=True)
     _run_harness(s, "report", *s.posargs)
+
+
+@nox.session(python=HOST_PYTHON)
+def qualify(s: nox.Session) -> None:
+    """Release verdict over a run (``-- --run NAME [--strict] [--known known.toml]``): exit 0 or 1."""
+    s.install(*HOST_SIDE, silent=True)
+    _run_harness(s, "qualify", "--matrix", str(MATRIX_PATH), *s.posargs)
 
 
 @nox.session(python=HOST_PYTHON)

@@ -6,6 +6,7 @@ User errors print one line and exit 2; ``run`` exits 1 when any cell did not pas
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -57,6 +58,18 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--results", type=Path, default=Path("results"))
     report.add_argument("--run", dest="run_name", default="default")
     report.add_argument("--out", type=Path, help="markdown file (default: <results>/<run>/report.md)")
+    report.add_argument("--junit", type=Path, help="JUnit XML (default: <results>/<run>/report.xml)")
+    report.add_argument("--summary", type=Path,
+                        help="short markdown for a PR comment (default: <results>/<run>/summary.md; "
+                             "also appended to $GITHUB_STEP_SUMMARY when set)")
+
+    qualify = sub.add_parser("qualify", help="release verdict over a run: qualified or not (exit 0/1)")
+    qualify.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
+    qualify.add_argument("--results", type=Path, default=Path("results"))
+    qualify.add_argument("--run", dest="run_name", default="default")
+    qualify.add_argument("--known", type=Path, help="known-issues TOML ([[known]] cell, stage, reason, link)")
+    qualify.add_argument("--strict", action="store_true",
+                         help="also block on skipped cells, hazards and missing cells (a release)")
 
     regress = sub.add_parser("regress", help="cross-version report: transitions, drift, agreement, portability")
     regress.add_argument("--results", type=Path, default=Path("results"))
@@ -193,10 +206,27 @@ def _cmd_report(args: argparse.Namespace) -> int:
     model = RunModel.load(results)
     if not model.records:
         raise UserError(f"--results/--run: no result records under {results}; run a session first.")
+    from .report import junit
+    from .report.tables import short_summary
+
     print(terminal_table(model))
     out = write_markdown(args.out or results / "report.md", model, f"Qualification report · run {args.run_name}")
-    print(f"\nreport: {out}")
+    xml = junit.write(args.junit or results / "report.xml", model)
+    summary_text = short_summary(model, f"Paddle qualification · run {args.run_name}")
+    summary = args.summary or results / "summary.md"
+    summary.write_text(summary_text, encoding="utf-8")
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as handle:
+            handle.write(summary_text + "\n")
+    print(f"\nreport: {out}   junit: {xml}   summary: {summary}")
     return 0
+
+
+def _cmd_qualify(args: argparse.Namespace) -> int:
+    from . import matrix as matrix_mod
+    from .report import qualify
+
+    return qualify.run(args.results / args.run_name, matrix_mod.load(args.matrix), args.known, args.strict)
 
 
 def _cmd_regress(args: argparse.Namespace) -> int:
@@ -247,7 +277,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
                "load": _cmd_load, "diff": _cmd_diff, "hazards": _cmd_hazards,
-               "images": _cmd_images, "probe": _cmd_probe, "diff-worker": _cmd_diff_worker, "cell": _cmd_cell}[args.command]
+               "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify, "diff-worker": _cmd_diff_worker, "cell": _cmd_cell}[args.command]
     try:
         return handler(args)
     except UserError as exc:

@@ -33,7 +33,8 @@ _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([.\-+]?[0-9A-Za-z.]+)?$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _FACTORY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
-_TOP_KEYS = {"run", "paddle", "sessions", "modes", "tolerances", "models", "docker"}
+_TOP_KEYS = {"run", "paddle", "sessions", "modes", "tolerances", "models", "docker", "qualify"}
+_QUALIFY_KEYS = {"sessions", "versions", "modes", "models"}
 RUNNERS = ("venv", "docker")
 _DOCKER_KEYS = {"cpu_base", "image_prefix", "memory", "pids"}
 _DOCKER_DEFAULTS = {
@@ -301,6 +302,9 @@ def _validate(path: Path, data: Dict[str, Any]) -> None:
             _fail(path, f"[{key}]", "missing or empty; the matrix needs at least one entry.")
     _validate_paddle(path, data["paddle"])
     _validate_docker(path, data)
+    _check_keys(path, "qualify", data.get("qualify", {}), _QUALIFY_KEYS)
+    for key, value in data.get("qualify", {}).items():
+        _str_list(path, f"qualify.{key}", value)
     run = _validate_run(path, data)
     _validate_modes(path, data, run)
     for precision, tol in data["tolerances"].items():

@@ -148,6 +148,14 @@ def output_rows(records: Sequence[Dict[str, Any]]) -> List[List[str]]:
     return rows
 
 
+def short_summary(model: RunModel, title: str, limit: int = 10) -> str:
+    """Short enough for a pull-request comment or $GITHUB_STEP_SUMMARY: counts, the matrix at a
+    glance, and the first findings."""
+    findings = findings_lines(model, "markdown", limit=3)
+    shown = findings[:limit] + ([f"- ... {len(findings) - limit} more lines in report.md"] if len(findings) > limit else [])
+    return "\n".join([f"### {title}", "", summary_line(model, model.records), "", glance_table(model), "", *shown, ""])
+
+
 def write_markdown(path: Path, model: RunModel, title: str) -> Path:
     atomic_write_text(Path(path), markdown_report(model, title) + "\n")
     return Path(path)

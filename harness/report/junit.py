@@ -1,0 +1,82 @@
+"""JUnit XML for CI (GitHub, GitLab, Jenkins render it): one test suite per session and Paddle
+version, one test case per cell and stage (``classname`` the cell id, ``name`` the stage).
+
+``fail`` and ``vacuous`` are failures (the message and the worst output's statistics in the
+body); ``error``, ``crash`` and ``timeout`` are errors (Paddle's message, the log tail); ``skip``
+and ``noop`` are skipped with the reason. Every text is escaped by the XML writer.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Dict, List
+
+from ..shared.records import atomic_write_text
+from ..shared.results import StageResult
+from ..shared.vocab import Status
+from .model import RunModel, stage_results
+from .notes import fmt_number, stage_note
+
+FAILURES = (Status.FAIL, Status.VACUOUS)
+ERRORS = (Status.ERROR, Status.CRASH, Status.TIMEOUT)
+SKIPS = (Status.SKIP, Status.NOOP)
+
+
+def _case(record: Dict[str, Any], raw: Dict[str, Any]) -> ET.Element:
+    stage = StageResult.from_dict(raw)
+    case = ET.Element("testcase", classname=record["id"], name=stage.name,
+                      time=f"{float(raw.get('seconds') or 0.0):.3f}")
+    note = stage_note(raw)
+    if stage.status in FAILURES:
+        body = "\n".join(f"{o.label}: {o.stats.get('mismatched')}/{o.stats.get('total')} mismatched, max abs "
+                         f"{fmt_number(o.stats.get('max_abs'))}, max rel {fmt_number(o.stats.get('max_rel'))}, cosine "
+                         f"{fmt_number(o.stats.get('cosine'), 6)}, |ref| max {fmt_number(o.stats.get('ref_absmax'))}"
+                         for o in stage.outputs)
+        failure = ET.SubElement(case, "failure", message=f"{stage.status}: {note}"[:1000], type=str(stage.status))
+        failure.text = body
+    elif stage.status in ERRORS:
+        error = ET.SubElement(case, "error", message=f"{stage.status}: {note}"[:1000], type=str(stage.status))
+        error.text = str(raw.get("stderr_tail") or raw.get("message") or "")
+    elif stage.status in SKIPS:
+        ET.SubElement(case, "skipped", message=f"{stage.status}: {note}"[:1000])
+    evidence = stage.evidence
+    if evidence:
+        out = ET.SubElement(case, "system-out")
+        out.text = (f"passes: {len(evidence.get('passes') or [])}, ops: {evidence.get('ops')}, "
+                    f"op dtypes: {evidence.get('output_dtypes')}")
+    return case
+
+
+def junit_xml(model: RunModel) -> str:
+    root = ET.Element("testsuites", name="paddle-qualification")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for (session, version), records in model.by_session().items():
+        suite = ET.SubElement(root, "testsuite", name=f"{session}@{version}")
+        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        seconds = 0.0
+        for record in records:
+            for raw in stage_results(record):
+                case = _case(record, raw)
+                suite.append(case)
+                counts["tests"] += 1
+                seconds += float(case.get("time"))
+                for tag, key in (("failure", "failures"), ("error", "errors"), ("skipped", "skipped")):
+                    if case.find(tag) is not None:
+                        counts[key] += 1
+        for key, value in counts.items():
+            suite.set(key, str(value))
+            totals[key] += value
+        suite.set("time", f"{seconds:.3f}")
+    for key, value in totals.items():
+        root.set(key, str(value))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write(path: Path, model: RunModel) -> Path:
+    atomic_write_text(Path(path), junit_xml(model))
+    return Path(path)
+
+
+__all__: List[str] = ["junit_xml", "write"]

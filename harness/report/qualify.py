@@ -1,0 +1,188 @@
+"""Release qualification: one verdict over a run's records, with known issues.
+
+``python -m harness qualify --run NAME [--strict] [--known known.toml]`` (``nox -s qualify``)
+answers *qualified* or *not qualified* (exit 0 or 1) with the reasons on one screen.
+
+Required cells come from the matrix's ``[qualify]`` table (``sessions``, ``versions``, ``modes``,
+``models``; each defaults to everything the matrix runs: every session at every version it
+lists, ``run.modes``, ``run.models``). A cell blocks when its verdict is ``fail``, ``error``,
+``crash``, ``timeout`` or ``vacuous`` and no known issue expects it. ``--strict`` (what a
+release uses) also blocks on skipped cells, hazards and missing cells (required, no record).
+
+The known-issues file (TOML), as pytest's xfail::
+
+    [[known]]
+    cell = "cpu_onednn_int8/*/qat/*"   # a glob over cell ids <session>/<paddle>/<mode>/<model>
+    stage = "onednn_int8"              # optional: only when this stage is the first failing one
+    reason = "enable_mkldnn_int8 gives wrong numbers on QAT models"
+    link = "https://github.com/PaddlePaddle/Paddle/issues/NNNN"
+
+An expected failure does not block; a cell an entry expects that passed is reported (remove the
+entry); an entry that matches no cell of the run is reported as stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from ..shared.errors import UserError
+from ..shared.vocab import Status
+from .model import RunModel
+
+_KNOWN_KEYS = {"cell", "stage", "reason", "link"}
+_QUALIFY_KEYS = {"sessions", "versions", "modes", "models"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Known:
+    cell: str
+    reason: str
+    stage: Optional[str] = None
+    link: Optional[str] = None
+
+    def matches(self, record: Dict[str, Any]) -> bool:
+        return fnmatch.fnmatchcase(record["id"], self.cell)
+
+    def expects(self, record: Dict[str, Any]) -> bool:
+        stage = record["verdict"].get("first_failing_stage")
+        return self.matches(record) and (self.stage is None or self.stage == stage)
+
+
+def load_known(path: Optional[Path]) -> List[Known]:
+    if path is None:
+        return []
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"--known {path}: not found; pass an existing known-issues file.") from None
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"--known {path}: not valid TOML ({exc}); fix the file.") from None
+    entries = data.get("known", [])
+    if set(data) - {"known"} or not isinstance(entries, list):
+        raise UserError(f"--known {path}: expected only [[known]] tables, got {sorted(data)}.")
+    known = []
+    for i, entry in enumerate(entries):
+        where = f"--known {path}: known[{i}]"
+        if not isinstance(entry, dict):
+            raise UserError(f"{where}: expected a table.")
+        unknown = set(entry) - _KNOWN_KEYS
+        if unknown:
+            raise UserError(f"{where}: unknown key {sorted(unknown)[0]!r}; allowed: {', '.join(sorted(_KNOWN_KEYS))}.")
+        for key in ("cell", "reason"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                raise UserError(f"{where}.{key}: missing; every entry names a cell glob and a reason.")
+        for key in ("stage", "link"):
+            if key in entry and not isinstance(entry[key], str):
+                raise UserError(f"{where}.{key}: expected a string, got {entry[key]!r}.")
+        known.append(Known(entry["cell"], entry["reason"], entry.get("stage"), entry.get("link")))
+    return known
+
+
+def required_cells(matrix: Any) -> List[str]:
+    """Cell ids the release needs, from the matrix's [qualify] table (defaults: everything)."""
+    table = matrix.data.get("qualify", {})
+    unknown = set(table) - _QUALIFY_KEYS
+    if unknown:
+        raise UserError(f"{matrix.path}: qualify.{sorted(unknown)[0]}: unknown key; allowed: "
+                        f"{', '.join(sorted(_QUALIFY_KEYS))}.")
+    sessions = table.get("sessions", list(matrix.sessions))
+    ids = []
+    for name in sessions:
+        session = matrix.session(name)
+        for version in table.get("versions", session.versions):
+            if version not in session.versions:
+                continue
+            for spec in matrix.expand(name, version, modes=table.get("modes"), models=table.get("models")):
+                ids.append(spec["id"])
+    return ids
+
+
+@dataclasses.dataclass
+class Qualification:
+    blocking: List[str]
+    expected: List[str]
+    unexpected_passes: List[str]
+    stale: List[Known]
+    skipped: List[str]
+    missing: List[str]
+    hazards: List[str]
+    strict: bool
+
+    @property
+    def qualified(self) -> bool:
+        if self.blocking:
+            return False
+        return not (self.strict and (self.skipped or self.missing or self.hazards))
+
+
+def qualify(model: RunModel, known: Sequence[Known], required: Sequence[str], strict: bool) -> Qualification:
+    blocking, expected, unexpected, skipped = [], [], [], []
+    for record in sorted(model.records, key=lambda r: r["id"]):
+        status = Status.of(record["verdict"]["status"])
+        entry = next((k for k in known if k.expects(record)), None)
+        matched = next((k for k in known if k.matches(record)), None)
+        line = _line(record)
+        if status.blocks or status is Status.VACUOUS:
+            if entry:
+                expected.append(f"{line} — known: {entry.reason}" + (f" ({entry.link})" if entry.link else ""))
+            else:
+                blocking.append(line)
+        elif status is Status.SKIP:
+            skipped.append(line)
+        elif matched:
+            unexpected.append(f"{record['id']} passed; known entry {matched.cell!r} ({matched.reason}) can go")
+    stale = [k for k in known if not any(k.matches(r) for r in model.records)]
+    present = {r["id"] for r in model.records}
+    missing = [cell for cell in required if cell not in present]
+    hazards = [f"{h.kind}: {h.message} (probed in {', '.join(h.places)})" for h in model.hazards()]
+    return Qualification(blocking, expected, unexpected, stale, skipped, missing, hazards, strict)
+
+
+def _line(record: Dict[str, Any]) -> str:
+    verdict = record["verdict"]
+    stage = verdict.get("first_failing_stage")
+    where = f" at {stage}" if stage else ""
+    message = " ".join(str(verdict.get("message", "")).split())[:160]
+    return f"{record['id']}: {verdict['status']}{where}" + (f": {message}" if message else "")
+
+
+def render(result: Qualification, limit: int = 8) -> str:
+    lines = [f"{'QUALIFIED' if result.qualified else 'NOT QUALIFIED'}"
+             f"{' (strict: skips, hazards and missing cells block)' if result.strict else ''}"]
+
+    def section(title: str, items: Sequence[str], blocks: bool) -> None:
+        if not items:
+            return
+        mark = "blocking" if blocks else "reported"
+        lines.append(f"{title} ({len(items)}, {mark}):")
+        lines.extend(f"  {item}" for item in items[:limit])
+        if len(items) > limit:
+            lines.append(f"  ... and {len(items) - limit} more")
+
+    section("Unexpected failures", result.blocking, True)
+    section("Missing cells (required, no record)", result.missing, result.strict)
+    section("Skipped cells", result.skipped, result.strict)
+    section("Hazards", result.hazards, result.strict)
+    section("Expected failures (known issues)", result.expected, False)
+    section("Unexpected passes (remove their known entries)", result.unexpected_passes, False)
+    section("Stale known entries (match no cell)", [f"{k.cell}: {k.reason}" for k in result.stale], False)
+    return "\n".join(lines)
+
+
+def run(results: Path, matrix: Any, known_path: Optional[Path], strict: bool) -> int:
+    if not results.is_dir():
+        raise UserError(f"--results/--run: {results} does not exist; run the sessions first.")
+    model = RunModel.load(results)
+    if not model.records:
+        raise UserError(f"--results/--run: no result records under {results}; run the sessions first.")
+    result = qualify(model, load_known(known_path), required_cells(matrix), strict)
+    print(render(result))
+    return 0 if result.qualified else 1
