@@ -50,7 +50,7 @@ except UserError as exc:
 HOST_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 # The host side: tabulate prints the tables; openpyxl and matplotlib write the per-tensor sheets
 # and plots; the docker SDK drives containers.
-HOST_SIDE = ["numpy", "tabulate", "openpyxl", "matplotlib", "docker"]
+HOST_SIDE = ["numpy", "tabulate", "openpyxl", "matplotlib", "docker", "jinja2"]
 # A uv-made venv cannot import paddle without setuptools.
 CELL_SIDE_EXTRAS = ["setuptools", "tabulate", "openpyxl", "matplotlib"]
 

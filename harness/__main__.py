@@ -59,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--run", dest="run_name", default="default")
     report.add_argument("--out", type=Path, help="markdown file (default: <results>/<run>/report.md)")
     report.add_argument("--junit", type=Path, help="JUnit XML (default: <results>/<run>/report.xml)")
+    report.add_argument("--html", type=Path, help="self-contained HTML (default: <results>/<run>/report.html)")
     report.add_argument("--summary", type=Path,
                         help="short markdown for a PR comment (default: <results>/<run>/summary.md; "
                              "also appended to $GITHUB_STEP_SUMMARY when set)")
@@ -212,13 +213,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
     print(terminal_table(model))
     out = write_markdown(args.out or results / "report.md", model, f"Qualification report · run {args.run_name}")
     xml = junit.write(args.junit or results / "report.xml", model)
+    from .report import html
+
+    page = html.write(args.html or results / "report.html", model, f"Qualification report · run {args.run_name}")
     summary_text = short_summary(model, f"Paddle qualification · run {args.run_name}")
     summary = args.summary or results / "summary.md"
     summary.write_text(summary_text, encoding="utf-8")
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as handle:
             handle.write(summary_text + "\n")
-    print(f"\nreport: {out}   junit: {xml}   summary: {summary}")
+    print(f"\nreport: {out}   html: {page}   junit: {xml}   summary: {summary}")
     return 0
 
 

@@ -133,3 +133,8 @@ def escapes():
     except OSError as exc:
         repo = f"repository not writable ({exc.strerror})"
     raise RuntimeError(f"escape attempt: {network}; {repo}")
+
+
+def hostile():
+    """A model whose error message is markup: a report that prints it unescaped runs it."""
+    raise RuntimeError("<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">")

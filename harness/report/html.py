@@ -1,0 +1,154 @@
+"""One self-contained HTML report (styles and images inline; nothing is fetched at view time),
+rendered from the report model with Jinja2 (autoescaping on: every name and message from records
+or Paddle is escaped) and matplotlib (the drift plot; the per-tensor plots the runner wrote).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from .. import __version__
+from ..launch import log_tail
+from ..shared.records import atomic_write_text
+from ..shared.vocab import STATUS_ORDER
+from .model import RunModel, stage_results, version_key
+from .notes import analysis_note, evidence_note, fmt_number, stage_note
+from .tensors import row_cells
+
+TEMPLATES = Path(__file__).with_name("templates")
+TENSOR_ROWS = 60  # per cell: the first divergence and its neighbourhood are what a person reads
+
+
+def _anchor(cell_id: str) -> str:
+    return "cell-" + re.sub(r"[^A-Za-z0-9_-]", "-", cell_id)
+
+
+def _png(fig) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def drift_plot(model: RunModel) -> Optional[str]:
+    """Max abs error of each (session, stage) across Paddle versions, as an inline PNG."""
+    series: Dict[str, Dict[str, float]] = {}
+    for record in model.records:
+        for stage in record["stages"]:
+            value = (stage.get("worst") or {}).get("max_abs")
+            if value is None:
+                continue
+            key = f"{record['cell']['session']['name']}:{stage['name']}"
+            version = record["cell"]["paddle"]
+            series.setdefault(key, {})[version] = max(series.get(key, {}).get(version, 0.0), float(value))
+    versions = sorted({v for points in series.values() for v in points}, key=version_key)
+    if len(versions) < 2:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 4))
+    floor = 1e-9
+    for key, points in sorted(series.items()):
+        xs = [i for i, v in enumerate(versions) if v in points]
+        ax.semilogy(xs, [max(points[versions[i]], floor) for i in xs], marker="o", linewidth=1, label=key)
+    ax.set_xticks(range(len(versions)))
+    ax.set_xticklabels(versions)
+    ax.set_ylabel("worst output max abs")
+    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    png = _png(fig)
+    plt.close(fig)
+    return png
+
+
+def _tensor_rows(diff: Dict[str, Any]):
+    """The per-tensor rows around the first divergence, and how many there are."""
+    path = diff.get("result")
+    if not path or not Path(path).exists():
+        return None
+    result = json.loads(Path(path).read_text(encoding="utf-8"))
+    rows = result.get("rows", [])
+    first = next((i for i, r in enumerate(rows) if r.get("first_divergence")), 0)
+    start = max(0, first - TENSOR_ROWS // 3)
+    shown = []
+    for row in rows[start:start + TENSOR_ROWS]:
+        cells = row_cells(row)
+        shown.append({"index": row["index"], "op": cells[1], "name": row["name"], "mismatched": cells[4],
+                      "max_abs": fmt_number(row["max_abs"], 4), "max_rel": fmt_number(row["max_rel"], 4),
+                      "matched_by": row["matched_by"], "note": cells[10], "first": row.get("first_divergence")})
+    return shown, len(rows)
+
+
+def _cell(record: Dict[str, Any]) -> Dict[str, Any]:
+    verdict = record["verdict"]
+    stages, outputs = [], []
+    for stage in stage_results(record):
+        worst = stage.get("worst") or {}
+        stages.append({"name": stage["name"], "status": str(stage["status"]), "max_abs": fmt_number(worst.get("max_abs")),
+                       "max_rel": fmt_number(worst.get("max_rel")), "evidence": evidence_note(stage),
+                       "lever": stage.get("lever", ""), "note": stage_note(stage)})
+        for label, stats in (stage.get("outputs") or {}).items():
+            outputs.append({"stage": stage["name"], "label": label, "status": str(stats.get("status")),
+                            "mismatched": f"{stats.get('mismatched')}/{stats.get('total')}",
+                            "max_abs": fmt_number(stats.get("max_abs")), "max_rel": fmt_number(stats.get("max_rel")),
+                            "cosine": fmt_number(stats.get("cosine"), 6), "ref_absmax": fmt_number(stats.get("ref_absmax"))})
+    analysis = record.get("analysis") or {}
+    tensors, total, png = [], 0, None
+    diff = analysis.get("diff") or {}
+    if diff:
+        found = _tensor_rows(diff)
+        if found:
+            tensors, total = found
+        plot = (diff.get("files") or {}).get("png")
+        if plot and Path(plot).exists():
+            png = base64.b64encode(Path(plot).read_bytes()).decode("ascii")
+    work = Path(record["_path"]).with_suffix("") if record.get("_path") else None
+    return {"id": record["id"], "anchor": _anchor(record["id"]), "status": str(verdict["status"]),
+            "message": verdict.get("message", ""), "stages": stages, "outputs": outputs,
+            "analysis": [{"kind": kind, "note": analysis_note(kind, result)} for kind, result in analysis.items()],
+            "tensors": tensors, "tensor_total": total, "tensor_png": png,
+            "log_tail": log_tail(work / "worker.log", lines=20) if work else ""}
+
+
+def render(model: RunModel, title: str) -> str:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    counts = model.verdict_counts()
+    grid = model.glance()
+    rows = []
+    for model_name, mode in model.rows:
+        cells = []
+        for column in model.columns:
+            verdict = grid.get((model_name, mode), {}).get(column)
+            if verdict is None:
+                cells.append(None)
+                continue
+            cell_id = f"{column[0]}/{column[1]}/{mode}/{model_name}"
+            cells.append({"id": cell_id, "anchor": _anchor(cell_id), "status": str(verdict["status"]),
+                          "stage": verdict.get("first_failing_stage"), "message": verdict.get("message", "")})
+        rows.append({"label": f"{model_name} · {mode}", "cells": cells})
+    details = model.hazard_details()
+    hazards = [{"kind": h.kind, "message": h.message, "places": h.places, "calls": details.get(h.kind, {}).get("calls", ""),
+                "issue": details.get(h.kind, {}).get("issue")} for h in model.hazards()]
+    numeric = [{"place": f.place, "stage": f.stage, "output": f.output, "max_abs": fmt_number(f.max_abs),
+                "of_scale": f"{f.relative_to_scale:.2%}" if f.relative_to_scale is not None else "-",
+                "cosine": fmt_number(f.cosine, 5), "culprits": ", ".join(f.culprits)} for f in model.numeric_failures()]
+    return env.get_template("report.html.j2").render(
+        title=title, harness=__version__, n_cells=len(model.records),
+        counts=[(str(s), counts[s]) for s in STATUS_ORDER if counts.get(s)],
+        columns=model.columns, rows=rows, causes=model.causes(), hazards=hazards, numeric=numeric,
+        drift_png=drift_plot(model), cells=[_cell(r) for r in sorted(model.records, key=lambda r: r["id"])])
+
+
+def write(path: Path, model: RunModel, title: str) -> Path:
+    atomic_write_text(Path(path), render(model, title))
+    return Path(path)

@@ -1,0 +1,50 @@
+"""The HTML report opened in a real browser (headless Chromium): what a person sees, checked from
+the rendered DOM, with a screenshot kept for people to look at."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from .conftest import matrix_text, run_harness
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (`apt-get install chromium`; .ci/run does)")
+
+
+def _chromium(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_report_shows_verdicts_causes_and_escapes_hostile_messages(tmp_path, paddle_version):
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(matrix_text(paddle_version, {"clean": "tests.factories:clean", "hostile": "tests.factories:hostile",
+                                                   "broken": "tests.factories:truncated_params"}))
+    results = tmp_path / "r"
+    run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--results", str(results))
+    proc = run_harness("report", "--results", str(results))
+    assert proc.returncode == 0, proc.stderr
+    page = results / "default" / "report.html"
+    source = page.read_text()
+    assert "http://" not in source.replace("http://www.w3.org", "") and "https://" not in source.split("<body>")[0]
+    dom = _chromium("--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    html = dom.stdout
+    # The hostile message is text on the page, never markup: no script ran, no element was made.
+    assert "<title>Qualification report · run default</title>" in html
+    assert "pwned" in html and "<script" not in html and "<img src=\"x\"" not in html
+    assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in html
+    # The matrix at a glance: one verdict per cell, coloured by its class.
+    cells = {model: status for status, model in re.findall(r'<td class="v (\w+)" data-cell="[^"]*/(\w+)"', html)}
+    assert cells == {"clean": "pass", "hostile": "error", "broken": "error"}
+    # The truncated export's stages share one cause: one line, three stage results, one cell.
+    assert re.search(r"<b>error ×3</b> in 1 cell\(s\)", html)
+    shot = tmp_path / "report.png"
+    screenshot = _chromium(f"--screenshot={shot}", "--window-size=1400,900", page.as_uri())
+    assert screenshot.returncode == 0 and shot.stat().st_size > 10_000
+    keep = results.parent / "report-screenshot.png"
+    shutil.copy(shot, keep)
