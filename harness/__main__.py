@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--results", type=Path, default=Path("results"), help="results root (default: %(default)s)")
     run.add_argument("--run", dest="run_name", default="default", help="run name under the results root")
     run.add_argument("--force", action="store_true", help="redo cells that already have a record")
+    run.add_argument("--jobs", type=int, default=None,
+                     help="cells at once (default: the cores at the cells' pinned thread count)")
     run.add_argument("--no-root-cause", dest="root_cause", action="store_false",
                      help="record failing stages without the per-tensor diff and culprit search (faster CI)")
     run.add_argument("--python", help="Python of the Paddle environment (default: this one)")
@@ -85,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     port.add_argument("--session", default="cpu_fp32", help="whose exports to load (default: %(default)s)")
     port.add_argument("--model", action="append")
     port.add_argument("--force", action="store_true", help="redo pairs that already have a record")
+    port.add_argument("--jobs", type=int, default=None, help="loads at once (default: the cores)")
 
     diff = sub.add_parser("diff", help="per-tensor diff of an exported model between two predictor configs")
     diff.add_argument("--model-dir", type=Path, required=True, help="folder with <prefix>.json|.pdmodel + .pdiparams")
@@ -129,7 +132,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from . import matrix as matrix_mod
     from .report.model import RunModel, load_hazard_probes
     from .report.tables import terminal_table, write_markdown
-    from .runner import probe_hazards, run_session
+    from .runner import default_jobs, probe_hazards, run_session
     from .shared.vocab import Status
 
     matrix = matrix_mod.load(args.matrix)
@@ -144,6 +147,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     records = run_session(
         matrix, session.name, version, results=results, modes=args.mode, models=args.model,
         force=args.force, launcher=launcher, root_cause=args.root_cause,
+        jobs=args.jobs or default_jobs(matrix.run["reference_threads"]),
     )
     probes = [p for p in load_hazard_probes(results) if p["session"] == session.name and p["paddle"] == version]
     model = RunModel(records, probes)
@@ -243,7 +247,8 @@ def _cmd_port(args: argparse.Namespace) -> int:
     from . import portability
     from .shared.vocab import Status
 
-    results = portability.run(args.results / args.run_name, args.session, args.model, force=args.force)
+    results = portability.run(args.results / args.run_name, args.session, args.model, force=args.force,
+                              jobs=args.jobs or os.cpu_count() or 1)
     return 1 if any(Status.of(r["status"]).blocks for r in results) else 0
 
 

@@ -9,6 +9,7 @@ compares with the exporting version's own baseline outputs at fp32 tolerance. On
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import time
 from importlib import metadata
@@ -85,7 +86,7 @@ def port_one(record: Dict[str, Any], loader: str, out_dir: Path, launcher: Any) 
 
 
 def run(results: Path, session: str, models: Optional[List[str]], python: Optional[str] = None,
-        force: bool = False) -> List[Dict[str, Any]]:
+        force: bool = False, jobs: int = 1) -> List[Dict[str, Any]]:
     if not results.is_dir():
         raise UserError(f"--results/--run: {results} does not exist; run the sessions of other versions first.")
     loader = this_paddle()
@@ -96,8 +97,7 @@ def run(results: Path, session: str, models: Optional[List[str]], python: Option
         print(f"[harness] nothing to port: no {session} records exported by a Paddle other than {loader} "
               f"under {results} (run `nox -s {session}@<version>` for other versions first)")
         return []
-    done = []
-    for record in records:
+    def one(record: Dict[str, Any]) -> Dict[str, Any]:
         cell = record["cell"]
         out_dir = results / "portability" / cell["paddle"] / loader / session / cell["mode"]
         path = out_dir / f"{cell['model']['name']}.json"
@@ -105,11 +105,12 @@ def run(results: Path, session: str, models: Optional[List[str]], python: Option
             result = json.loads(path.read_text(encoding="utf-8"))
             print(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
                   f"{result['status']} (recorded earlier; --force reruns)", flush=True)
-            done.append(result)
-            continue
+            return result
         result = port_one(record, loader, out_dir, LocalLauncher(python))
-        atomic_write_json(out_dir / f"{cell['model']['name']}.json", result)
+        atomic_write_json(path, result)
         print(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
               f"{result['status']} {result.get('message', '')}".rstrip(), flush=True)
-        done.append(result)
-    return done
+        return result
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, records))

@@ -14,8 +14,11 @@ kept in ``<session>/<paddle>/hazards.json``: findings about Paddle, not verdicts
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import os
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -195,29 +198,100 @@ def probe_hazards(session: Any, version: str, results: Path, launcher: Any, forc
     return probe
 
 
+def default_jobs(reference_threads: int) -> int:
+    """As many cells at once as the cores allow at the cells' pinned thread count. Numbers do not
+    depend on it: every predictor's math threads are set by its config, never by the machine."""
+    return max(1, (os.cpu_count() or 1) // max(1, reference_threads))
+
+
 def run_session(matrix: Any, session: str, version: str, *, results: Path,
                 modes: Optional[List[str]] = None, models: Optional[List[str]] = None,
-                force: bool = False, launcher: Any = None, root_cause: bool = True,
+                force: bool = False, launcher: Any = None, root_cause: bool = True, jobs: int = 1,
                 progress=print) -> List[Dict[str, Any]]:
-    """Every cell of one session at one Paddle version; returns the records (old and new)."""
+    """Every cell of one session at one Paddle version, up to ``jobs`` at once; returns the
+    records (old and new) in the matrix's order."""
     cells = matrix.expand(session, version, modes=modes, models=models)
     launcher = launcher or LocalLauncher()
-    records = []
+    records: Dict[str, Dict[str, Any]] = {}
+    todo = []
     for spec in cells:
         # One version-neutral checkpoint per (mode, model) and run: every session and
         # Paddle version of the run computes with the same weights.
         spec["checkpoint"] = str(Path(results) / "checkpoints" / spec["mode"] / f"{spec['model']['name']}.npz")
         spec["root_cause"] = root_cause
         path = cell_record_path(results, spec["id"])
-        if path.exists() and not force:
-            record = load_record(path)
-            if record is not None:
-                progress(f"[harness] {spec['id']}: {record['verdict']['status']} (recorded earlier; --force reruns)")
-                records.append(record)
-                continue
-        progress(f"[harness] {spec['id']}: running")
+        record = load_record(path) if path.exists() and not force else None
+        if record is not None:
+            progress(f"[harness] {spec['id']}: {record['verdict']['status']} (recorded earlier; --force reruns)")
+            records[spec["id"]] = record
+        else:
+            todo.append(spec)
+    board = Progress(len(cells), len(records), results, progress)
+
+    def one(spec: Dict[str, Any]) -> Dict[str, Any]:
+        board.started(spec["id"])
         record = run_cell(spec, results, launcher)
-        atomic_write_json(path, record)
-        progress(f"[harness] {spec['id']}: {record['verdict']['status']} in {record['seconds']:.1f} s")
-        records.append(record)
-    return records
+        atomic_write_json(cell_record_path(results, spec["id"]), record)
+        board.finished(spec["id"], record)
+        return record
+
+    with board, concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(one, spec) for spec in todo]
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                record = future.result()
+                records[record["id"]] = record
+        except BaseException:
+            for future in futures:  # bad input or an interrupt: finished cells keep their records
+                future.cancel()
+            raise
+    return [records[spec["id"]] for spec in cells if spec["id"] in records]
+
+
+class Progress:
+    """Where a run is, in lines that read well in a CI log: one per finished cell (done/total,
+    elapsed), and every ``HEARTBEAT_SECONDS`` one naming the running cells and their stages (read
+    from their journals)."""
+
+    HEARTBEAT_SECONDS = 30.0
+
+    def __init__(self, total: int, done: int, results: Path, say=print):
+        self.total, self.done, self.results, self.say = total, done, results, say
+        self.started_at = time.monotonic()
+        self.running: Dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __enter__(self) -> "Progress":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1)
+
+    def started(self, cell_id: str) -> None:
+        with self._lock:
+            self.running[cell_id] = time.monotonic()
+        self.say(f"[harness] {cell_id}: running")
+
+    def finished(self, cell_id: str, record: Dict[str, Any]) -> None:
+        with self._lock:
+            self.running.pop(cell_id, None)
+            self.done += 1
+            done = self.done
+        self.say(f"[harness] [{done}/{self.total}, {time.monotonic() - self.started_at:.0f} s] {cell_id}: "
+                 f"{record['verdict']['status']} in {record['seconds']:.1f} s")
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.HEARTBEAT_SECONDS):
+            with self._lock:
+                running = dict(self.running)
+                done = self.done
+            stages = []
+            for cell_id in running:
+                current = Journal(cell_work_dir(self.results, cell_id) / "journal.jsonl").running()
+                stages.append(f"{cell_id} at {current[0] if current else 'start'}")
+            self.say(f"[harness] [{done}/{self.total}, {time.monotonic() - self.started_at:.0f} s] running: "
+                     + ("; ".join(stages) or "-"))
