@@ -52,6 +52,16 @@ def _parser() -> argparse.ArgumentParser:
                                                     "into a cache)")
     images.add_argument("--make-base", action="store_true", help="first build [docker].cpu_base with debootstrap")
 
+    shards = sub.add_parser("shards", help="nox sessions (`nox -l --json` on stdin) as a CI job matrix")
+    shards.add_argument("--nox-json", type=Path, help="file with `nox -l --json` output (default: stdin)")
+    shards.add_argument("--format", choices=("github", "gitlab"), default="github")
+    shards.add_argument("--cpu-runner", default="ubuntu-latest")
+    shards.add_argument("--gpu-runner", default="gpu")
+
+    merge = sub.add_parser("merge", help="merge shards' run folders into one run")
+    merge.add_argument("--into", type=Path, required=True, help="the merged run folder (results/<run>)")
+    merge.add_argument("shards", type=Path, nargs="+", help="the shards' run folders")
+
     probe = sub.add_parser("probe", help="why a runner cannot run here (prints nothing when it can)")
     probe.add_argument("--image", required=True)
     probe.add_argument("--gpu", action="store_true", help="the container needs a GPU")
@@ -192,6 +202,29 @@ def _cmd_images(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_shards(args: argparse.Namespace) -> int:
+    import json
+
+    from .report import shards
+
+    where = str(args.nox_json) if args.nox_json else "stdin"
+    try:
+        text = args.nox_json.read_text(encoding="utf-8") if args.nox_json else sys.stdin.read()
+    except OSError as exc:
+        raise UserError(f"--nox-json {args.nox_json}: cannot read it ({exc.strerror}).") from None
+    sessions = shards.read_nox_json(text, where)
+    print(json.dumps(shards.ci_matrix(sessions, args.format, args.cpu_runner, args.gpu_runner)))
+    return 0
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from .report import shards
+
+    done = shards.merge(args.into, args.shards)
+    print(f"merged {done['cells']} cells from {done['shards']} shards into {args.into}")
+    return 0
+
+
 def _cmd_probe(args: argparse.Namespace) -> int:
     from .launch.containers import DockerLauncher
 
@@ -286,7 +319,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
                "load": _cmd_load, "diff": _cmd_diff, "hazards": _cmd_hazards,
-               "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify, "diff-worker": _cmd_diff_worker, "cell": _cmd_cell}[args.command]
+               "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,
+               "shards": _cmd_shards, "merge": _cmd_merge, "diff-worker": _cmd_diff_worker, "cell": _cmd_cell}[args.command]
     try:
         return handler(args)
     except UserError as exc:

@@ -146,6 +146,15 @@ class Matrix:
         return list(entry[key])
 
     @property
+    def fingerprint(self) -> str:
+        """What the matrix says, after defaults, as a short digest: records carry it, and shards
+        made from different matrices are not merged."""
+        import hashlib
+        import json
+
+        return hashlib.sha256(json.dumps(self.data, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    @property
     def docker(self) -> Dict[str, Any]:
         return self.data["docker"]
 
@@ -231,6 +240,7 @@ class Matrix:
             "trt_workspace_mb": run["trt_workspace_mb"],
             "trt_min_subgraph_size": run["trt_min_subgraph_size"],
             "matrix": str(self.path),
+            "matrix_fingerprint": self.fingerprint,
         }
 
 

@@ -1,0 +1,73 @@
+"""The CI matrix step for real: sessions from `nox -l --json`, two shards run through nox into
+separate folders, merged, reported and qualified."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import NOX, ROOT, matrix_text, nox_run, one_line_error, run_harness
+
+pytestmark = pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")
+
+
+def _shards(nox_json: str, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "harness", "shards", *args], input=nox_json, cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+
+
+def test_generate_run_two_shards_merge_and_qualify(tmp_path, paddle_version, nox_envdir):
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(matrix_text(paddle_version, {"clean": "tests.factories:clean"}))
+    listed = nox_run("-l", "--json", "-t", "cpu", matrix=matrix)
+    assert listed.returncode == 0, listed.stderr
+    plan = json.loads(_shards(listed.stdout, "--format", "github").stdout)
+    sessions = [row["session"] for row in plan["include"]]
+    assert sessions == ["cpu_fp32", "cpu_onednn_fp32", "cpu_onednn_bf16"]
+    assert {row["runner"] for row in plan["include"]} == {"ubuntu-latest"}
+    gitlab = json.loads(_shards(listed.stdout, "--format", "gitlab", "--cpu-runner", "cpu-box").stdout)
+    assert gitlab == [{"SESSION": sessions, "RUNNER": ["cpu-box"]}]
+    everything = json.loads(_shards(nox_run("-l", "--json").stdout).stdout)  # the default matrix
+    assert {r["runner"] for r in everything["include"] if r["session"].startswith("gpu_")} == {"gpu"}
+    assert not any(r["session"] in ("tests", "images") or r["session"].startswith("portability")
+                   for r in everything["include"])
+
+    runs = []
+    for i, session in enumerate(sessions[:2]):
+        folder = tmp_path / f"shard{i}"
+        proc = nox_run("-s", session, "--envdir", str(nox_envdir), "--", "--results", str(folder), "--run", session,
+                       matrix=matrix)
+        assert proc.returncode in (0, 1), proc.stdout[-2000:]
+        runs.append(folder / session)
+    merged = tmp_path / "results" / "merged"
+    proc = run_harness("merge", "--into", str(merged), *map(str, runs))
+    assert proc.returncode == 0, proc.stderr
+    assert "merged 2 cells from 2 shards" in proc.stdout
+    record = json.loads(next(merged.rglob("cpu_onednn_fp32/*/normal/clean.json")).read_text())
+    assert str(runs[1]) not in json.dumps(record)  # paths inside records follow the merge
+    report = run_harness("report", "--results", str(tmp_path / "results"), "--run", "merged")
+    assert report.returncode == 0 and "2 cells: 2 pass" in report.stdout
+    qualified = run_harness("qualify", "--matrix", str(matrix), "--results", str(tmp_path / "results"), "--run", "merged")
+    assert qualified.returncode == 0 and qualified.stdout.startswith("QUALIFIED")
+    strict = run_harness("qualify", "--matrix", str(matrix), "--results", str(tmp_path / "results"), "--run", "merged",
+                         "--strict")
+    assert strict.returncode == 1 and f"cpu_onednn_bf16/{paddle_version}/normal/clean" in strict.stdout  # not run
+
+    # Bad input: the same cell twice, shards of another matrix, a folder without records.
+    assert "is in both" in one_line_error(run_harness("merge", "--into", str(tmp_path / "m2"), str(runs[0]), str(runs[0])))
+    other = tmp_path / "other.toml"
+    other.write_text(matrix.read_text().replace("train_steps = 1", "train_steps = 2"))
+    proc = run_harness("run", "--matrix", str(other), "--session", "cpu_onednn_bf16", "--results", str(tmp_path / "s3"),
+                       "--run", "x")
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    line = one_line_error(run_harness("merge", "--into", str(tmp_path / "m3"), str(runs[0]), str(tmp_path / "s3" / "x")))
+    assert "made from another matrix" in line
+    (tmp_path / "empty").mkdir()
+    assert "holds no result records" in one_line_error(run_harness("merge", "--into", str(tmp_path / "m4"),
+                                                                    str(tmp_path / "empty")))
+    assert "not the JSON" in one_line_error(_shards("nonsense"))
