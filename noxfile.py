@@ -190,3 +190,4 @@ def bench(s: nox.Session) -> None:
     s.run("python", "-m", "harness.bench.diff_memory")
     # Needs DOCKER_HOST and the image (`nox -s images`); says why it skips otherwise.
     s.run("python", "-m", "harness.bench.containers")
+    s.run("python", "-m", "harness.bench.report")  # the records of results/default (e.g. after nox -t cpu)
