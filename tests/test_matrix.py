@@ -1,6 +1,5 @@
 """Matrix validation and expansion (host side), and the bad-input contract of the CLI."""
 
-import json
 import subprocess
 import sys
 
@@ -9,7 +8,7 @@ import pytest
 from harness import matrix
 from harness.shared.errors import UserError
 
-from .conftest import ROOT, load_record, one_line_error, run_harness
+from .conftest import ROOT, one_line_error, run_harness
 
 
 def test_default_matrix_expands_to_stable_cell_ids():

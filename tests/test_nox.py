@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from .conftest import NOX, ROOT, nox_run
+from .conftest import NOX, nox_run
 
 pytestmark = pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")
 

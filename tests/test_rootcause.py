@@ -14,7 +14,7 @@ from harness.engine_info import engine_output_names
 from harness.shared.errors import UserError
 from harness.shared.search import build_budget, find_culprits
 
-from .conftest import NOX, ROOT, installed_paddle, matrix_text, nox_run, one_line_error, run_harness
+from .conftest import NOX, installed_paddle, matrix_text, nox_run, one_line_error, run_harness
 
 DATA = Path(__file__).parent / "data"
 

@@ -8,7 +8,6 @@ share a cause are counted once; an unreadable model is bad input.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

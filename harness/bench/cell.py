@@ -12,23 +12,13 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from . import ROOT, timed
+
 PLAIN = Path(__file__).with_name("plain_cell.py")
-
-
-def _timed(cmd, env) -> float:
-    started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"benchmark command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
-    return elapsed
 
 
 def main(argv=None) -> int:
@@ -44,16 +34,16 @@ def main(argv=None) -> int:
                        "--mode", args.mode, "--results", str(tmp / "results"), "--force", "--no-root-cause"]
         # Warm-up, the record whose stage configs the plain script replays, and the session's
         # hazard probe (once per Paddle version and session, kept: the timed runs measure cells).
-        _timed(harness_cmd, env)
+        timed(harness_cmd, env)
         record = next((tmp / "results").rglob("resnet18.json"))
         harness_times, plain_times = [], []
         for i in range(args.repeat):
             # Without its checkpoint the harness trains again, as the plain script does.
             shutil.rmtree(tmp / "results" / "default" / "checkpoints", ignore_errors=True)
-            harness_times.append(_timed(harness_cmd, env))
+            harness_times.append(timed(harness_cmd, env))
             work = tmp / f"plain{i}"
             work.mkdir()
-            plain_times.append(_timed([sys.executable, str(PLAIN), str(record), str(work)], env))
+            plain_times.append(timed([sys.executable, str(PLAIN), str(record), str(work)], env))
         h, p = statistics.median(harness_times), statistics.median(plain_times)
         stages = [s["name"] for s in json.loads(record.read_text())["stages"]]
     print(f"cell {args.session}/{args.mode}/resnet18, stages {stages}, {args.repeat} runs each, interleaved")

@@ -13,22 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _timed(cmd, env) -> float:
-    started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"benchmark command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
-    return elapsed
+from . import ROOT, timed
 
 
 def main(argv=None) -> int:
@@ -53,7 +42,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat + 1):  # the first round warms caches and is not counted
             for runner in ("venv", "docker"):
-                took = _timed([sys.executable, "-m", "harness", "run", "--matrix", args.matrix, "--session", "cpu_fp32",
+                took = timed([sys.executable, "-m", "harness", "run", "--matrix", args.matrix, "--session", "cpu_fp32",
                                "--paddle", version, "--model", "resnet18", "--results", f"{tmp}/{runner}", "--force",
                                "--runner", runner], env)
                 if i:

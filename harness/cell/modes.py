@@ -30,7 +30,6 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from ..shared.errors import UserError
 
 
 class ModeUnsupported(Exception):

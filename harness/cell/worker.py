@@ -33,7 +33,7 @@ import numpy as np
 from ..shared.backends import QUANTIZED_MODES, DeployOptions, SearchSpace, StagePlan, plan_stages
 from ..shared.causes import paddle_message
 from ..shared.compare import compare_tol, worst
-from ..shared.config import PredictorConfig, TensorRT
+from ..shared.config import TensorRT
 from ..shared.errors import UserError
 from ..shared.inputs import InputSpec, synthesize
 from ..shared.records import Journal

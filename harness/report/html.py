@@ -10,7 +10,7 @@ import io
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from .. import __version__
 from ..launch import log_tail
