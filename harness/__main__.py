@@ -1,6 +1,8 @@
-"""Command line: ``python -m harness {run,report,cell} ...``.
+"""Command line: ``python -m harness <command> ...`` (host side: run, images, shards, merge, probe,
+report, qualify, regress, port, diff; cell side, started by a launcher: cell, hazards, load,
+diff-worker).
 
-User errors print one line and exit 2; ``run`` exits 1 when any cell did not pass.
+User errors print one line and exit 2; ``run`` exits 1 when any cell did not pass (or skip).
 """
 
 from __future__ import annotations
