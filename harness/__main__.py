@@ -175,13 +175,14 @@ def _launcher(args: argparse.Namespace, matrix, session, version: str, results: 
     from .launch import LocalLauncher
 
     if (args.runner or session.runner) == "venv":
-        return LocalLauncher(args.python)
-    from .launch.containers import DockerLauncher
+        launcher = LocalLauncher(args.python)
+    else:
+        from .launch.containers import DockerLauncher
 
-    docker = matrix.docker
-    launcher = DockerLauncher(args.image or matrix.image(version, session.device), results,
-                              gpu=session.device == "gpu", memory=docker["memory"], pids=docker["pids"])
-    reason = launcher.probe()
+        docker = matrix.docker
+        launcher = DockerLauncher(args.image or matrix.image(version, session.device), results,
+                                  gpu=session.device == "gpu", memory=docker["memory"], pids=docker["pids"])
+    reason = launcher.probe()  # every launcher says why it cannot run here, before any work
     if reason:
         raise UserError(reason)
     return launcher

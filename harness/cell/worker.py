@@ -405,10 +405,14 @@ class Cell:
             stats["predictor_name"] = out_names[i]
             outputs[label] = stats
         result.update(outputs=outputs, worst=worst(outputs), status=self.stage_status(plan, outputs, evidence, baseline))
-        note = _low_precision_note(plan, evidence) or note
-        if result["status"] is Status.NOOP:
+        unrun = _low_precision_note(plan, evidence)
+        if result["status"] is Status.NOOP and unrun:
+            note = f"{unrun}: its pass says nothing about {plan.config.low_precision}"
+        elif result["status"] is Status.NOOP:
             note = (f"ran the same program as baseline ({len(evidence['passes'])} passes, "
                     f"{evidence['ops']} ops): {plan.lever} changed nothing here")
+        else:
+            note = unrun or note
         if note:
             result["message"] = note
         return result
@@ -431,6 +435,8 @@ class Cell:
             return Status.FAIL
         if plan.reference == "baseline" and same_program(evidence, baseline.get("evidence") or {}):
             return Status.NOOP
+        if _low_precision_note(plan, evidence):
+            return Status.NOOP  # the precision the stage is named after never ran
         if Status.VACUOUS in statuses:
             return Status.VACUOUS
         return Status.PASS

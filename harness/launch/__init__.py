@@ -111,7 +111,9 @@ class LocalLauncher:
         self._env.setdefault("OMP_NUM_THREADS", "1")
 
     def probe(self) -> Optional[str]:
-        return None if Path(self.python).exists() or os.path.sep not in self.python else f"{self.python} does not exist"
+        if os.path.sep in self.python and not Path(self.python).exists():
+            return f"--python {self.python}: no such interpreter; give the Python of a Paddle environment."
+        return None
 
     def path(self, host_path: Path) -> str:
         return str(host_path)

@@ -10,8 +10,9 @@ Statuses of a stage (and of a cell's verdict):
 * ``fail``     numbers out of tolerance (or a shape/count mismatch);
 * ``vacuous``  the comparison could not have failed (every reference element lies inside its own
                tolerance band, so an all-zero output would pass): never a pass, not a fail;
-* ``noop``     the stage ran the same program as the stage it is compared with (same passes,
-               same executed op sequence): its lever did nothing here, so its pass says nothing;
+* ``noop``     the stage's lever did nothing here, so its pass says nothing: it ran the same
+               program as the stage it is compared with (same passes, same executed op
+               sequence), or none of its ops produced the low precision it is named after;
 * ``error``    Paddle raised (its own first message line is kept);
 * ``crash``    the process died (signal and log tail kept);
 * ``timeout``  the stage outlived ``stage_timeout`` and was killed;
