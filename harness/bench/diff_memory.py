@@ -32,8 +32,8 @@ print(files["program"])
 PLAIN = """
 import sys, numpy as np
 from harness.cell import compat
-from harness.shared.backends import DeployOptions, named_configs
-fmt = "pir" if sys.argv[1].endswith(".json") else "legacy"
+from harness.shared.backends import DeployOptions, named_configs, program_format
+fmt = program_format(sys.argv[1])
 files = {"program": sys.argv[1], "params": sys.argv[2], "format": fmt}
 predictor = compat.create_predictor(compat.make_config(files, named_configs(fmt, DeployOptions())["baseline"]))
 compat.run_predictor(predictor, dict(np.load(sys.argv[3])))

@@ -35,7 +35,7 @@ os.environ.setdefault("GLOG_minloglevel", "1")
 import paddle  # noqa: E402
 import paddle.inference as paddle_infer  # noqa: E402
 
-from ..shared.backends import Requirement  # noqa: E402
+from ..shared.backends import Requirement, program_format  # noqa: E402
 from ..shared.config import GPU_INITIAL_MEMORY_MB, PredictorConfig, TensorRT  # noqa: E402
 
 
@@ -145,7 +145,7 @@ def model_files(prefix: Path) -> Dict[str, str]:
             return {
                 "program": str(program),
                 "params": str(params) if params.exists() else "",
-                "format": "pir" if program.suffix == ".json" else "legacy",
+                "format": program_format(program),
             }
     raise FileNotFoundError(f"no {prefix.name}.json or {prefix.name}.pdmodel in {prefix.parent}")
 

@@ -13,7 +13,7 @@ from typing import Any, Dict
 
 import numpy as np
 
-from ..shared.backends import DeployOptions, Requirement, named_configs
+from ..shared.backends import DeployOptions, Requirement, named_configs, program_format
 from ..shared.causes import paddle_message
 from ..shared.errors import UserError
 from ..shared.inputs import InputSpec, synthesize
@@ -57,7 +57,7 @@ def main(request_path: Path, out: Path) -> int:
         preferred = ".json" if compat.pir_default() else ".pdmodel"
         program = next((p for p in candidates if p.suffix == preferred), candidates[0])
         files = {"program": str(program), "params": str(program.with_suffix(".pdiparams")),
-                 "format": "pir" if program.suffix == ".json" else "legacy"}
+                 "format": program_format(program)}
         named = named_configs(files["format"], DeployOptions())
         try:
             probe = compat.create_predictor(compat.make_config(files, named["baseline"]))

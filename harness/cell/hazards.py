@@ -23,12 +23,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..shared.backends import LEGACY, PIR
 from ..shared.causes import paddle_message
 from ..shared.records import atomic_write_json
 from ..shared.vocab import HAZARD
 from .compat import paddle
 
-PIR, LEGACY = "pir", "legacy"
 CLEAR = "clear"  # probed: the combination works in this version
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..shared.backends import DeployOptions, named_configs
+from ..shared.backends import DeployOptions, named_configs, program_format
 from ..shared.causes import paddle_message
 
 PADDLE_RAISED = 3
@@ -25,7 +25,7 @@ def main(program: Path, params: "Path | None", inputs: Path, out: Path) -> int:
     from . import compat
 
     feeds = dict(np.load(inputs))
-    fmt = "pir" if Path(program).suffix == ".json" else "legacy"
+    fmt = program_format(program)
     try:
         config = compat.make_config({"program": str(program), "params": str(params) if params else "", "format": fmt},
                                     named_configs("legacy", DeployOptions())["baseline"])

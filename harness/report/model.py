@@ -56,6 +56,7 @@ class NumericFailure:
 class RunModel:
     records: List[Dict[str, Any]]
     hazard_probes: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    _causes: Optional[List[Cause]] = dataclasses.field(default=None, repr=False)
 
     @classmethod
     def load(cls, results: Path) -> "RunModel":
@@ -93,8 +94,11 @@ class RunModel:
     # -- findings -------------------------------------------------------------------
     def causes(self) -> List[Cause]:
         """Stage results that ended in Paddle's words (error, crash, timeout), and the findings a
-        mode met on the way (with the workaround that ran beside each), one line per cause."""
-        return group(_worded(self.records))
+        mode met on the way (with the workaround that ran beside each), one line per cause.
+        Computed once: every renderer numbers causes the same way."""
+        if self._causes is None:
+            self._causes = group(_worded(self.records))
+        return self._causes
 
     def hazards(self) -> List[Cause]:
         """Hazards that raised, one per (hazard, message), with the sessions they were probed in."""

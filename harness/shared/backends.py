@@ -42,6 +42,11 @@ from .config import PredictorConfig, TensorRT
 from .vocab import Stage
 
 PIR, LEGACY = "pir", "legacy"
+
+
+def program_format(program: "str | object") -> str:
+    """The IR a saved program is in, from its file: PIR ``.json`` or legacy ``.pdmodel``."""
+    return PIR if str(program).endswith(".json") else LEGACY
 # The optimization level Paddle's deploy code sets for PIR programs, and the lowest one.
 PIR_DEPLOY_LEVEL = 3
 PIR_LOWEST_LEVEL = 0
