@@ -229,7 +229,7 @@ def lite_train(paddle: Any, layer: Any, args: List[Any], steps: int, seed: int, 
     outputs around 1e-7, which no tolerance can judge. Targets are unit-scale random tensors so
     training keeps the outputs' magnitude meaningful.
     """
-    from .worker import flatten_tensors
+    from .structure import flatten_tensors
 
     norms = [m for m in layer.sublayers() if isinstance(m, paddle.nn.layer.norm._BatchNormBase)]
     saved = [m._momentum for m in norms]

@@ -39,6 +39,7 @@ from ..shared.inputs import InputSpec, synthesize
 from ..shared.records import Journal
 from ..shared.vocab import SETUP, Analysis, Stage, Status
 from .modes import ModeUnsupported, mode_for
+from .structure import build_call_args, flatten_outputs, flatten_spec, flatten_tensors  # noqa: F401
 
 USER_ERROR = 2  # the child-process protocol of harness.launch
 # What a low-precision stage's ops must produce somewhere for the precision to have run.
@@ -46,19 +47,6 @@ LOW_PRECISION_DTYPES = {"int8": ("int8", "uint8"), "bf16": ("bfloat16", "uint16"
 
 
 # -- inputs and outputs ----------------------------------------------------
-
-def flatten_spec(input_spec: List[Any]) -> List[Any]:
-    """The InputSpecs in the order Paddle flattens them (dicts by sorted key)."""
-    flat: List[Any] = []
-    for item in input_spec:
-        if isinstance(item, dict):
-            flat.extend(item[k] for k in sorted(item))
-        elif isinstance(item, (list, tuple)):
-            flat.extend(flatten_spec(list(item)))
-        else:
-            flat.append(item)
-    return flat
-
 
 def make_inputs(input_spec: List[Any], declared: Dict[str, Dict[str, Any]], seed: int, where: str) -> Dict[str, np.ndarray]:
     """Seeded synthetic arrays for every named InputSpec; ``None`` dims sized by the matrix."""
@@ -88,36 +76,6 @@ def make_inputs(input_spec: List[Any], declared: Dict[str, Dict[str, Any]], seed
     if unknown:
         raise UserError(f"{where}.inputs: {unknown} name no InputSpec of the model (it has {sorted(arrays)}).")
     return arrays
-
-
-def build_call_args(paddle: Any, input_spec: List[Any], arrays: Dict[str, np.ndarray]) -> List[Any]:
-    """Dygraph arguments with the same structure as the InputSpecs."""
-    args = []
-    for item in input_spec:
-        if isinstance(item, dict):
-            args.append({k: paddle.to_tensor(arrays[v.name]) for k, v in item.items()})
-        elif isinstance(item, (list, tuple)):
-            args.append(type(item)(build_call_args(paddle, list(item), arrays)))
-        else:
-            args.append(paddle.to_tensor(arrays[item.name]))
-    return args
-
-
-def flatten_tensors(paddle: Any, value: Any, prefix: str = "") -> List[Tuple[str, Any]]:
-    """(label, tensor) pairs in Paddle's flattening order: dicts by sorted key, then sequence order."""
-    if isinstance(value, paddle.Tensor):
-        return [(prefix or "output", value)]
-    if isinstance(value, dict):
-        return [x for key in sorted(value)
-                for x in flatten_tensors(paddle, value[key], f"{prefix}.{key}" if prefix else str(key))]
-    if isinstance(value, (list, tuple)):
-        return [x for i, item in enumerate(value)
-                for x in flatten_tensors(paddle, item, f"{prefix}.{i}" if prefix else str(i))]
-    return []  # non-tensor returns are not program outputs
-
-
-def flatten_outputs(paddle: Any, value: Any) -> List[Tuple[str, np.ndarray]]:
-    return [(label, tensor.numpy()) for label, tensor in flatten_tensors(paddle, value)]
 
 
 def same_program(evidence: Dict[str, Any], reference: Dict[str, Any]) -> bool:
