@@ -1,5 +1,5 @@
-"""Command line: ``python -m harness <command> ...`` (host side: run, images, shards, merge, probe,
-report, qualify, regress, port, diff; cell side, started by a launcher: cell, hazards, load,
+"""Command line: ``python -m harness <command> ...`` (host side: run, tipc, images, shards, merge,
+probe, report, qualify, regress, port, diff; cell side, started by a launcher: cell, hazards, load,
 diff-worker).
 
 User errors print one line and exit 2; ``run`` exits 1 when any cell did not pass (or skip).
@@ -45,6 +45,29 @@ def _parser() -> argparse.ArgumentParser:
                      help="where the cells run (default: the session's runner: venv for CPU, docker for GPU)")
     run.add_argument("--image", help="image for --runner docker (default: the matrix's image of the session's "
                                      "Paddle version and device, built by `nox -s images`)")
+
+    tipc = sub.add_parser("tipc", help="run a repository's TIPC config as TIPC does; verify every jit.save")
+    tipc.add_argument("--repo", type=Path, required=True, help="the repository the TIPC config belongs to")
+    tipc.add_argument("--config", type=Path, required=True,
+                      help="TIPC config, e.g. test_tipc/configs/X/train_infer_python.txt (relative: to --repo)")
+    tipc.add_argument("--mode", required=True, help="lite_train_lite_infer, lite_train_whole_infer, whole_infer "
+                                                     "or whole_train_whole_infer")
+    tipc.add_argument("--dry-run", action="store_true", help="print the plan (argv lists, in order); run nothing")
+    tipc.add_argument("--driver", choices=("step6", "clas", "ocr"),
+                      help="whose test_train_inference_python.sh to mirror (default: step6 for 32-line "
+                           "configs, clas for 51-line ones)")
+    tipc.add_argument("--layout", choices=("step6", "51-line"), help="the config's layout (default: detected)")
+    tipc.add_argument("--python", help="the Paddle environment's Python that runs the commands and the cells "
+                                       "(default: this one)")
+    tipc.add_argument("--session", action="append",
+                      help="matrix session each intercepted export runs (repeatable; default: cpu_fp32)")
+    tipc.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                      help="shape of an input whose InputSpec has free dims (default: batch 2, others 32)")
+    tipc.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
+    tipc.add_argument("--results", type=Path, default=Path("results"))
+    tipc.add_argument("--run", dest="run_name", default="default", help="run name under the results root")
+    tipc.add_argument("--jobs", type=int, default=None, help="export cells at once")
+    tipc.add_argument("--no-root-cause", dest="root_cause", action="store_false")
 
     images = sub.add_parser("images", help="build the Docker images the matrix names (host side)")
     images.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
@@ -188,6 +211,53 @@ def _launcher(args: argparse.Namespace, matrix, session, version: str, results: 
     return launcher
 
 
+def _cmd_tipc(args: argparse.Namespace) -> int:
+    from . import matrix as matrix_mod
+    from .hostenv import gpu_absence_reason
+    from .launch import LocalLauncher
+    from .runner import default_jobs
+    from .tipc import config as tipc_config
+    from .tipc import plan as tipc_plan
+    from .tipc import run as tipc_run
+
+    repo = args.repo.resolve()
+    if not repo.is_dir():
+        raise UserError(f"--repo {args.repo}: not a folder; give the repository the TIPC config belongs to.")
+    config_path = args.config if args.config.is_absolute() else repo / args.config
+    layout = tipc_config.Layout(args.layout) if args.layout else None
+    config = tipc_config.read(config_path, layout)
+    python = args.python or sys.executable
+    reason = LocalLauncher(python).probe()
+    if reason:
+        raise UserError(reason)
+    shapes = {}
+    for item in args.shape:
+        name, _, dims = item.partition("=")
+        try:
+            shapes[name] = [int(d) for d in dims.split(",")]
+        except ValueError:
+            raise UserError(f"--shape {item}: give NAME=D0,D1,... with integer dims.") from None
+    matrix = matrix_mod.load(args.matrix)
+    sessions = args.session or ["cpu_fp32"]
+    for name in sessions:
+        matrix.session(name)  # an unknown session: one line before any work
+    results = (args.results / args.run_name).resolve()
+    plan = tipc_plan.plan(config, args.mode, repo=repo, python=python, log_root=results / "tipc",
+                          driver=args.driver, gpu_missing=gpu_absence_reason())
+    print(tipc_run.describe(plan))
+    if args.dry_run:
+        return 0
+    print()
+    summary = tipc_run.run_tipc(plan, matrix=matrix, sessions=sessions, results=results, python=python,
+                                seed=matrix.run["seed"], shapes=shapes,
+                                jobs=args.jobs or default_jobs(matrix.run["reference_threads"]),
+                                root_cause=args.root_cause)
+    print()
+    print(tipc_run.table(summary))
+    print(f"\nresults_python.log: {plan.log_path / 'results_python.log'}   summary: {plan.log_path / 'tipc.json'}")
+    return 0 if tipc_run.ok(summary) else 1
+
+
 def _cmd_images(args: argparse.Namespace) -> int:
     from . import images
     from . import matrix as matrix_mod
@@ -323,7 +393,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     handler = {"run": _cmd_run, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
                "load": _cmd_load, "diff": _cmd_diff, "hazards": _cmd_hazards,
                "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,
-               "shards": _cmd_shards, "merge": _cmd_merge, "diff-worker": _cmd_diff_worker, "cell": _cmd_cell}[args.command]
+               "shards": _cmd_shards, "tipc": _cmd_tipc, "merge": _cmd_merge, "diff-worker": _cmd_diff_worker, "cell": _cmd_cell}[args.command]
     try:
         return handler(args)
     except UserError as exc:

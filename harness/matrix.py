@@ -206,11 +206,24 @@ class Matrix:
 
     def _cell(self, session: Session, version: str, mode: str, model: str) -> Dict[str, Any]:
         raw_model = self.data["models"][model]
+        mode_table = self.data["modes"][mode]
+        return self._spec(session, version, mode, model,
+                          {"factory": raw_model["factory"], "inputs": copy.deepcopy(raw_model.get("inputs", {}))},
+                          raw_model.get("tolerances", {}), mode_table.get("requires_device"),
+                          list(mode_table.get("packages", [])))
+
+    def capture_cell(self, session: str, version: str, mode: str, model: str, capture: "str | Path") -> Dict[str, Any]:
+        """A cell whose model is an export someone else made (a TIPC command's ``jit.save``): no
+        factory, no training; the capture holds the program, the inputs and the dygraph outputs.
+        ``mode`` names how the repository trained it (it sets the tolerances and the plan)."""
+        return self._spec(self.session(session), version, mode, model, {"capture": str(capture), "inputs": {}},
+                          {}, None, [])
+
+    def _spec(self, session: Session, version: str, mode: str, model: str, model_fields: Dict[str, Any],
+              tolerance_overrides: Dict[str, Any], requires_device: Optional[str], packages: List[str]) -> Dict[str, Any]:
         precisions = sorted({"fp32", session.precision, *(["int8"] if mode in QUANTIZED_MODES else [])})
         tolerances = {p: self.tolerance(p) for p in precisions}
-        overrides = {
-            p: copy.deepcopy(raw_model.get("tolerances", {}).get(p, {})) for p in precisions
-        }
+        overrides = {p: copy.deepcopy(tolerance_overrides.get(p, {})) for p in precisions}
         run = self.run
         return {
             "id": f"{session.name}/{version}/{mode}/{model}",
@@ -223,13 +236,9 @@ class Matrix:
             "stages": session.stages,
             "paddle": version,
             "mode": mode,
-            "mode_requires_device": self.data["modes"][mode].get("requires_device"),
-            "mode_packages": list(self.data["modes"][mode].get("packages", [])),
-            "model": {
-                "name": model,
-                "factory": raw_model["factory"],
-                "inputs": copy.deepcopy(raw_model.get("inputs", {})),
-            },
+            "mode_requires_device": requires_device,
+            "mode_packages": packages,
+            "model": {"name": model, **model_fields},
             "tolerances": tolerances,
             "output_tolerances": overrides,
             "seed": run["seed"],

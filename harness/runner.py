@@ -211,14 +211,22 @@ def run_session(matrix: Any, session: str, version: str, *, results: Path,
     """Every cell of one session at one Paddle version, up to ``jobs`` at once; returns the
     records (old and new) in the matrix's order."""
     cells = matrix.expand(session, version, modes=modes, models=models)
-    launcher = launcher or LocalLauncher()
-    records: Dict[str, Dict[str, Any]] = {}
-    todo = []
     for spec in cells:
         # One version-neutral checkpoint per (mode, model) and run: every session and
         # Paddle version of the run computes with the same weights.
         spec["checkpoint"] = str(Path(results) / "checkpoints" / spec["mode"] / f"{spec['model']['name']}.npz")
         spec["root_cause"] = root_cause
+    return run_cells(cells, results=results, force=force, launcher=launcher, jobs=jobs, progress=progress)
+
+
+def run_cells(cells: List[Dict[str, Any]], *, results: Path, force: bool = False, launcher: Any = None,
+              jobs: int = 1, progress=print) -> List[Dict[str, Any]]:
+    """Cells from their specs, up to ``jobs`` at once, each record written as it ends; cells
+    with a record are skipped unless ``force``. The records (old and new) in the cells' order."""
+    launcher = launcher or LocalLauncher()
+    records: Dict[str, Dict[str, Any]] = {}
+    todo = []
+    for spec in cells:
         path = cell_record_path(results, spec["id"])
         record = load_record(path) if path.exists() and not force else None
         if record is not None:

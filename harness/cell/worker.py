@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -164,6 +165,8 @@ class Cell:
 
     # -- setup ----------------------------------------------------------------
     def setup(self) -> Dict[str, Any]:
+        if self.spec["model"].get("capture"):
+            return self.setup_from_capture(Path(self.spec["model"]["capture"]))
         spec = self.spec
         timings: Dict[str, float] = {}
         t0 = time.perf_counter()
@@ -218,6 +221,45 @@ class Cell:
             "weights": weights,
             "timings": {k: round(v, 4) for k, v in timings.items()},
             "findings": self.mode.findings,
+        }
+
+    def setup_from_capture(self, capture: Path) -> Dict[str, Any]:
+        """A model someone else trained and exported: a TIPC command's ``jit.save``, intercepted
+        (``harness.tipc.capture``). Its inputs, dygraph outputs and saved files are the capture's;
+        the ladder then runs as for any cell (``baseline`` is the export's consistency check)."""
+        t0 = time.perf_counter()
+        meta = json.loads((capture / "meta.json").read_text(encoding="utf-8"))
+        info = self.compat.paddle_info()
+        source = {"source": "tipc", "command": meta.get("argv"), "cwd": meta.get("cwd"),
+                  "saved_to": meta.get("saved_to"), "layer": meta.get("layer"), "capture": str(capture)}
+        if meta.get("error"):
+            return {"status": Status.ERROR, "paddle": info, "phase": "capture", "weights": source,
+                    "message": f"the dygraph reference of {meta.get('saved_to')} failed: {meta['error']}"}
+        if meta.get("unverified"):
+            return {"status": Status.SKIP, "paddle": info, "weights": source,
+                    "message": f"{meta.get('saved_to')} not verified: {meta['unverified']}"}
+        export = self.work / "export"
+        export.mkdir(parents=True, exist_ok=True)
+        files = {"format": meta["files"]["format"], "program": "", "params": ""}
+        for key in ("program", "params"):
+            if meta["files"].get(key):
+                files[key] = str(export / Path(meta["files"][key]).name)
+                shutil.copyfile(meta["files"][key], files[key])
+        for name in ("inputs.npz", "dygraph.npz"):
+            shutil.copyfile(capture / name, self.work / name)
+        return {
+            "status": Status.PASS,
+            "paddle": info,
+            "inputs": meta["inputs"],
+            "signature_order": meta["feed_names"],
+            "outputs": meta["outputs"],
+            "output_shapes": meta["output_shapes"],
+            "export": files,
+            "losses": [],
+            "weights": dict(source, training_at_save=meta.get("training"), spec_source=meta.get("spec_source"),
+                            static_mode_at_save=meta.get("static_mode_at_save")),
+            "timings": {"capture": meta.get("seconds"), "setup": round(time.perf_counter() - t0, 4)},
+            "findings": [],
         }
 
     def train(self, layer: Any, input_spec: List[Any], arrays: Dict[str, np.ndarray]):

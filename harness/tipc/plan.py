@@ -157,8 +157,8 @@ class _Builder:
         self.cwd = repo
 
     def add(self, kind: CommandKind, text: str, log: Optional[str], status_log_arg: Optional[str] = None,
-            own_log: Optional[Path] = None, **fields) -> Command:
-        suffix = f" > {log} 2>&1 " if log is not None else ""
+            own_log: Optional[Path] = None, trailing_blank: bool = True, **fields) -> Command:
+        suffix = (f" > {log} 2>&1" + (" " if trailing_blank else "")) if log is not None else ""
         body = text
         argv = eval_words(body)
         command = Command(kind=kind, text=body + suffix, argv=argv, cwd=self.cwd,
@@ -178,7 +178,7 @@ class _Builder:
     def gpu_skip(self, gpu_word: str) -> Optional[str]:
         if gpu_word == "-1" or self.gpu_missing is None:
             return None
-        return f"gpu_list entry {gpu_word!r} asks for a GPU: {self.gpu_missing}"
+        return f"gpu_list entry {gpu_word!r} asks for a GPU: {self.gpu_missing.split(';')[0]}"
 
 
 def plan(config: TipcConfig, mode: str, *, repo: Path, python: str, log_root: Path,
@@ -229,7 +229,7 @@ def _plan_step6(b: _Builder):
                     text = (f"{b.python} {infer['py']} {infer['gpu_key']}={use_gpu} "
                             f"{set_params(infer['model_key'], model_dir)} {set_params(infer['bs_key'], bs)} "
                             f"{set_params(infer['img_key'], img_dir)} {set_params(infer['bench_key'], infer['bench'])}")
-                    why = skip or (f"inference with {infer['gpu_key']}={use_gpu}: {b.gpu_missing}"
+                    why = skip or (f"inference with {infer['gpu_key']}={use_gpu}: {b.gpu_missing.split(';')[0]}"
                                    if on_gpu and b.gpu_missing else None)
                     b.add(CommandKind.INFER, text, log, trainer=trainer, stem=stem, skip=why)
 
@@ -270,12 +270,12 @@ def _plan_step6(b: _Builder):
                 text = f"{b.python} -m paddle.distributed.launch --ips={ips} --gpus={gpu} {run_train} {tail}"
             mode_name = train_mode_for(trainer, run_train)
             b.add(CommandKind.TRAIN, text, None, own_log=Path(f"{L}/{stem}_train.log"), trainer=trainer, stem=stem,
-                  skip=skip)
+                  train_mode=mode_name, skip=skip)
             eval_pretrain = set_params(c.key(9), f"{save_log}/{c.value(10)}")
             if c.value(17) != "null":
                 b.env = {"CUDA_VISIBLE_DEVICES": env} if env else dict(b.env)
                 b.add(CommandKind.EVAL, f"{b.python} {c.value(17)} {eval_pretrain}",
-                      f"{L}/{stem}_eval.log", trainer=trainer, stem=stem, skip=skip)
+                      f"{L}/{stem}_eval.log", trainer=trainer, stem=stem, train_mode=mode_name, skip=skip)
             if run_export != "null":
                 text = (f"{b.python} {run_export} {set_params(c.key(21), f'{save_log}/{c.value(10)}')} "
                         f"{set_params(c.key(20), save_log)}")
@@ -396,7 +396,7 @@ def _inference_51(b: _Builder, v: Dict[str, str], ocr: bool, model_dir: str, img
                             b.add(CommandKind.INFER, text, log, log if status_log else None, trainer=trainer,
                                   stem=stem, skip=skip)
         elif use_gpu in ("True", "gpu"):
-            why = skip or (f"inference with {v['use_gpu_key']}={use_gpu}: {b.gpu_missing}" if b.gpu_missing else None)
+            why = skip or (f"inference with {v['use_gpu_key']}={use_gpu}: {b.gpu_missing.split(';')[0]}" if b.gpu_missing else None)
             for trt in split_fields(v["use_trt_list"], "|"):
                 for precision in split_fields(v["precision_list"], "|"):
                     if not ocr and precision == "True" and trt == "False":
@@ -475,15 +475,15 @@ def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool) -> None:
                 weights_dir = save_log if ocr else f"{save_log}/{_clas_model_dir(model_name)}"
                 b.add(CommandKind.TRAIN, text, None, None if ocr else f"{save_log}.log",
                       own_log=Path(f"{save_log}.log" if not ocr else f"{L}/{stem}_train.log"),
-                      trainer=trainer, stem=stem, skip=skip)
+                      trainer=trainer, stem=stem, train_mode=mode_name, skip=skip)
                 eval_pretrain = sp(v["pretrain_model_key"], f"{weights_dir}/{v['train_model_name']}")
                 if v["eval_py"] != "null":
                     if ocr and env:
                         b.env = {"CUDA_VISIBLE_DEVICES": env}
                     eval_log = f"{L}/{trainer}_gpus_{gpu}_autocast_{autocast}_nodes_{nodes}_eval.log"
                     text = f"{b.python} {v['eval_py']} {eval_pretrain} {set_use_gpu} {sp(v['eval_key1'], v['eval_value1'])}"
-                    b.add(CommandKind.EVAL, text + (" " if ocr else ""), eval_log, None if ocr else eval_log,
-                          trainer=trainer, stem=stem, skip=skip)
+                    b.add(CommandKind.EVAL, text, eval_log, None if ocr else eval_log, trailing_blank=ocr,
+                          trainer=trainer, stem=stem, train_mode=mode_name, skip=skip)
                 if run_export != "null":
                     export_log = f"{L}/{trainer}_gpus_{gpu}_autocast_{autocast}_nodes_{nodes}_export.log"
                     if ocr or _clas_model_dir(model_name) == model_name:
@@ -491,7 +491,7 @@ def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool) -> None:
                     # else PaddleClas (lines 285-289) resets set_eval_pretrain and keeps the previous
                     # set_export_weight (empty at first): mirrored
                     text = f"{b.python} {run_export} {b.export_weight} {sp(v['save_infer_key'], save_log)}"
-                    b.add(CommandKind.EXPORT, text + (" " if ocr else ""), export_log, None if ocr else export_log,
+                    b.add(CommandKind.EXPORT, text, export_log, None if ocr else export_log, trailing_blank=ocr,
                           trainer=trainer, stem=stem, train_mode=mode_name, skip=skip)
                     if env:
                         b.env = {"CUDA_VISIBLE_DEVICES": env}
@@ -523,7 +523,7 @@ def _plan_clas(b: _Builder):
     kl = v["value33"]
     if kl not in ("null", "False"):
         L = str(b.log_path)
-        b.add(CommandKind.QUANT, f"{b.python} {kl}", f"{L}/export.log", f"{L}/export.log")
+        b.add(CommandKind.QUANT, f"{b.python} {kl}", f"{L}/export.log", f"{L}/export.log", trailing_blank=False)
         b.cwd = b.repo / "deploy"
         model_dir = f"../{v['infer_model_dir_list']}/quant_post_static_model"
         _inference_51(b, v, False, model_dir, v["infer_img_dir"], "True", "0", "kl_quant", None, None,
@@ -544,7 +544,7 @@ def _plan_ocr(b: _Builder):
         export = exports[count] if count < len(exports) else ""
         if export != "null":
             text = (f"{b.python} {export} {set_params(v['export_weight'], infer_model)} "
-                    f"{set_params(v['save_infer_key'], infer_model)} ")
+                    f"{set_params(v['save_infer_key'], infer_model)}")
             b.add(CommandKind.EXPORT, text, f"{L}/_export_{count}.log", stem=f"export_{count}", train_mode="normal")
         flag = quant_flags[count] if count < len(quant_flags) else ""
         _inference_51(b, v, True, infer_model, v["infer_img_dir"], flag, "", f"export_{count}", None, None,

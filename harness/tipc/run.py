@@ -1,0 +1,179 @@
+"""Host side: run a TIPC plan without a shell, write ``results_python.log`` as TIPC does, and put
+every intercepted ``jit.save`` through the harness's ladder.
+
+Each command runs as its argv in its folder, its output in its own log, with
+``harness/tipc/hook`` first on ``PYTHONPATH`` (the ``jit.save`` interception, nothing written into
+the repository) and ``HARNESS_TIPC_CAPTURE`` naming the command's capture folder. A failing
+command is recorded as TIPC records it and the chain goes on, as TIPC's does. When the chain is
+over, each capture becomes one cell per requested session (model
+``<model_name>.<trainer>_gpus_<gpu>_autocast_<x>``, mode from the trainer), run by the same
+runner as the matrix's cells, so ``report``, ``regress`` and ``qualify`` read them like any other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from ..launch import LocalLauncher
+from ..runner import run_cells
+from ..shared.records import atomic_write_json
+from ..shared.vocab import Status
+from .plan import DIFFERENCES, Command, CommandKind, Plan
+
+HOOK = Path(__file__).resolve().parent / "hook"
+SCRIPTS = {
+    "step6": "models repo tutorials/mobilenetv3_prod/Step6/test_tipc/test_train_inference_python.sh",
+    "clas": "PaddleClas test_tipc/test_train_inference_python.sh",
+    "ocr": "PaddleOCR test_tipc/test_train_inference_python.sh",
+}
+
+
+@dataclasses.dataclass
+class CommandResult:
+    index: int
+    command: Command
+    status: Status        # pass (exit 0), fail (exit != 0) or skip
+    returncode: Optional[int] = None
+    seconds: float = 0.0
+    captures: List[Path] = dataclasses.field(default_factory=list)
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"index": self.index, **self.command.as_dict(), "status": self.status.value,
+                "returncode": self.returncode, "seconds": round(self.seconds, 3),
+                "captures": [str(c) for c in self.captures]}
+
+
+def describe(plan: Plan) -> str:
+    """The dry-run text: where the plan comes from, what differs from TIPC, every argv in order."""
+    lines = [
+        f"TIPC plan: {plan.config.path} ({plan.config.layout} layout), mode {plan.mode}",
+        f"  driver: {plan.driver} — mirrors {SCRIPTS[plan.driver]}",
+        f"  model_name: {plan.model_name}; python: config says {plan.config_python!r}, runs {plan.python}",
+        f"  LOG_PATH: {plan.log_path} (results_python.log there)",
+        "  deliberate differences from the bash driver:",
+        *(f"    - {d}" for d in DIFFERENCES),
+        "",
+    ]
+    for i, command in enumerate(plan.commands, 1):
+        head = f"[{i}] {command.kind}" + (f" ({command.trainer})" if command.trainer else "")
+        if command.env:
+            head += " " + " ".join(f"{k}={v}" for k, v in command.env.items())
+        head += f"  cwd={command.cwd}"
+        lines.append(head)
+        lines.append(f"    argv: {json.dumps(command.argv)}")
+        lines.append(f"    log: {command.log}")
+        if command.skip:
+            lines.append(f"    skipped: {command.skip}")
+        if command.literal:
+            lines.append(f"    passed literally (bash's eval would interpret them): {json.dumps(command.literal)}")
+    return "\n".join(lines)
+
+
+def run_chain(plan: Plan, *, seed: int, shapes: Dict[str, List[int]], say=print) -> List[CommandResult]:
+    """Every command of the plan in order; the chain goes on after a failure, as TIPC's does."""
+    plan.log_path.mkdir(parents=True, exist_ok=True)
+    status_log = plan.log_path / "results_python.log"
+    status_log.write_text("", encoding="utf-8")
+    captures = plan.log_path / "captures"
+    base = dict(os.environ)
+    base["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HOOK), os.environ.get("PYTHONPATH")]))
+    base["HARNESS_TIPC_SEED"] = str(seed)
+    base["HARNESS_TIPC_SHAPES"] = json.dumps(shapes)
+    results = []
+    for index, command in enumerate(plan.commands, 1):
+        if command.skip:
+            say(f"[tipc] [{index}/{len(plan.commands)}] {command.kind} skipped: {command.skip}")
+            results.append(CommandResult(index, command, Status.SKIP))
+            continue
+        folder = captures / f"{index:03d}-{command.kind}"
+        env = dict(base, HARNESS_TIPC_CAPTURE=str(folder), **command.env)
+        command.log.parent.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        with open(command.log, "w", encoding="utf-8") as log:
+            try:
+                returncode = subprocess.run(command.argv, cwd=command.cwd, env=env, stdout=log,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+            except OSError as exc:  # no such program or folder: bash would say so and go on (127)
+                log.write(f"{exc}\n")
+                returncode = 127
+        result = CommandResult(index, command, Status.PASS if returncode == 0 else Status.FAIL, returncode,
+                               time.perf_counter() - started,
+                               sorted(p.parent for p in folder.glob("*/meta.json")) if folder.exists() else [])
+        line = plan.status_line(returncode == 0, command)
+        with open(status_log, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+        say(f"[tipc] [{index}/{len(plan.commands)}] {line}")
+        results.append(result)
+    return results
+
+
+def capture_cells(plan: Plan, results: List[CommandResult], matrix: Any, sessions: List[str]) -> List[Dict[str, Any]]:
+    """One cell per (capture, session): the export's consistency check and staged alignment."""
+    specs = []
+    for result in results:
+        for k, capture in enumerate(result.captures, 1):
+            meta = json.loads((capture / "meta.json").read_text(encoding="utf-8"))
+            name = f"{plan.model_name}.{result.command.stem or result.command.kind}"
+            if len(result.captures) > 1:
+                name += f".{k}"
+            mode = result.command.train_mode or "normal"
+            for session in sessions:
+                specs.append(dict(matrix.capture_cell(session, meta["paddle"], mode, name, capture),
+                                  tipc={"command": result.index, "kind": result.command.kind.value,
+                                        "text": result.command.text, "saved_to": meta.get("saved_to")}))
+    return specs
+
+
+def run_tipc(plan: Plan, *, matrix: Any, sessions: List[str], results: Path, python: str, seed: int,
+             shapes: Dict[str, List[int]], jobs: int = 1, root_cause: bool = True, say=print) -> Dict[str, Any]:
+    started = time.perf_counter()
+    chain = run_chain(plan, seed=seed, shapes=shapes, say=say)
+    chain_s = time.perf_counter() - started
+    specs = capture_cells(plan, chain, matrix, sessions)
+    for spec in specs:
+        spec["root_cause"] = root_cause
+    t = time.perf_counter()
+    records = run_cells(specs, results=results, force=True, launcher=LocalLauncher(python), jobs=jobs,
+                        progress=say) if specs else []
+    verify_s = time.perf_counter() - t
+    summary = {
+        "kind": "tipc",
+        "config": str(plan.config.path), "layout": str(plan.config.layout), "driver": plan.driver,
+        "mirrors": SCRIPTS[plan.driver], "mode": plan.mode, "model_name": plan.model_name,
+        "python": python, "config_python": plan.config_python, "differences": list(DIFFERENCES),
+        "commands": [r.as_dict() for r in chain],
+        "cells": [{"id": r["id"], "verdict": r["verdict"], "tipc": r["cell"].get("tipc")} for r in records],
+        "seconds": {"chain": round(chain_s, 3), "verification": round(verify_s, 3)},
+    }
+    atomic_write_json(plan.log_path / "tipc.json", summary)
+    return summary
+
+
+def ok(summary: Dict[str, Any]) -> bool:
+    """Every command that ran succeeded and every export's cells passed (or skipped)."""
+    commands = all(c["status"] != Status.FAIL.value for c in summary["commands"])
+    cells = all(Status.of(c["verdict"]["status"]) in (Status.PASS, Status.SKIP) for c in summary["cells"])
+    return commands and cells
+
+
+def table(summary: Dict[str, Any]) -> str:
+    from tabulate import tabulate
+
+    rows = [[c["index"], c["kind"], c["status"], c["returncode"] if c["returncode"] is not None else "",
+             f"{c['seconds']:.1f}", len(c["captures"]), c["skip"] or c["log"]] for c in summary["commands"]]
+    text = tabulate(rows, headers=["#", "command", "status", "exit", "s", "jit.save", "log / reason"])
+    if summary["cells"]:
+        cells = [[c["id"], c["verdict"]["status"], c["verdict"].get("first_failing_stage") or "",
+                  (c["verdict"].get("message") or "")[:90]] for c in summary["cells"]]
+        text += "\n\n" + tabulate(cells, headers=["export cell", "verdict", "first failing", "note"])
+    else:
+        text += "\n\nno jit.save was intercepted: nothing verified"
+    seconds = summary["seconds"]
+    text += f"\n\nchain {seconds['chain']:.1f} s, verification {seconds['verification']:.1f} s"
+    return text
