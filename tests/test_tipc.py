@@ -1,0 +1,221 @@
+"""TIPC configs run as they are: TIPC's plan, no shell, results_python.log, every jit.save verified.
+
+The expected plans in ``tests/data/tipc_expected`` were recorded from the real drivers (the
+models repo's Step6 ``test_train_inference_python.sh`` and PaddleClas's), run by bash against
+``tests/data/tipc_repo``'s configs with a ``python3.7`` on PATH that records its argv, cwd and
+CUDA_VISIBLE_DEVICES (the scripts are not part of this repository; how is in each file's
+``how``). The planner must reproduce them word for word. Runs use real Paddle (3.3.1 here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, installed_paddle, one_line_error
+from harness.tipc import config as tipc_config
+from harness.tipc import plan as tipc_plan
+
+TINY = ROOT / "tests" / "data" / "tipc_repo"
+EXPECTED = ROOT / "tests" / "data" / "tipc_expected"
+CONFIGS = "test_tipc/configs/tiny"
+STATUS = re.compile(r"^\x1b\[33m Run (successfully|failed) with command - (\S+) - (.*)\x1b\[0m$")
+
+
+def _plan(config: str, mode: str, driver=None, repo: Path = TINY, log_root: Path = Path("/LOG"),
+          gpu_missing=None) -> tipc_plan.Plan:
+    return tipc_plan.plan(tipc_config.read(repo / config), mode, repo=repo, python="{PYTHON}",
+                          log_root=log_root, driver=driver, gpu_missing=gpu_missing)
+
+
+@pytest.mark.parametrize("expected", sorted(EXPECTED.glob("*.json")), ids=lambda p: p.stem)
+def test_the_plan_is_the_bash_drivers_plan_word_for_word(expected):
+    data = json.loads(expected.read_text())
+    plan = _plan(data["config"], data["mode"], data["driver"])
+
+    def norm(text: str) -> str:
+        return text.replace("/LOG", "{LOG}").replace(str(TINY), "{REPO}")
+
+    got = [{"argv": [norm(w) for w in c.argv[1:]], "cwd": norm(str(c.cwd)),
+            "cuda_visible_devices": c.env.get("CUDA_VISIBLE_DEVICES")} for c in plan.commands]
+    assert got == data["commands"]
+    # results_python.log in TIPC's own format, with TIPC's command strings (its blanks included)
+    assert [norm(plan.status_line(True, c)) for c in plan.commands] == data["status_lines"]
+    assert plan.commands or data["mode"] == "whole_infer"
+
+
+def test_modes_and_layouts_plan_what_their_drivers_read():
+    # 51-line configs carry benchmark sections after line 51: not read, no command from them
+    clas = tipc_config.read(TINY / CONFIGS / "train_infer_python_clas.txt")
+    assert clas.layout is tipc_config.Layout.FIFTY_ONE and len(clas.lines) > 51
+    step6 = tipc_config.read(TINY / CONFIGS / "train_infer_python.txt")
+    assert step6.layout is tipc_config.Layout.STEP6
+    # Step6 runs line 14 whatever the trainer is called; the epochs follow the mode
+    lite = _plan(f"{CONFIGS}/train_infer_python.txt", "lite_train_lite_infer")
+    whole = _plan(f"{CONFIGS}/train_infer_python.txt", "whole_train_whole_infer")
+    assert "--epochs=1" in lite.commands[0].argv and "--epochs=3" in whole.commands[0].argv
+    # PaddleClas asks func_parser_params without the mode: its epoch is always the default 2
+    clas_whole = _plan(f"{CONFIGS}/train_infer_python_clas.txt", "whole_train_whole_infer")
+    assert "Global.epochs=2" in clas_whole.commands[0].argv
+    # PaddleClas: inference in deploy/, the pact trainer with its own export and the quant flag
+    kinds = [(c.kind.value, c.trainer, c.cwd.name) for c in clas_whole.commands[:3]]
+    assert kinds == [("train", "norm_train", "tipc_repo"), ("eval", "norm_train", "tipc_repo"),
+                     ("export", "norm_train", "tipc_repo")]
+    assert {c.cwd.name for c in clas_whole.commands if c.kind.value == "infer"} == {"deploy"}
+    assert {c.train_mode for c in clas_whole.commands if c.kind.value == "export"} == {"normal", "pact"}
+
+
+def test_the_ocr_driver_plans_paddleocrs_differences(tmp_path):
+    # PaddleOCR's driver (read from its script, not recorded here): the trainer's use_gpu word by
+    # index, autocast passed as key=value, Global.use_amp config words for "amp", no
+    # print_mem_info, save folder without _nodes_1, inference in the repository root with
+    # line 12's image dir, fp16 on CPU skipped without mkldnn.
+    text = (TINY / CONFIGS / "train_infer_python_clas.txt").read_text().splitlines()
+    text[5] = "-o Global.auto_cast:amp"
+    text[35] = "inference_dir:null"
+    text[45] = "-o Global.use_fp16:False|fp16"
+    config = tmp_path / "ocr_train_infer_python.txt"
+    config.write_text("\n".join(text) + "\n")
+    plan = tipc_plan.plan(tipc_config.read(config), "lite_train_lite_infer", repo=TINY, python="py",
+                          log_root=Path("/LOG"), driver="ocr", gpu_missing=None)
+    train = plan.commands[0]
+    assert train.argv[:3] == ["py", "train.py", "-c"]
+    assert "Global.device=cpu" in train.argv and "Global.auto_cast=amp" in train.argv
+    assert train.argv[-3:] == ["Global.use_amp=True", "Global.scale_loss=1024.0", "Global.use_dynamic_loss_scaling=True"]
+    assert "Global.output_dir=/LOG/tiny_clas/lite_train_lite_infer/norm_train_gpus_-1_autocast_amp" in train.argv
+    infer = [c for c in plan.commands if c.kind.value == "infer"]
+    assert {c.cwd for c in infer} == {TINY}
+    assert all("-o Global.use_fp16=fp16" not in " ".join(c.argv) for c in infer if "Global.enable_mkldnn=False" in c.argv)
+    assert plan.status_line(True, train).endswith(" -  \x1b[0m")  # OCR's driver passes no log path
+
+
+def test_gpu_commands_are_skipped_with_the_reason_and_named_in_the_dry_run():
+    plan = _plan(f"{CONFIGS}/train_infer_python.txt", "lite_train_lite_infer",
+                 gpu_missing="no NVIDIA driver on this machine (nvidia-smi not found); more")
+    skipped = [c for c in plan.commands if c.skip]
+    assert {c.stem for c in skipped if c.kind.value == "train"} == {"norm_train_gpus_0_autocast_False_nodes_1"}
+    assert all("--use-gpu=True" in c.argv or "gpus_0" in c.stem for c in skipped)
+    assert not any(c.skip for c in plan.commands if "--use-gpu=False" in c.argv and "gpus_-1" in c.stem)
+    out = subprocess.run([sys.executable, "-m", "harness", "tipc", "--repo", str(TINY), "--config",
+                          f"{CONFIGS}/train_infer_python.txt", "--mode", "lite_train_lite_infer", "--dry-run",
+                          "--results", "/nonexistent-results"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "no shell" in out.stdout and "argv: [" in out.stdout and "mirrors models repo" in out.stdout
+    assert not Path("/nonexistent-results").exists()  # a dry run writes nothing
+
+
+def _cut(tmp_path: Path, lines: int, edit=None) -> Path:
+    repo = tmp_path / "repo"
+    shutil.copytree(TINY, repo)
+    config = repo / CONFIGS / "train_infer_python.txt"
+    text = config.read_text().splitlines()[:lines]
+    if edit:
+        edit(text)
+    config.write_text("\n".join(text) + "\n")
+    return repo
+
+
+@pytest.mark.parametrize("case, where, words", [
+    ("cut", ":21", "ends after line 20"),
+    ("unknown_trainer", ":13", "unknown trainer 'norm_trian'"),
+    ("colon", ":11", "contains ':'"),
+    ("no_config", "missing.txt", "cannot read"),
+    ("bad_mode", "--mode", "not a TIPC mode"),
+])
+def test_bad_input_is_one_line_naming_file_and_line_exit_2(tmp_path, case, where, words):
+    config = f"{CONFIGS}/train_infer_python.txt"
+    mode = "lite_train_lite_infer"
+    if case == "cut":
+        repo = _cut(tmp_path, 20)
+    elif case == "unknown_trainer":
+        repo = _cut(tmp_path, 32, lambda t: t.__setitem__(12, "trainer:norm_trian"))
+    elif case == "colon":
+        repo = _cut(tmp_path, 32, lambda t: t.__setitem__(10, "--data-path:C:/lite_data"))
+    elif case == "no_config":
+        repo, config = TINY, "missing.txt"
+    else:
+        repo, mode = TINY, "lite_train"
+    out = subprocess.run([sys.executable, "-m", "harness", "tipc", "--repo", str(repo), "--config", config,
+                          "--mode", mode, "--dry-run"], cwd=ROOT, capture_output=True, text=True)
+    line = one_line_error(out)
+    assert where in line and words in line
+
+
+def _tree(repo: Path):
+    return {p.relative_to(repo): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(repo.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _run(repo: Path, config: str, results: Path, *extra: str) -> subprocess.CompletedProcess:
+    installed_paddle()
+    return subprocess.run([sys.executable, "-m", "harness", "tipc", "--repo", str(repo), "--config", config,
+                           "--mode", "lite_train_lite_infer", "--results", str(results), "--run", "r", *extra],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+
+
+def _status_lines(log_path: Path):
+    lines = (log_path / "results_python.log").read_text().splitlines()
+    parsed = [STATUS.match(line) for line in lines]
+    assert all(parsed), lines
+    return [(m.group(1), m.group(3)) for m in parsed]
+
+
+def test_lite_train_lite_infer_runs_the_chain_and_verifies_the_export(tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(TINY, repo)
+    before = _tree(repo)
+    out = _run(repo, f"{CONFIGS}/train_infer_python.txt", tmp_path / "results")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    log_path = tmp_path / "results" / "r" / "tipc" / "tiny" / "lite_train_lite_infer"
+    lines = _status_lines(log_path)
+    # train, eval, export, two CPU inferences; the GPU half of the chain skipped (no line)
+    assert [w for w, _ in lines] == ["successfully"] * 5
+    assert [t.split()[1] for _, t in lines] == ["train.py", "train.py", "tools/export_model.py",
+                                                "deploy/infer.py", "deploy/infer.py"]
+    summary = json.loads((log_path / "tipc.json").read_text())
+    exports = [c for c in summary["commands"] if c["kind"] == "export" and c["status"] == "pass"]
+    assert len(exports) == 1 and len(exports[0]["captures"]) == 1
+    (cell,) = summary["cells"]
+    assert cell["verdict"]["status"] == "pass"
+    record = json.loads((tmp_path / "results" / "r" / (cell["id"] + ".json")).read_text())
+    baseline = next(s for s in record["stages"] if s["name"] == "baseline")
+    assert baseline["status"] == "pass" and baseline["evidence"]["ops"] > 0
+    assert record["setup"]["weights"]["source"] == "tipc"
+    assert record["setup"]["weights"]["layer"] == "tiny.model.TinyNet"
+    assert record["cell"]["mode"] == "normal"
+    # nothing patched, nothing written into the repository (Python's own __pycache__ aside)
+    assert _tree(repo) == before
+
+
+def test_a_failing_command_is_recorded_as_tipc_does_and_a_baked_export_is_caught(tmp_path):
+    out = _run(TINY, f"{CONFIGS}/train_infer_python_temperature.txt", tmp_path)
+    assert out.returncode == 1, out.stdout[-3000:]
+    log_path = tmp_path / "r" / "tipc" / "tiny" / "lite_train_lite_infer"
+    lines = _status_lines(log_path)
+    assert [w for w, _ in lines] == ["successfully", "failed", "successfully", "successfully", "successfully"]
+    assert "tools/eval_missing.py" in lines[1][1]  # ... and the chain went on past it
+    summary = json.loads((log_path / "tipc.json").read_text())
+    (cell,) = summary["cells"]
+    # the program traced one call's temperature; the layer has moved on: the check fails
+    assert cell["verdict"]["status"] == "fail" and cell["verdict"]["first_failing_stage"] == "baseline"
+
+
+def test_clas_layout_with_pact_trainer_makes_a_cell_per_trainer(tmp_path):
+    out = _run(TINY, f"{CONFIGS}/train_infer_python_clas.txt", tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:]
+    log_path = tmp_path / "r" / "tipc" / "tiny_clas" / "lite_train_lite_infer"
+    assert [w for w, _ in _status_lines(log_path)] == ["successfully"] * 10
+    summary = json.loads((log_path / "tipc.json").read_text())
+    modes = sorted(c["id"].split("/")[2] for c in summary["cells"])
+    assert modes == ["normal", "pact"]
+    assert all(c["verdict"]["status"] == "pass" for c in summary["cells"])
+    record = json.loads((tmp_path / "r" / (next(c["id"] for c in summary["cells"] if "/pact/" in c["id"]) + ".json"))
+                        .read_text())
+    assert "int8" in record["cell"]["tolerances"]  # a quantized trainer's export: int8 tolerances
