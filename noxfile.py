@@ -143,6 +143,30 @@ for _version in MATRIX.session("cpu_fp32").versions if "cpu_fp32" in MATRIX.sess
     )(_portability_session(_version))
 
 
+def _tipc_session(version: str):
+    def run(s: nox.Session) -> None:
+        cpu = MATRIX.session("cpu_fp32")
+        s.install(*MATRIX.packages(cpu, version), *CELL_SIDE_EXTRAS, *HOST_SIDE, silent=True)
+        repo = next((s.posargs[i + 1] for i, arg in enumerate(s.posargs[:-1]) if arg == "--repo"), None)
+        if repo and (Path(repo) / "requirements.txt").is_file():
+            # what TIPC's docs have you do first; the commands need the repository's packages
+            s.install("-r", str(Path(repo) / "requirements.txt"), silent=True)
+        _run_harness(s, "tipc", "--matrix", str(MATRIX_PATH), *s.posargs)
+
+    run.__doc__ = (f"A repository's TIPC config at Paddle {version} (``-- --repo PATH --config CONFIG --mode MODE "
+                   f"[--dry-run]``); every jit.save verified")
+    return run
+
+
+for _version in MATRIX.session("cpu_fp32").versions if "cpu_fp32" in MATRIX.sessions else []:
+    _default = _version == MATRIX.run["default_paddle"]
+    nox.session(
+        name="tipc" if _default else f"tipc@{_version}",
+        python=MATRIX.version(_version)["python"],
+        tags=["tipc", f"paddle-{_version}"],
+    )(_tipc_session(_version))
+
+
 @nox.session(python=HOST_PYTHON)
 def regress(s: nox.Session) -> None:
     """Cross-version report (``-- --base 3.2.2 --head 3.3.1``); exit 1 when a stage regressed."""
@@ -188,6 +212,7 @@ def bench(s: nox.Session) -> None:
     s.install(*MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS, *HOST_SIDE)
     s.run("python", "-m", "harness.bench.cell", *s.posargs)
     s.run("python", "-m", "harness.bench.diff_memory")
+    s.run("python", "-m", "harness.bench.tipc")  # a TIPC chain: the harness against a bash driver
     # Needs DOCKER_HOST and the image (`nox -s images`); says why it skips otherwise.
     s.run("python", "-m", "harness.bench.containers")
     s.run("python", "-m", "harness.bench.report")  # the records of results/default (e.g. after nox -t cpu)
