@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional
 
 from . import __version__
 from .launch import LocalLauncher, Outcome, run_child, supervise
+from .shared.backends import IMPORT_ORDER_MODES
 from .shared.errors import UserError
 from .shared.results import StageResult
 from .shared.records import (RECORD_SCHEMA, Journal, atomic_write_json, cell_record_path, cell_work_dir,
@@ -75,7 +76,8 @@ def _supervise_cell(spec: Dict[str, Any], work: Path, spec_path: Path, journal: 
     launches = 0
     while True:
         launches += 1
-        outcome = supervise(launcher, args, work / "worker.log", overdue)
+        outcome = supervise(launcher, args, work / "worker.log", overdue,
+                            fresh=spec["mode"] in IMPORT_ORDER_MODES)
         if outcome.ok:
             break
         if outcome.user_error:

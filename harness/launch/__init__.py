@@ -26,6 +26,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
@@ -99,16 +100,37 @@ class Outcome:
 
 
 class LocalLauncher:
-    """Runs the cell side with a Python of this machine (the session's venv by default)."""
+    """Runs the cell side with a Python of this machine (the session's venv by default).
+
+    Children are forked from a fork server that imported Paddle once (``forkserver.py``), unless
+    the caller asks for a fresh interpreter (a mode that must import something before Paddle) or
+    ``HARNESS_FORK=0`` says so; a fork server that cannot start falls back to fresh interpreters.
+    """
 
     kind = "local"
 
-    def __init__(self, python: Optional[str] = None):
+    def __init__(self, python: Optional[str] = None, fork: Optional[bool] = None):
         self.python = python or sys.executable
         self._env = dict(os.environ)
         self._env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
         # Paddle reads this at import; each predictor's own thread count is set per stage.
         self._env.setdefault("OMP_NUM_THREADS", "1")
+        self.fork = os.environ.get("HARNESS_FORK", "1") != "0" if fork is None else fork
+        self._server = None
+        self._server_lock = threading.Lock()
+        self.fork_problem: Optional[str] = None
+
+    def _fork_server(self):
+        from .forkserver import ForkServer
+
+        with self._server_lock:
+            if self._server is None or not self._server.alive():
+                try:
+                    self._server = ForkServer(self.python, self._env)
+                except (OSError, RuntimeError, ValueError) as exc:
+                    self.fork, self.fork_problem = False, f"fork server did not start ({exc}): fresh interpreters"
+                    return None
+            return self._server
 
     def probe(self) -> Optional[str]:
         if os.path.sep in self.python and not Path(self.python).exists():
@@ -125,9 +147,14 @@ class LocalLauncher:
         """Nothing to give back."""
 
     def describe(self) -> dict:
-        return {"kind": self.kind, "python": self.python}
+        start = "fork server: one import of paddle per environment, a forked process per child" if self.fork \
+            else (self.fork_problem or "a fresh interpreter per child")
+        return {"kind": self.kind, "python": self.python, "start": start}
 
-    def start(self, args: Sequence[str], log) -> subprocess.Popen:
+    def start(self, args: Sequence[str], log, fresh: bool = False):
+        server = self._fork_server() if self.fork and not fresh else None
+        if server is not None:
+            return server.start(list(args), log.name)
         return subprocess.Popen([self.python, "-m", "harness", *args], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=self._env,
                                 start_new_session=True)  # so stop() kills the child's whole process group
@@ -144,11 +171,13 @@ class LocalLauncher:
 
 
 def supervise(launcher: Any, args: Sequence[str], log_path: Path,
-              overdue: Callable[[], bool] = lambda: False, timeout: Optional[float] = None) -> Outcome:
-    """Start one child and wait for it; stop it when ``overdue()`` says so or after ``timeout``."""
+              overdue: Callable[[], bool] = lambda: False, timeout: Optional[float] = None,
+              fresh: bool = False) -> Outcome:
+    """Start one child and wait for it; stop it when ``overdue()`` says so or after ``timeout``.
+    ``fresh``: the child needs an interpreter of its own (no fork server)."""
     started = time.monotonic()
     with open(log_path, "ab") as log:
-        proc = launcher.start(list(args), log)
+        proc = launcher.start(list(args), log, fresh=fresh)
         try:
             while proc.poll() is None:
                 if overdue() or (timeout is not None and time.monotonic() - started > timeout):

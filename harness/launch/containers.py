@@ -162,7 +162,8 @@ class DockerLauncher:
                 "digests": list(image.attrs.get("RepoDigests") or []), "gpu": self.gpu,
                 "user": f"{self.user[0]}:{self.user[1]}", "network": "none"}
 
-    def start(self, args: Sequence[str], log: Any) -> ContainerChild:
+    def start(self, args: Sequence[str], log: Any, fresh: bool = True) -> ContainerChild:
+        # every container is a fresh interpreter
         docker = sdk()
 
         self.writable.mkdir(parents=True, exist_ok=True)

@@ -187,6 +187,9 @@ def backend_stage_name(device: str, word: str, precision: str) -> str:
 
 
 QUANTIZED_MODES = ("qat", "pact")
+# Modes whose cell imports a package before paddle (cell/modes.py, Pact.before_paddle: PaddleSlim
+# on 2.6.2 needs cv2 first): their workers get a fresh interpreter, never the fork server.
+IMPORT_ORDER_MODES = ("pact",)
 
 
 def plan_stages(device: str, word: str, precision: str, fmt: str, options: DeployOptions,
