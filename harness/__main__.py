@@ -60,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     tipc.add_argument("--python", help="the Paddle environment's Python that runs the commands and the cells "
                                        "(default: this one)")
     tipc.add_argument("--session", action="append",
-                      help="matrix session each intercepted export runs (repeatable; default: cpu_fp32)")
+                      help="matrix session each intercepted export runs (repeatable; default: the matrix's "
+                           "CPU sessions)")
     tipc.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                       help="shape of an input whose InputSpec has free dims (default: batch 2, others 32)")
     tipc.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
@@ -238,7 +239,9 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
         except ValueError:
             raise UserError(f"--shape {item}: give NAME=D0,D1,... with integer dims.") from None
     matrix = matrix_mod.load(args.matrix)
-    sessions = args.session or ["cpu_fp32"]
+    # Every CPU session of the matrix by default: the export gets the ladder a built-in model gets
+    # (GPU sessions, which skip here, only on request).
+    sessions = args.session or [name for name, session in matrix.sessions.items() if session.device == "cpu"]
     for name in sessions:
         matrix.session(name)  # an unknown session: one line before any work
     results = (args.results / args.run_name).resolve()

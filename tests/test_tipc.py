@@ -155,8 +155,11 @@ def _tree(repo: Path):
 
 def _run(repo: Path, config: str, results: Path, *extra: str) -> subprocess.CompletedProcess:
     installed_paddle()
+    sessions = [] if "--all-cpu" in extra else ["--session", "cpu_fp32"]
+    extra = tuple(e for e in extra if e != "--all-cpu")
     return subprocess.run([sys.executable, "-m", "harness", "tipc", "--repo", str(repo), "--config", config,
-                           "--mode", "lite_train_lite_infer", "--results", str(results), "--run", "r", *extra],
+                           "--mode", "lite_train_lite_infer", "--results", str(results), "--run", "r",
+                           *sessions, *extra],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
 
 
@@ -171,7 +174,7 @@ def test_lite_train_lite_infer_runs_the_chain_and_verifies_the_export(tmp_path):
     repo = tmp_path / "repo"
     shutil.copytree(TINY, repo)
     before = _tree(repo)
-    out = _run(repo, f"{CONFIGS}/train_infer_python.txt", tmp_path / "results")
+    out = _run(repo, f"{CONFIGS}/train_infer_python.txt", tmp_path / "results", "--all-cpu")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     log_path = tmp_path / "results" / "r" / "tipc" / "tiny" / "lite_train_lite_infer"
     lines = _status_lines(log_path)
@@ -182,8 +185,11 @@ def test_lite_train_lite_infer_runs_the_chain_and_verifies_the_export(tmp_path):
     summary = json.loads((log_path / "tipc.json").read_text())
     exports = [c for c in summary["commands"] if c["kind"] == "export" and c["status"] == "pass"]
     assert len(exports) == 1 and len(exports[0]["captures"]) == 1
-    (cell,) = summary["cells"]
-    assert cell["verdict"]["status"] == "pass"
+    # by default every CPU session of the matrix runs the export, as it would a built-in model
+    sessions = {c["id"].split("/")[0]: c["verdict"]["status"] for c in summary["cells"]}
+    assert set(sessions) == {"cpu_fp32", "cpu_onednn_fp32", "cpu_onednn_bf16", "cpu_onednn_int8"}
+    assert sessions["cpu_fp32"] == sessions["cpu_onednn_fp32"] == "pass"
+    cell = next(c for c in summary["cells"] if c["id"].startswith("cpu_fp32/"))
     record = json.loads((tmp_path / "results" / "r" / (cell["id"] + ".json")).read_text())
     baseline = next(s for s in record["stages"] if s["name"] == "baseline")
     assert baseline["status"] == "pass" and baseline["evidence"]["ops"] > 0
