@@ -97,6 +97,8 @@ def run(results: Path, session: str, models: Optional[List[str]], python: Option
         print(f"[harness] nothing to port: no {session} records exported by a Paddle other than {loader} "
               f"under {results} (run `nox -s {session}@<version>` for other versions first)")
         return []
+    launcher = LocalLauncher(python)  # one fork server for every load (each load its own process)
+
     def one(record: Dict[str, Any]) -> Dict[str, Any]:
         cell = record["cell"]
         out_dir = results / "portability" / cell["paddle"] / loader / session / cell["mode"]
@@ -106,7 +108,7 @@ def run(results: Path, session: str, models: Optional[List[str]], python: Option
             print(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
                   f"{result['status']} (recorded earlier; --force reruns)", flush=True)
             return result
-        result = port_one(record, loader, out_dir, LocalLauncher(python))
+        result = port_one(record, loader, out_dir, launcher)
         atomic_write_json(path, result)
         print(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
               f"{result['status']} {result.get('message', '')}".rstrip(), flush=True)
