@@ -34,7 +34,7 @@ def test_generate_run_two_shards_merge_and_qualify(tmp_path, paddle_version, nox
     assert gitlab == [{"SESSION": sessions, "RUNNER": ["cpu-box"]}]
     everything = json.loads(_shards(nox_run("-l", "--json").stdout).stdout)  # the default matrix
     assert {r["runner"] for r in everything["include"] if r["session"].startswith("gpu_")} == {"gpu"}
-    assert not any(r["session"] in ("tests", "images") or r["session"].startswith("portability")
+    assert not any(r["session"] in ("tests", "images") or r["session"].startswith(("portability", "tipc"))
                    for r in everything["include"])
 
     runs = []

@@ -29,8 +29,10 @@ def read_nox_json(text: str, where: str) -> List[Dict[str, Any]]:
         raise UserError(f"{where}: not the JSON of `nox -l --json` ({exc}); pipe that command's output in.") from None
     if not isinstance(sessions, list) or not all(isinstance(s, dict) and "name" in s for s in sessions):
         raise UserError(f"{where}: expected the list `nox -l --json` prints (objects with a name).")
-    # Portability loads every version's exports: it runs after the merge, not in a shard.
-    return [s for s in sessions if s["name"] not in NOT_CELL_SESSIONS and "portability" not in (s.get("tags") or [])]
+    # Portability loads every version's exports: it runs after the merge, not in a shard. TIPC
+    # sessions need a repository and a config: a job of their own, not a matrix shard.
+    return [s for s in sessions if s["name"] not in NOT_CELL_SESSIONS
+            and not {"portability", "tipc"} & set(s.get("tags") or [])]
 
 
 def ci_matrix(sessions: Sequence[Dict[str, Any]], fmt: str, cpu_runner: str, gpu_runner: str) -> Any:
