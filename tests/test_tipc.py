@@ -51,10 +51,17 @@ def test_the_plan_is_the_bash_drivers_plan_word_for_word(expected):
     assert plan.commands or data["mode"] == "whole_infer"
 
 
-def test_modes_and_layouts_plan_what_their_drivers_read():
+def test_modes_and_layouts_plan_what_their_drivers_read(tmp_path):
     # 51-line configs carry benchmark sections after line 51: not read, no command from them
     clas = tipc_config.read(TINY / CONFIGS / "train_infer_python_clas.txt")
     assert clas.layout is tipc_config.Layout.FIFTY_ONE and len(clas.lines) > 51
+    bare = tmp_path / "repo"
+    shutil.copytree(TINY, bare)
+    config = bare / CONFIGS / "train_infer_python_clas.txt"
+    config.write_text("\n".join(config.read_text().splitlines()[:52]) + "\n")
+    with_sections = _plan(f"{CONFIGS}/train_infer_python_clas.txt", "lite_train_lite_infer")
+    without = _plan(f"{CONFIGS}/train_infer_python_clas.txt", "lite_train_lite_infer", repo=bare)
+    assert [c.text.replace(str(bare), str(TINY)) for c in without.commands] == [c.text for c in with_sections.commands]
     step6 = tipc_config.read(TINY / CONFIGS / "train_infer_python.txt")
     assert step6.layout is tipc_config.Layout.STEP6
     # Step6 runs line 14 whatever the trainer is called; the epochs follow the mode

@@ -3,9 +3,11 @@
 Three drivers are mirrored, each pinned to the script it reads (line numbers are theirs):
 
 * ``step6``: the models repo's ``tutorials/mobilenetv3_prod/Step6/test_tipc/
-  test_train_inference_python.sh`` with its ``common_func.sh`` (32-line configs);
-* ``clas``: PaddleClas's ``test_tipc/test_train_inference_python.sh`` (51-line configs);
-* ``ocr``: PaddleOCR's ``test_tipc/test_train_inference_python.sh`` (51-line configs).
+  test_train_inference_python.sh`` (239 lines) with its ``common_func.sh`` (32-line configs);
+* ``clas``: PaddleClas's ``test_tipc/test_train_inference_python.sh`` (336 lines, develop
+  branch) with its ``common_func.sh`` (51-line configs);
+* ``ocr``: PaddleOCR's ``test_tipc/test_train_inference_python.sh`` at commit 038a933 (51-line
+  configs), read, not replayed: the tests replay recordings of the other two only.
 
 A driver builds each command *string* the way the script concatenates it (TIPC's spacing, its
 ``func_set_params`` blanks, its ``> log 2>&1`` suffix): that string is what
@@ -207,7 +209,7 @@ def plan(config: TipcConfig, mode: str, *, repo: Path, python: str, log_root: Pa
 
 def _plan_step6(b: _Builder):
     c, mode, L = b.config, b.mode, str(b.log_path)
-    # script lines 15-60: which config line feeds which variable (1-based config lines)
+    # script lines 15-61: which config line feeds which variable (1-based config lines)
     reads = {2: "model_name", 3: "python", 4: "gpu_list", 5: "train use_gpu", 6: "epochs", 7: "save model key",
              8: "batch size", 9: "pretrained", 10: "train_model_name", 11: "data path", 13: "trainer",
              14: "trainer", 15: "nodes", 17: "eval", 20: "save_inference_dir", 21: "export weight key",
@@ -220,7 +222,7 @@ def _plan_step6(b: _Builder):
                  model_key=c.key(30), img_key=c.key(31), bench_key=c.key(32), bench=c.value(32))
 
     def inference(model_dir: str, img_dir: str, stem: str, trainer: Optional[str], skip: Optional[str]):
-        # func_inference (script lines 66-105)
+        # func_inference (script lines 69-110)
         for use_gpu in split_fields(infer["gpus"], "|"):
             if use_gpu in ("False", "cpu", "True", "gpu"):
                 on_gpu = use_gpu in ("True", "gpu")
@@ -234,7 +236,7 @@ def _plan_step6(b: _Builder):
                     b.add(CommandKind.INFER, text, log, trainer=trainer, stem=stem, skip=why)
 
     if mode == "whole_infer":
-        # script lines 107-133 (GPUID, the script's 3rd argument, is not taken: no CUDA_VISIBLE_DEVICES)
+        # script lines 112-141 (GPUID, the script's 3rd argument, is not taken: no CUDA_VISIBLE_DEVICES)
         save_infer_dir = c.value(20)
         if c.value(25) != "null":
             text = (f"{b.python} {c.value(25)} {set_params(c.key(21), c.value(24))} "
@@ -246,7 +248,7 @@ def _plan_step6(b: _Builder):
 
     epoch = c.mode_value(6, mode)
     batch = c.mode_value(8, mode)
-    for gpu in split_fields(c.value(4), "|"):  # script lines 135-224
+    for gpu in split_fields(c.value(4), "|"):  # script lines 142-239
         ips, env = "", b.export_env(gpu)
         if len(gpu) > 15:  # "ips;gpus": multi-machine
             ips, gpu = (split_fields(gpu, ";") + ["", ""])[:2]
@@ -303,7 +305,7 @@ def _fifty_one(b: _Builder, ocr: bool) -> Dict[str, str]:
     v = {
         "gpu_list": c.value(4), "train_use_gpu_key": c.key(5), "train_use_gpu_value": c.value(5),
         "autocast_list": c.value(6), "autocast_key": c.key(6), "epoch_key": c.key(7),
-        # PaddleClas calls func_parser_params without the mode (its line 22): never a match
+        # PaddleClas calls func_parser_params without the mode (its line 23): never a match
         "epoch_num": c.mode_value(7, mode) if ocr else c.mode_value(7, ""),
         "save_model_key": c.key(8), "train_batch_key": c.key(9),
         "train_batch_value": c.mode_value(9, mode) if ocr else c.value(9),
@@ -329,14 +331,14 @@ def _fifty_one(b: _Builder, ocr: bool) -> Dict[str, str]:
     }
     if not ocr:
         if not v["epoch_num"]:
-            v["epoch_num"] = "2"  # PaddleClas lines 93-95
+            v["epoch_num"] = "2"  # PaddleClas lines 91-96
         if v["train_use_gpu_value"] == "npu":
             v["epoch_num"] = "1"
     return v
 
 
 def _select_trainer(v: Dict[str, str], trainer: str, ocr: bool) -> Tuple[str, str, bool]:
-    """(run_train, run_export, flag_quant): PaddleClas lines 202-224, PaddleOCR's equivalent."""
+    """(run_train, run_export, flag_quant): PaddleClas lines 210-235, PaddleOCR's equivalent."""
     if trainer == v["pact_key"]:
         return v["pact_trainer"], v["pact_export"], True
     if trainer == v["fpgm_key"]:
@@ -354,7 +356,7 @@ def _select_trainer(v: Dict[str, str], trainer: str, ocr: bool) -> Tuple[str, st
 
 
 def _amp_params(autocast: str) -> str:
-    """PaddleClas common_func.sh func_set_amp_params."""
+    """PaddleClas common_func.sh func_set_amp_params (its lines 27-37)."""
     if autocast == "fp16":
         return "-o AMP.use_amp=True -o AMP.scale_loss=128 -o AMP.use_dynamic_loss_scaling=True -o AMP.level=O2"
     if autocast == "amp":
@@ -364,7 +366,7 @@ def _amp_params(autocast: str) -> str:
 
 def _inference_51(b: _Builder, v: Dict[str, str], ocr: bool, model_dir: str, img_dir: str, flag_quant: str,
                   gpu: str, stem: str, trainer: Optional[str], skip: Optional[str], status_log: bool) -> None:
-    """func_inference of PaddleClas (lines 102-160) and PaddleOCR."""
+    """func_inference of PaddleClas (lines 103-161) and PaddleOCR."""
     L = str(b.log_path)
     sp = set_params
     for use_gpu in split_fields(v["use_gpu_list"], "|"):
@@ -420,7 +422,7 @@ def _inference_51(b: _Builder, v: Dict[str, str], ocr: bool, model_dir: str, img
 
 
 def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool) -> None:
-    """The train branch (PaddleClas lines 184-320; PaddleOCR's else-branch)."""
+    """The train branch (PaddleClas lines 183-336; PaddleOCR's else-branch)."""
     L, sp, model_name = str(b.log_path), set_params, b.config.value(2)
     use_gpu_words = split_fields(v["train_use_gpu_value"], "|")
     for count, gpu in enumerate(split_fields(v["gpu_list"], "|")):
@@ -430,7 +432,7 @@ def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool) -> None:
         if len(gpu) > 15:
             ips, gpu = (split_fields(gpu, ";") + ["", ""])[:2]
         if not ocr and gpu != "-1" and len(gpu) <= 1:
-            b.env = {"CUDA_VISIBLE_DEVICES": gpu}  # PaddleClas evals env at once for one GPU
+            b.env = {"CUDA_VISIBLE_DEVICES": gpu}  # PaddleClas evals env at once for one GPU (line 195)
         skip = b.gpu_skip(gpu)
         for autocast in split_fields(v["autocast_list"], "|"):
             amp_config = "Global.use_amp=True Global.scale_loss=1024.0 Global.use_dynamic_loss_scaling=True" \
@@ -488,7 +490,7 @@ def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool) -> None:
                     export_log = f"{L}/{trainer}_gpus_{gpu}_autocast_{autocast}_nodes_{nodes}_export.log"
                     if ocr or _clas_model_dir(model_name) == model_name:
                         b.export_weight = sp(v["export_weight"], f"{weights_dir}/{v['train_model_name']}")
-                    # else PaddleClas (lines 285-289) resets set_eval_pretrain and keeps the previous
+                    # else PaddleClas (lines 314-318) resets set_eval_pretrain and keeps the previous
                     # set_export_weight (empty at first): mirrored
                     text = f"{b.python} {run_export} {b.export_weight} {sp(v['save_infer_key'], save_log)}"
                     b.add(CommandKind.EXPORT, text, export_log, None if ocr else export_log, trailing_blank=ocr,
@@ -499,18 +501,18 @@ def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool) -> None:
                     if ocr and v["inference_dir"] not in ("null", "##"):
                         model_dir = f"{save_log}/{v['inference_dir']}"
                     if not ocr:
-                        b.cwd = b.repo / "deploy"  # `cd deploy` (PaddleClas line 300)
+                        b.cwd = b.repo / "deploy"  # `cd deploy` (PaddleClas line 328)
                     _inference_51(b, v, ocr, model_dir, v["train_infer_img_dir"] if ocr else v["infer_img_dir"],
                                   "True" if quant else "False", gpu, stem, trainer, skip, status_log=not ocr)
                     b.cwd = b.repo
                     if ocr:
                         b.env = {}
                 if not ocr:
-                    b.env = {}  # `unset CUDA_VISIBLE_DEVICES` after every trainer
+                    b.env = {}  # `unset CUDA_VISIBLE_DEVICES` after every trainer (line 332)
 
 
 def _clas_model_dir(model_name: str) -> str:
-    """PaddleClas saves under <output>/<model_name>/, RecModel for two families (its lines 262-266)."""
+    """PaddleClas saves under <output>/<model_name>/, RecModel for two families (its lines 284-296)."""
     return "RecModel" if ("GeneralRecognition" in model_name or "MetaBIN_ResNet50" in model_name) else model_name
 
 
@@ -519,7 +521,7 @@ def _plan_clas(b: _Builder):
     if b.mode != "whole_infer":
         _train_chain_51(b, v, ocr=False)
         return _status_clas
-    # whole_infer: PaddleClas runs only the kl_quant chain (its lines 163-182)
+    # whole_infer: PaddleClas runs only the kl_quant chain (its lines 164-182)
     kl = v["value33"]
     if kl not in ("null", "False"):
         L = str(b.log_path)
