@@ -216,3 +216,10 @@ def bench(s: nox.Session) -> None:
     # Needs DOCKER_HOST and the image (`nox -s images`); says why it skips otherwise.
     s.run("python", "-m", "harness.bench.containers")
     s.run("python", "-m", "harness.bench.report")  # the records of results/default (e.g. after nox -t cpu)
+
+
+@nox.session(python=HOST_PYTHON)
+def bench_matrix(s: nox.Session) -> None:
+    """`nox -t cpu` with --jobs N against one job, cold and warm, verdicts compared (~10 min)."""
+    s.install(*HOST_SIDE, "nox", silent=True)
+    s.run("python", "-m", "harness.bench.matrix", *s.posargs)

@@ -3,6 +3,7 @@ interpreter computes, and dies alone (real Paddle; crash and timeout cells are i
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -42,3 +43,15 @@ def test_forked_cells_equal_fresh_interpreter_cells_number_for_number(tmp_path, 
     assert any(s["status"] == "crash" for s in dies.values())
     assert stages_by_name(load_record(tmp_path / "forked" / "default",
                                       f"cpu_fp32/{paddle_version}/normal/clean"))["baseline"]["status"] == "pass"
+    # The matrix benchmark's record-by-record comparison agrees, and can fail: one number moved is a difference.
+    from harness.bench.matrix import compare, fingerprint
+
+    forked_prints = fingerprint(tmp_path / "forked" / "default")
+    assert len(forked_prints) == 2 and compare(forked_prints, fingerprint(tmp_path / "fresh" / "default")) == []
+    path = tmp_path / "fresh" / "default" / f"cpu_fp32/{paddle_version}/normal/clean.json"
+    record = json.loads(path.read_text())
+    first_output = next(iter(record["stages"][0]["outputs"].values()))
+    first_output["max_abs"] = (first_output["max_abs"] or 0.0) + 1e-7
+    path.write_text(json.dumps(record))
+    assert compare(forked_prints, fingerprint(tmp_path / "fresh" / "default")) == [
+        f"differs: cpu_fp32/{paddle_version}/normal/clean"]
