@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import List
 
 import nox
 from nox.command import CommandFailed
@@ -133,14 +134,17 @@ def _portability_session(version: str):
     return run
 
 
+def _session_per_version(name: str, tags: List[str], make) -> None:
+    """``name`` at the default Paddle and ``name@<version>`` at each other version of cpu_fp32
+    (portability and TIPC run exports of that session), in an env of that version's Python."""
+    for version in MATRIX.session("cpu_fp32").versions if "cpu_fp32" in MATRIX.sessions else []:
+        default = version == MATRIX.run["default_paddle"]
+        nox.session(name=name if default else f"{name}@{version}", python=MATRIX.version(version)["python"],
+                    tags=[*tags, f"paddle-{version}"])(make(version))
+
+
 # After the cell sessions, so that `nox -t cpu` runs them once every version has exported.
-for _version in MATRIX.session("cpu_fp32").versions if "cpu_fp32" in MATRIX.sessions else []:
-    _default = _version == MATRIX.run["default_paddle"]
-    nox.session(
-        name="portability" if _default else f"portability@{_version}",
-        python=MATRIX.version(_version)["python"],
-        tags=["cpu", "portability", f"paddle-{_version}"],
-    )(_portability_session(_version))
+_session_per_version("portability", ["cpu", "portability"], _portability_session)
 
 
 def _tipc_session(version: str):
@@ -158,13 +162,7 @@ def _tipc_session(version: str):
     return run
 
 
-for _version in MATRIX.session("cpu_fp32").versions if "cpu_fp32" in MATRIX.sessions else []:
-    _default = _version == MATRIX.run["default_paddle"]
-    nox.session(
-        name="tipc" if _default else f"tipc@{_version}",
-        python=MATRIX.version(_version)["python"],
-        tags=["tipc", f"paddle-{_version}"],
-    )(_tipc_session(_version))
+_session_per_version("tipc", ["tipc"], _tipc_session)
 
 
 @nox.session(python=HOST_PYTHON)

@@ -24,6 +24,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .tipc.config import Layout  # plain Python: the choices come from the vocabulary
+    from .tipc.plan import Driver
+
     parser = _Parser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -53,10 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     tipc.add_argument("--mode", required=True, help="lite_train_lite_infer, lite_train_whole_infer, whole_infer "
                                                      "or whole_train_whole_infer")
     tipc.add_argument("--dry-run", action="store_true", help="print the plan (argv lists, in order); run nothing")
-    tipc.add_argument("--driver", choices=("step6", "clas", "ocr"),
+    tipc.add_argument("--driver", choices=[d.value for d in Driver],
                       help="whose test_train_inference_python.sh to mirror (default: step6 for 32-line "
                            "configs, clas for 51-line ones)")
-    tipc.add_argument("--layout", choices=("step6", "51-line"), help="the config's layout (default: detected)")
+    tipc.add_argument("--layout", choices=[layout.value for layout in Layout], help="the config's layout (default: detected)")
     tipc.add_argument("--python", help="the Paddle environment's Python that runs the commands and the cells "
                                        "(default: this one)")
     tipc.add_argument("--session", action="append",

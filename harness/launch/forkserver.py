@@ -118,8 +118,7 @@ def serve() -> int:
 class ForkedProcess:
     """A child of the fork server, with the part of ``Popen`` that supervision uses."""
 
-    def __init__(self, server: "ForkServer", request_id: int):
-        self._server, self._id = server, request_id
+    def __init__(self):
         self.pid: Optional[int] = None
         self.returncode: Optional[int] = None
         self._started = threading.Event()
@@ -142,7 +141,8 @@ class ForkedProcess:
 
 
 class ForkServer:
-    """One fork server per Python; started on first use, ended with the host process."""
+    """One fork server per Python; started on first use, ended with the host process (the end
+    of its stdin, when the host exits, ends it)."""
 
     def __init__(self, python: str, env: Dict[str, str]):
         self._proc = subprocess.Popen([python, "-m", "harness.launch.forkserver"], stdin=subprocess.PIPE,
@@ -164,6 +164,8 @@ class ForkServer:
             child = self._children.get(message["id"])
             if child is None:
                 continue
+            if "exit" in message:
+                del self._children[message["id"]]
             if "pid" in message:
                 child.pid = message["pid"]
                 child._started.set()
@@ -171,16 +173,18 @@ class ForkServer:
                 child.returncode = message["exit"]
                 child._ended.set()
                 child._started.set()
-        for child in list(self._children.values()):  # the server died: its children are gone too
-            if child.returncode is None:
-                child.returncode = -9
-                child._ended.set()
-                child._started.set()
+        # The server died: nobody reaps its children any more. They are killed (their own
+        # process groups) so that the -9 each one is given is what really ended it.
+        for child in list(self._children.values()):
+            child.kill()
+            child.returncode = -9
+            child._ended.set()
+            child._started.set()
 
     def start(self, args: List[str], log: str) -> ForkedProcess:
         with self._lock:
             self._next += 1
-            child = ForkedProcess(self, self._next)
+            child = ForkedProcess()
             self._children[self._next] = child
             self._proc.stdin.write((json.dumps({"id": self._next, "args": list(args), "log": log}) + "\n").encode())
             self._proc.stdin.flush()
@@ -189,12 +193,6 @@ class ForkServer:
 
     def alive(self) -> bool:
         return self._proc.poll() is None
-
-    def close(self) -> None:
-        try:
-            self._proc.stdin.close()
-        except OSError:
-            pass
 
 
 if __name__ == "__main__":

@@ -31,7 +31,14 @@ import enum
 from typing import Iterable, Optional
 
 
-class Status(str, enum.Enum):
+class Word(str, enum.Enum):
+    """A str-enum that prints as its word (f-strings, tables, argparse choices)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Status(Word):
     PASS = "pass"
     FAIL = "fail"
     VACUOUS = "vacuous"
@@ -40,9 +47,6 @@ class Status(str, enum.Enum):
     CRASH = "crash"
     TIMEOUT = "timeout"
     SKIP = "skip"
-
-    def __str__(self) -> str:  # f-strings and tables print the word
-        return self.value
 
     @classmethod
     def of(cls, value: "str | Status | None") -> "Status":
@@ -70,16 +74,13 @@ STATUS_ORDER = (Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.
 HAZARD = "hazard"  # the kind of a finding that is not a stage result
 
 
-class Stage(str, enum.Enum):
+class Stage(Word):
     """The reference stages every session runs before its backend stage; the backend stage is
     named after what it switches on (``onednn_bf16``, ``trt_fp16``, ``cpu_fp32``)."""
 
     BASELINE = "baseline"
     MEMORY = "memory"
     IR = "ir"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 SETUP = "setup"  # the journal entry of build / train / export, before any stage
@@ -109,7 +110,7 @@ class Probe(str, enum.Enum):
     INVALID = "invalid"
 
 
-class Transition(str, enum.Enum):
+class Transition(Word):
     REGRESSED = "regressed"
     STILL_FAILING = "still failing"
     FIXED = "fixed"
@@ -117,9 +118,6 @@ class Transition(str, enum.Enum):
     GONE = "gone"
     STILL_PASS = "still pass"
     SKIPPED = "skipped"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def verdict_status(statuses: Iterable[Status]) -> Optional[Status]:

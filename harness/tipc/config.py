@@ -16,19 +16,16 @@ or without the benchmark sections after line 51 (which the train/infer driver do
 from __future__ import annotations
 
 import dataclasses
-import enum
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from ..shared.errors import UserError
+from ..shared.vocab import Word
 
 
-class Layout(str, enum.Enum):
+class Layout(Word):
     STEP6 = "step6"       # models repo, tutorials/*/Step6/test_tipc: 32 lines
     FIFTY_ONE = "51-line"  # PaddleClas / PaddleOCR: 51 lines (+ benchmark sections)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # What TIPC's driver reads of each layout: (line count it needs, line whose key is "trainer").

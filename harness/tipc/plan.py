@@ -19,11 +19,12 @@ differently, on purpose, is listed in ``DIFFERENCES`` and printed with every pla
 from __future__ import annotations
 
 import dataclasses
-import enum
+import itertools
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..shared.errors import UserError
+from ..shared.vocab import Word
 from .config import Layout, TipcConfig, check_values, parse_trainers, split_fields
 
 MODES = ("lite_train_lite_infer", "lite_train_whole_infer", "whole_infer", "whole_train_whole_infer")
@@ -50,15 +51,32 @@ DIFFERENCES = (
 )
 
 
-class CommandKind(str, enum.Enum):
+class Driver(Word):
+    """The bash driver a plan mirrors."""
+
+    STEP6 = "step6"
+    CLAS = "clas"
+    OCR = "ocr"
+
+    @property
+    def layout(self) -> Layout:
+        return Layout.STEP6 if self is Driver.STEP6 else Layout.FIFTY_ONE
+
+    @property
+    def script(self) -> str:
+        return {
+            Driver.STEP6: "models repo tutorials/mobilenetv3_prod/Step6/test_tipc/test_train_inference_python.sh",
+            Driver.CLAS: "PaddleClas test_tipc/test_train_inference_python.sh",
+            Driver.OCR: "PaddleOCR test_tipc/test_train_inference_python.sh",
+        }[self]
+
+
+class CommandKind(Word):
     TRAIN = "train"
     EVAL = "eval"
     EXPORT = "export"
     INFER = "infer"
     QUANT = "kl_quant"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclasses.dataclass
@@ -84,7 +102,7 @@ class Command:
 
 @dataclasses.dataclass
 class Plan:
-    driver: str
+    driver: Driver
     config: TipcConfig
     mode: str
     model_name: str
@@ -120,14 +138,14 @@ def _status_step6(ok: bool, model: str, text: str, _log: Optional[str]) -> str:
     return f"\033[33m Run {word} with command - {model} - {text}!  \033[0m"
 
 
-def _status_with_log(ok: bool, model: str, text: str, log: Optional[str]) -> str:
-    # PaddleClas / PaddleOCR common_func.sh status_check (5 arguments; OCR's driver passes 4,
-    # so its log field is empty)
+def _status_ocr(ok: bool, model: str, text: str, log: Optional[str]) -> str:
+    # PaddleOCR common_func.sh status_check (5 arguments; its driver passes 4, so the log field is empty)
     word = "successfully" if ok else "failed"
     return f"\033[33m Run {word} with command - {model} - {text} - {log or ''} \033[0m"
 
 
 def _status_clas(ok: bool, model: str, text: str, log: Optional[str]) -> str:
+    # PaddleClas common_func.sh status_check: OCR's line with a " !" before the colour reset
     word = "successfully" if ok else "failed"
     return f"\033[33m Run {word} with command - {model} - {text} - {log or ''} ! \033[0m"
 
@@ -184,17 +202,18 @@ class _Builder:
 
 
 def plan(config: TipcConfig, mode: str, *, repo: Path, python: str, log_root: Path,
-         driver: Optional[str] = None, gpu_missing: Optional[str] = None) -> Plan:
+         driver: "Optional[str | Driver]" = None, gpu_missing: Optional[str] = None) -> Plan:
     if mode not in MODES:
         raise UserError(f"--mode {mode}: not a TIPC mode; one of {', '.join(MODES)}.")
-    driver = driver or ("step6" if config.layout is Layout.STEP6 else "clas")
-    wanted = Layout.STEP6 if driver == "step6" else Layout.FIFTY_ONE
-    if config.layout is not wanted:
-        raise UserError(f"{config.path}: a {config.layout} config, but --driver {driver} reads the {wanted} layout; "
-                        f"drop --driver or pick {'step6' if config.layout is Layout.STEP6 else 'clas or ocr'}.")
-    planner = {"step6": _plan_step6, "clas": _plan_clas, "ocr": _plan_ocr}.get(driver)
-    if planner is None:
-        raise UserError(f"--driver {driver}: unknown; one of step6, clas, ocr.")
+    try:
+        driver = Driver(driver) if driver else (Driver.STEP6 if config.layout is Layout.STEP6 else Driver.CLAS)
+    except ValueError:
+        raise UserError(f"--driver {driver}: unknown; one of {', '.join(d.value for d in Driver)}.") from None
+    if config.layout is not driver.layout:
+        fitting = ", ".join(d.value for d in Driver if d.layout is config.layout)
+        raise UserError(f"{config.path}: a {config.layout} config, but --driver {driver} reads the {driver.layout} "
+                        f"layout; drop --driver or pick {fitting}.")
+    planner = {Driver.STEP6: _plan_step6, Driver.CLAS: _plan_clas, Driver.OCR: _plan_ocr}[driver]
     model_name = config.value(2)
     if not model_name:
         raise UserError(f"{config.where(2)}: model_name is empty; TIPC names its output folder after it.")
@@ -371,32 +390,32 @@ def _inference_51(b: _Builder, v: Dict[str, str], ocr: bool, model_dir: str, img
     sp = set_params
     for use_gpu in split_fields(v["use_gpu_list"], "|"):
         if use_gpu in ("False", "cpu"):
-            for mkldnn in split_fields(v["use_mkldnn_list"], "|"):
-                for threads in split_fields(v["cpu_threads_list"], "|"):
-                    for bs in split_fields(v["batch_size_list"], "|"):
-                        for precision in split_fields(v["precision_list"], "|"):
-                            if ocr and mkldnn == "False" and precision == "fp16":
-                                continue
-                            if ocr and flag_quant == "True" and precision != "int8":
-                                continue
-                            common = (f"{sp(v['cpu_threads_key'], threads)} {sp(v['infer_model_key'], model_dir)} "
-                                      f"{sp(v['batch_size_key'], bs)}")
-                            data = f"{sp(v['image_dir_key'], img_dir)} {sp(v['benchmark_key'], v['benchmark_value'])}"
-                            if ocr:
-                                log = (f"{L}/python_infer_cpu_usemkldnn_{mkldnn}_threads_{threads}_precision_"
-                                       f"{precision}_batchsize_{bs}.log")
-                                text = (f"{b.python} {v['inference_py']} {v['use_gpu_key']}={use_gpu} "
-                                        f"{sp(v['use_mkldnn_key'], mkldnn)} {common} {sp(v['save_log_key'], '')} "
-                                        f"{data} {sp(v['precision_key'], precision)} "
-                                        f"{sp(v['infer_key1'], v['infer_value1'])}")
-                            else:
-                                log = (f"{L}/python_infer_cpu_gpus_{gpu}_usemkldnn_{mkldnn}_threads_{threads}_"
-                                       f"precision_{precision}_batchsize_{bs}.log")
-                                text = (f"{b.python} {v['inference_py']} {v['use_gpu_key']}={use_gpu} "
-                                        f"{v['use_mkldnn_key']}={mkldnn} {common} {data} "
-                                        f"{sp(v['infer_key1'], v['infer_value1'])}")
-                            b.add(CommandKind.INFER, text, log, log if status_log else None, trainer=trainer,
-                                  stem=stem, skip=skip)
+            # the script's four nested loops, in its order
+            for mkldnn, threads, bs, precision in itertools.product(
+                    *(split_fields(v[key], "|") for key in ("use_mkldnn_list", "cpu_threads_list",
+                                                             "batch_size_list", "precision_list"))):
+                if ocr and mkldnn == "False" and precision == "fp16":
+                    continue
+                if ocr and flag_quant == "True" and precision != "int8":
+                    continue
+                common = (f"{sp(v['cpu_threads_key'], threads)} {sp(v['infer_model_key'], model_dir)} "
+                          f"{sp(v['batch_size_key'], bs)}")
+                data = f"{sp(v['image_dir_key'], img_dir)} {sp(v['benchmark_key'], v['benchmark_value'])}"
+                if ocr:
+                    log = (f"{L}/python_infer_cpu_usemkldnn_{mkldnn}_threads_{threads}_precision_"
+                           f"{precision}_batchsize_{bs}.log")
+                    text = (f"{b.python} {v['inference_py']} {v['use_gpu_key']}={use_gpu} "
+                            f"{sp(v['use_mkldnn_key'], mkldnn)} {common} {sp(v['save_log_key'], '')} "
+                            f"{data} {sp(v['precision_key'], precision)} "
+                            f"{sp(v['infer_key1'], v['infer_value1'])}")
+                else:
+                    log = (f"{L}/python_infer_cpu_gpus_{gpu}_usemkldnn_{mkldnn}_threads_{threads}_"
+                           f"precision_{precision}_batchsize_{bs}.log")
+                    text = (f"{b.python} {v['inference_py']} {v['use_gpu_key']}={use_gpu} "
+                            f"{v['use_mkldnn_key']}={mkldnn} {common} {data} "
+                            f"{sp(v['infer_key1'], v['infer_value1'])}")
+                b.add(CommandKind.INFER, text, log, log if status_log else None, trainer=trainer,
+                      stem=stem, skip=skip)
         elif use_gpu in ("True", "gpu"):
             why = skip or (f"inference with {v['use_gpu_key']}={use_gpu}: {b.gpu_missing.split(';')[0]}" if b.gpu_missing else None)
             for trt in split_fields(v["use_trt_list"], "|"):
@@ -538,7 +557,7 @@ def _plan_ocr(b: _Builder):
     v = _fifty_one(b, ocr=True)
     if b.mode != "whole_infer":
         _train_chain_51(b, v, ocr=True)
-        return _status_with_log
+        return _status_ocr
     L = str(b.log_path)
     exports = split_fields(v["infer_export"], "|")
     quant_flags = split_fields(v["infer_is_quant"], "|")
@@ -551,4 +570,4 @@ def _plan_ocr(b: _Builder):
         flag = quant_flags[count] if count < len(quant_flags) else ""
         _inference_51(b, v, True, infer_model, v["infer_img_dir"], flag, "", f"export_{count}", None, None,
                       status_log=False)
-    return _status_with_log
+    return _status_ocr
