@@ -22,6 +22,7 @@ import pytest
 from .conftest import ROOT, installed_paddle, one_line_error
 from harness.tipc import config as tipc_config
 from harness.tipc import plan as tipc_plan
+from harness.tipc import run as tipc_run
 
 TINY = ROOT / "tests" / "data" / "tipc_repo"
 EXPECTED = ROOT / "tests" / "data" / "tipc_expected"
@@ -220,6 +221,18 @@ def test_a_failing_command_is_recorded_as_tipc_does_and_a_baked_export_is_caught
     assert cell["verdict"]["status"] == "fail" and cell["verdict"]["first_failing_stage"] == "baseline"
 
 
+def test_an_export_that_never_calls_jit_save_is_not_verified_and_not_a_pass(tmp_path):
+    # the export goes through paddle.static.save_inference_model: TIPC's chain is all green,
+    # but there was no jit.save to check the program against its layer
+    out = _run(TINY, f"{CONFIGS}/train_infer_python_nosave.txt", tmp_path)
+    assert out.returncode == 1, out.stdout[-3000:]
+    log_path = tmp_path / "r" / "tipc" / "tiny" / "lite_train_lite_infer"
+    assert [w for w, _ in _status_lines(log_path)] == ["successfully"] * 5
+    summary = json.loads((log_path / "tipc.json").read_text())
+    assert summary["cells"] == []
+    assert "export command 3 succeeded but saved nothing through paddle.jit.save: not verified" in out.stdout
+
+
 def test_clas_layout_with_pact_trainer_makes_a_cell_per_trainer(tmp_path):
     out = _run(TINY, f"{CONFIGS}/train_infer_python_clas.txt", tmp_path)
     assert out.returncode == 0, out.stdout[-3000:]
@@ -232,3 +245,16 @@ def test_clas_layout_with_pact_trainer_makes_a_cell_per_trainer(tmp_path):
     record = json.loads((tmp_path / "r" / (next(c["id"] for c in summary["cells"] if "/pact/" in c["id"]) + ".json"))
                         .read_text())
     assert "int8" in record["cell"]["tolerances"]  # a quantized trainer's export: int8 tolerances
+    # ... because the saved layer quantizes, not because of the trainer's name
+    assert record["setup"]["weights"]["quant_layers"] == ["PactQuant"]
+    normal = json.loads((tmp_path / "r" / (next(c["id"] for c in summary["cells"] if "/normal/" in c["id"]) + ".json"))
+                        .read_text())
+    assert normal["setup"]["weights"]["quant_layers"] == []
+
+
+def test_a_quantized_trainer_name_without_quantizing_layers_is_checked_as_normal():
+    plan = _plan(f"{CONFIGS}/train_pact_infer_python.txt", "lite_train_lite_infer")
+    export = next(c for c in plan.commands if c.kind is tipc_plan.CommandKind.EXPORT and c.train_mode == "pact")
+    assert tipc_run.capture_mode(export, {"quant_layers": ["PactQuant"]})[0] == "pact"
+    mode, note = tipc_run.capture_mode(export, {"quant_layers": []})
+    assert mode == "normal" and "no quantizing sublayer" in note and "fp32 tolerances" in note

@@ -40,7 +40,7 @@ from ..shared.inputs import InputSpec, synthesize
 from ..shared.records import Journal
 from ..shared.vocab import SETUP, Analysis, Stage, Status
 from .modes import ModeUnsupported, mode_for
-from .structure import build_call_args, flatten_outputs, flatten_spec, flatten_tensors  # noqa: F401
+from .structure import build_call_args, flatten_outputs, flatten_spec
 
 USER_ERROR = 2  # the child-process protocol of harness.launch
 # What a low-precision stage's ops must produce somewhere for the precision to have run.
@@ -257,7 +257,8 @@ class Cell:
             "export": files,
             "losses": [],
             "weights": dict(source, training_at_save=meta.get("training"), spec_source=meta.get("spec_source"),
-                            static_mode_at_save=meta.get("static_mode_at_save")),
+                            static_mode_at_save=meta.get("static_mode_at_save"),
+                            quant_layers=meta.get("quant_layers"), mode_note=(self.spec.get("tipc") or {}).get("mode_note")),
             "timings": {"capture": meta.get("seconds"), "setup": round(time.perf_counter() - t0, 4)},
             "findings": [],
         }

@@ -51,8 +51,10 @@ def install(jit_package, out):
         result = original(layer, path, input_spec=input_spec, **configs)
         try:
             capture(layer, path, input_spec, out)
-        except BaseException:  # noqa: BLE001 - the user's export must not see our failures
-            pass
+        except Exception as exc:  # noqa: BLE001 - the user's export must not see our failures
+            # capture() records its own failures in meta.json; this is one it could not write
+            # (the capture folder itself): said in the command's log, where the harness reads it.
+            print(f"[harness tipc] jit.save to {path} not captured: {type(exc).__name__}: {exc}", file=sys.stderr)
         return result
 
     api.save = save
@@ -81,6 +83,14 @@ def capture(layer, path, input_spec, out):
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=1, default=str)
     os.replace(tmp, os.path.join(folder, "meta.json"))
+
+
+def _quant_layers(layer, most=10):
+    """Class names of the sublayers that quantize (PaddleSlim's QuantizedConv2D and FakeQuant*,
+    paddle.quantization's Quanted*/quanters, a repository's own PACT quanter): evidence that the
+    saved layer was trained quantization-aware."""
+    names = sorted({type(m).__name__ for m in layer.sublayers(include_self=True) if "quant" in type(m).__name__.lower()})
+    return names[:most]
 
 
 def _layer_name(layer):
@@ -191,6 +201,8 @@ def _reference(paddle, layer, input_spec, folder, meta):
     np.savez(os.path.join(folder, "dygraph.npz"), **{f"o{i}": a for i, (_, a) in enumerate(outputs)})
     meta.update({
         "spec_source": source, "training": bool(layer.training), "static_mode_at_save": was_static,
+        # What the layer says of its training, beside what the config's trainer name claims.
+        "quant_layers": _quant_layers(layer),
         "feed_names": [s.name for s in flat],
         "inputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()},
         "outputs": [label for label, _ in outputs],

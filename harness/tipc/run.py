@@ -22,16 +22,12 @@ from typing import Any, Dict, List, Optional
 
 from ..launch import LocalLauncher
 from ..runner import run_cells
+from ..shared.backends import QUANTIZED_MODES
 from ..shared.records import atomic_write_json
-from ..shared.vocab import Status
+from ..shared.vocab import SETUP, Status
 from .plan import DIFFERENCES, Command, CommandKind, Plan
 
 HOOK = Path(__file__).resolve().parent / "hook"
-SCRIPTS = {
-    "step6": "models repo tutorials/mobilenetv3_prod/Step6/test_tipc/test_train_inference_python.sh",
-    "clas": "PaddleClas test_tipc/test_train_inference_python.sh",
-    "ocr": "PaddleOCR test_tipc/test_train_inference_python.sh",
-}
 
 
 @dataclasses.dataclass
@@ -53,7 +49,7 @@ def describe(plan: Plan) -> str:
     """The dry-run text: where the plan comes from, what differs from TIPC, every argv in order."""
     lines = [
         f"TIPC plan: {plan.config.path} ({plan.config.layout} layout), mode {plan.mode}",
-        f"  driver: {plan.driver} — mirrors {SCRIPTS[plan.driver]}",
+        f"  driver: {plan.driver} — mirrors {plan.driver.script}",
         f"  model_name: {plan.model_name}; python: config says {plan.config_python!r}, runs {plan.python}",
         f"  LOG_PATH: {plan.log_path} (results_python.log there)",
         "  deliberate differences from the bash driver:",
@@ -113,6 +109,19 @@ def run_chain(plan: Plan, *, seed: int, shapes: Dict[str, List[int]], say=print)
     return results
 
 
+def capture_mode(command: Command, meta: Dict[str, Any]) -> "tuple[str, str]":
+    """The cell's mode and why. The trainer's name (``pact_train``) claims a quantization-aware
+    training, which loosens the consistency check to int8 tolerances; the claim holds only when the
+    saved layer has quantizing sublayers. Without them the export is checked as ``normal``."""
+    claimed = command.train_mode or "normal"
+    quant_layers = meta.get("quant_layers") or []
+    if claimed in QUANTIZED_MODES and not quant_layers and "quant_layers" in meta:
+        return "normal", (f"trainer {command.trainer} names a quantization-aware training ({claimed}), but the saved "
+                          f"layer has no quantizing sublayer: checked as normal, at fp32 tolerances")
+    evidence = f"; quantizing sublayers: {', '.join(quant_layers)}" if quant_layers else ""
+    return claimed, f"from trainer {command.trainer or '(none: whole_infer export)'}{evidence}"
+
+
 def capture_cells(plan: Plan, results: List[CommandResult], matrix: Any, sessions: List[str]) -> List[Dict[str, Any]]:
     """One cell per (capture, session): the export's consistency check and staged alignment."""
     specs = []
@@ -122,11 +131,12 @@ def capture_cells(plan: Plan, results: List[CommandResult], matrix: Any, session
             name = f"{plan.model_name}.{result.command.stem or result.command.kind}"
             if len(result.captures) > 1:
                 name += f".{k}"
-            mode = result.command.train_mode or "normal"
+            mode, mode_note = capture_mode(result.command, meta)
             for session in sessions:
                 specs.append(dict(matrix.capture_cell(session, meta["paddle"], mode, name, capture),
                                   tipc={"command": result.index, "kind": result.command.kind.value,
-                                        "text": result.command.text, "saved_to": meta.get("saved_to")}))
+                                        "text": result.command.text, "saved_to": meta.get("saved_to"),
+                                        "trainer": result.command.trainer, "mode_note": mode_note}))
     return specs
 
 
@@ -144,8 +154,8 @@ def run_tipc(plan: Plan, *, matrix: Any, sessions: List[str], results: Path, pyt
     verify_s = time.perf_counter() - t
     summary = {
         "kind": "tipc",
-        "config": str(plan.config.path), "layout": str(plan.config.layout), "driver": plan.driver,
-        "mirrors": SCRIPTS[plan.driver], "mode": plan.mode, "model_name": plan.model_name,
+        "config": str(plan.config.path), "layout": str(plan.config.layout), "driver": plan.driver.value,
+        "mirrors": plan.driver.script, "mode": plan.mode, "model_name": plan.model_name,
         "python": python, "config_python": plan.config_python, "differences": list(DIFFERENCES),
         "commands": [r.as_dict() for r in chain],
         "cells": [{"id": r["id"], "verdict": r["verdict"], "tipc": r["cell"].get("tipc")} for r in records],
@@ -155,11 +165,25 @@ def run_tipc(plan: Plan, *, matrix: Any, sessions: List[str], results: Path, pyt
     return summary
 
 
+def unverified_exports(summary: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Export commands that succeeded without a ``jit.save`` the interception saw (e.g. an export
+    through ``paddle.static.save_inference_model``): their model was not verified."""
+    return [c for c in summary["commands"]
+            if c["kind"] == CommandKind.EXPORT.value and c["status"] == Status.PASS.value and not c["captures"]]
+
+
 def ok(summary: Dict[str, Any]) -> bool:
-    """Every command that ran succeeded and every export's cells passed (or skipped)."""
+    """Every command that ran succeeded, every successful export was intercepted, and every
+    export's cells passed or skipped a stage this machine cannot run. A capture that could not be
+    verified (its cell's setup says skip: no InputSpec, a saved function) is not a pass."""
     commands = all(c["status"] != Status.FAIL.value for c in summary["commands"])
-    cells = all(Status.of(c["verdict"]["status"]) in (Status.PASS, Status.SKIP) for c in summary["cells"])
-    return commands and cells
+
+    def cell_ok(verdict: Dict[str, Any]) -> bool:
+        status = Status.of(verdict["status"])
+        return status is Status.PASS or (status is Status.SKIP and verdict.get("first_failing_stage") != SETUP)
+
+    cells = all(cell_ok(c["verdict"]) for c in summary["cells"])
+    return commands and cells and not unverified_exports(summary)
 
 
 def table(summary: Dict[str, Any]) -> str:
@@ -174,6 +198,8 @@ def table(summary: Dict[str, Any]) -> str:
         text += "\n\n" + tabulate(cells, headers=["export cell", "verdict", "first failing", "note"])
     else:
         text += "\n\nno jit.save was intercepted: nothing verified"
+    for command in unverified_exports(summary):
+        text += f"\nexport command {command['index']} succeeded but saved nothing through paddle.jit.save: not verified"
     seconds = summary["seconds"]
     text += f"\n\nchain {seconds['chain']:.1f} s, verification {seconds['verification']:.1f} s"
     return text
