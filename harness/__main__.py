@@ -231,7 +231,8 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
     layout = tipc_config.Layout(args.layout) if args.layout else None
     config = tipc_config.read(config_path, layout)
     python = args.python or sys.executable
-    reason = LocalLauncher(python).probe()
+    launcher = LocalLauncher(python)  # the export cells' launcher (one fork server for all of them)
+    reason = launcher.probe()
     if reason:
         raise UserError(reason)
     shapes = {}
@@ -255,7 +256,7 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
         return 0
     print()
     summary = tipc_run.run_tipc(plan, matrix=matrix, sessions=sessions, results=results, python=python,
-                                seed=matrix.run["seed"], shapes=shapes,
+                                launcher=launcher, seed=matrix.run["seed"], shapes=shapes,
                                 jobs=args.jobs or default_jobs(matrix.run["reference_threads"]),
                                 root_cause=args.root_cause)
     print()

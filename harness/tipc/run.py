@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ..launch import LocalLauncher
 from ..runner import run_cells
 from ..shared.backends import QUANTIZED_MODES
 from ..shared.records import atomic_write_json
@@ -140,8 +139,8 @@ def capture_cells(plan: Plan, results: List[CommandResult], matrix: Any, session
     return specs
 
 
-def run_tipc(plan: Plan, *, matrix: Any, sessions: List[str], results: Path, python: str, seed: int,
-             shapes: Dict[str, List[int]], jobs: int = 1, root_cause: bool = True, say=print) -> Dict[str, Any]:
+def run_tipc(plan: Plan, *, matrix: Any, sessions: List[str], results: Path, python: str, launcher: Any,
+             seed: int, shapes: Dict[str, List[int]], jobs: int = 1, root_cause: bool = True, say=print) -> Dict[str, Any]:
     started = time.perf_counter()
     chain = run_chain(plan, seed=seed, shapes=shapes, say=say)
     chain_s = time.perf_counter() - started
@@ -149,7 +148,7 @@ def run_tipc(plan: Plan, *, matrix: Any, sessions: List[str], results: Path, pyt
     for spec in specs:
         spec["root_cause"] = root_cause
     t = time.perf_counter()
-    records = run_cells(specs, results=results, force=True, launcher=LocalLauncher(python), jobs=jobs,
+    records = run_cells(specs, results=results, force=True, launcher=launcher, jobs=jobs,
                         progress=say) if specs else []
     verify_s = time.perf_counter() - t
     summary = {
