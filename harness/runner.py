@@ -76,8 +76,7 @@ def _supervise_cell(spec: Dict[str, Any], work: Path, spec_path: Path, journal: 
     launches = 0
     while True:
         launches += 1
-        outcome = supervise(launcher, args, work / "worker.log", overdue,
-                            fresh=spec["mode"] in IMPORT_ORDER_MODES)
+        outcome = supervise(launcher, args, work / "worker.log", overdue, fresh=_imports_before_paddle(spec))
         if outcome.ok:
             break
         if outcome.user_error:
@@ -134,7 +133,7 @@ def build_record(spec: Dict[str, Any], finished: Dict[str, Dict[str, Any]], laun
         "analysis": analysis,
         "launches": launches,
         "launcher": launcher.kind,
-        "runner": launcher.describe(),
+        "runner": launcher.describe(fresh=_imports_before_paddle(spec)),
         "seconds": round(seconds, 3),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -204,6 +203,13 @@ def default_jobs(reference_threads: int) -> int:
     """As many cells at once as the cores allow at the cells' pinned thread count. Numbers do not
     depend on it: every predictor's math threads are set by its config, never by the machine."""
     return max(1, (os.cpu_count() or 1) // max(1, reference_threads))
+
+
+def _imports_before_paddle(spec: Dict[str, Any]) -> bool:
+    """The cell's worker must import a package before Paddle (its mode trains with PaddleSlim), so
+    it needs an interpreter of its own, not a fork of one that imported Paddle. A captured export
+    (TIPC) is not trained here: its mode only names how the repository trained it."""
+    return spec["mode"] in IMPORT_ORDER_MODES and not spec["model"].get("capture")
 
 
 def run_session(matrix: Any, session: str, version: str, *, results: Path,

@@ -117,6 +117,7 @@ def test_pact_trains_saves_with_paddleslim_and_shows_the_int8_diff(tmp_path, pad
     record = load_record(tmp_path / "r" / "default", f"cpu_onednn_int8/{paddle_version}/pact/clean")
     stages = {s["name"]: s for s in record["stages"]}
     assert record["setup"]["export"]["format"] == "legacy"  # save_quantized_model writes .pdmodel, also on 3.x
+    assert record["runner"]["start"].startswith("a fresh interpreter")  # cv2 before paddle: no fork
     assert any("static mode" in f["finding"] for f in record["setup"]["findings"])
     assert stages["baseline"]["status"] == "pass" and stages["baseline"]["precision"] == "int8"
     int8 = stages["onednn_int8"]

@@ -247,6 +247,7 @@ def test_clas_layout_with_pact_trainer_makes_a_cell_per_trainer(tmp_path):
     assert "int8" in record["cell"]["tolerances"]  # a quantized trainer's export: int8 tolerances
     # ... because the saved layer quantizes, not because of the trainer's name
     assert record["setup"]["weights"]["quant_layers"] == ["PactQuant"]
+    assert record["runner"]["start"].startswith("fork server")  # not trained here: nothing to import first
     normal = json.loads((tmp_path / "r" / (next(c["id"] for c in summary["cells"] if "/normal/" in c["id"]) + ".json"))
                         .read_text())
     assert normal["setup"]["weights"]["quant_layers"] == []

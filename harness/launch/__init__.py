@@ -146,9 +146,14 @@ class LocalLauncher:
     def reclaim(self, folder: Path) -> None:
         """Nothing to give back."""
 
-    def describe(self) -> dict:
-        start = "fork server: one import of paddle per environment, a forked process per child" if self.fork \
-            else (self.fork_problem or "a fresh interpreter per child")
+    def describe(self, fresh: bool = False) -> dict:
+        """The record's runner fields; ``fresh``: what ``start`` was asked for this cell's children."""
+        if not self.fork:
+            start = self.fork_problem or "a fresh interpreter per child"
+        elif fresh:
+            start = "a fresh interpreter per child (its mode imports a package before paddle)"
+        else:
+            start = "fork server: one import of paddle per environment, a forked process per child"
         return {"kind": self.kind, "python": self.python, "start": start}
 
     def start(self, args: Sequence[str], log, fresh: bool = False):

@@ -156,7 +156,7 @@ class DockerLauncher:
         if self.user != self.caller:
             _chown_tree(Path(folder), *self.caller)
 
-    def describe(self) -> Dict[str, Any]:
+    def describe(self, fresh: bool = True) -> Dict[str, Any]:  # every container is a fresh interpreter
         image = self.client.images.get(self.image)
         return {"kind": self.kind, "image": self.image, "image_id": image.id,
                 "digests": list(image.attrs.get("RepoDigests") or []), "gpu": self.gpu,
