@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from .pathargs import file_to_read, folder_to_read, folder_to_write, python_interpreter, relative_file
 from .shared.errors import UserError
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix" / "default.toml"
@@ -36,22 +37,25 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--paddle", help="Paddle version (default: the session's first)")
     run.add_argument("--model", action="append", help="only this model (repeatable)")
     run.add_argument("--mode", action="append", help="only this train mode (repeatable)")
-    run.add_argument("--results", type=Path, default=Path("results"), help="results root (default: %(default)s)")
+    run.add_argument("--results", type=folder_to_write, default=Path("results"), help="results root (default: %(default)s)")
     run.add_argument("--run", dest="run_name", default="default", help="run name under the results root")
     run.add_argument("--force", action="store_true", help="redo cells that already have a record")
     run.add_argument("--jobs", type=int, default=None,
                      help="cells at once (default: the cores at the cells' pinned thread count)")
     run.add_argument("--no-root-cause", dest="root_cause", action="store_false",
                      help="record failing stages without the per-tensor diff and culprit search (faster CI)")
-    run.add_argument("--python", help="Python of the Paddle environment (default: this one)")
+    run.add_argument("--python", type=python_interpreter, help="Python of the Paddle environment (default: this one)")
+    run.add_argument("--checkpoints", type=folder_to_read,
+                     help="take the run's shared weights from this folder (<mode>/<model>.npz, e.g. a first CI "
+                          "job's results/<run>/checkpoints): every shard then computes with the same weights")
     run.add_argument("--runner", choices=("venv", "docker"),
                      help="where the cells run (default: the session's runner: venv for CPU, docker for GPU)")
     run.add_argument("--image", help="image for --runner docker (default: the matrix's image of the session's "
                                      "Paddle version and device, built by `nox -s images`)")
 
     tipc = sub.add_parser("tipc", help="run a repository's TIPC config as TIPC does; verify every jit.save")
-    tipc.add_argument("--repo", type=Path, required=True, help="the repository the TIPC config belongs to")
-    tipc.add_argument("--config", type=Path, required=True,
+    tipc.add_argument("--repo", type=folder_to_read, required=True, help="the repository the TIPC config belongs to")
+    tipc.add_argument("--config", type=relative_file, required=True,
                       help="TIPC config, e.g. test_tipc/configs/X/train_infer_python.txt (relative: to --repo)")
     tipc.add_argument("--mode", required=True, help="lite_train_lite_infer, lite_train_whole_infer, whole_infer "
                                                      "or whole_train_whole_infer")
@@ -60,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="whose test_train_inference_python.sh to mirror (default: step6 for 32-line "
                            "configs, clas for 51-line ones)")
     tipc.add_argument("--layout", choices=[layout.value for layout in Layout], help="the config's layout (default: detected)")
-    tipc.add_argument("--python", help="the Paddle environment's Python that runs the commands and the cells "
+    tipc.add_argument("--python", type=python_interpreter, help="the Paddle environment's Python that runs the commands and the cells "
                                        "(default: this one)")
     tipc.add_argument("--session", action="append",
                       help="matrix session each intercepted export runs (repeatable; default: the matrix's "
@@ -68,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     tipc.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
                       help="shape of an input whose InputSpec has free dims (default: batch 2, others 32)")
     tipc.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
-    tipc.add_argument("--results", type=Path, default=Path("results"))
+    tipc.add_argument("--results", type=folder_to_write, default=Path("results"))
     tipc.add_argument("--run", dest="run_name", default="default", help="run name under the results root")
     tipc.add_argument("--jobs", type=int, default=None, help="export cells at once")
     tipc.add_argument("--no-root-cause", dest="root_cause", action="store_false")
@@ -77,26 +81,26 @@ def _parser() -> argparse.ArgumentParser:
     images.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
     images.add_argument("--paddle", action="append", help="only this Paddle version (repeatable; default: all)")
     images.add_argument("--device", action="append", choices=("cpu", "gpu"), help="only this device (default: cpu)")
-    images.add_argument("--wheels", type=Path, help="folder of wheels to install from (default: pip download "
+    images.add_argument("--wheels", type=folder_to_read, help="folder of wheels to install from (default: pip download "
                                                     "into a cache)")
     images.add_argument("--make-base", action="store_true", help="first build [docker].cpu_base with debootstrap")
 
     shards = sub.add_parser("shards", help="nox sessions (`nox -l --json` on stdin) as a CI job matrix")
-    shards.add_argument("--nox-json", type=Path, help="file with `nox -l --json` output (default: stdin)")
+    shards.add_argument("--nox-json", type=file_to_read, help="file with `nox -l --json` output (default: stdin)")
     shards.add_argument("--format", choices=("github", "gitlab"), default="github")
     shards.add_argument("--cpu-runner", default="ubuntu-latest")
     shards.add_argument("--gpu-runner", default="gpu")
 
     merge = sub.add_parser("merge", help="merge shards' run folders into one run")
-    merge.add_argument("--into", type=Path, required=True, help="the merged run folder (results/<run>)")
-    merge.add_argument("shards", type=Path, nargs="+", help="the shards' run folders")
+    merge.add_argument("--into", type=folder_to_write, required=True, help="the merged run folder (results/<run>)")
+    merge.add_argument("shards", type=folder_to_read, nargs="+", help="the shards' run folders")
 
     probe = sub.add_parser("probe", help="why a runner cannot run here (prints nothing when it can)")
     probe.add_argument("--image", required=True)
     probe.add_argument("--gpu", action="store_true", help="the container needs a GPU")
 
     report = sub.add_parser("report", help="merge every record of a run into markdown and a table")
-    report.add_argument("--results", type=Path, default=Path("results"))
+    report.add_argument("--results", type=folder_to_read, default=Path("results"))
     report.add_argument("--run", dest="run_name", default="default")
     report.add_argument("--out", type=Path, help="markdown file (default: <results>/<run>/report.md)")
     report.add_argument("--junit", type=Path, help="JUnit XML (default: <results>/<run>/report.xml)")
@@ -107,21 +111,24 @@ def _parser() -> argparse.ArgumentParser:
 
     qualify = sub.add_parser("qualify", help="release verdict over a run: qualified or not (exit 0/1)")
     qualify.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
-    qualify.add_argument("--results", type=Path, default=Path("results"))
+    qualify.add_argument("--results", type=folder_to_read, default=Path("results"))
     qualify.add_argument("--run", dest="run_name", default="default")
-    qualify.add_argument("--known", type=Path, help="known-issues TOML ([[known]] cell, stage, reason, link)")
-    qualify.add_argument("--strict", action="store_true",
-                         help="also block on skipped cells, hazards and missing cells (a release)")
+    qualify.add_argument("--known", type=file_to_read, help="known-issues TOML ([[known]] cell, stage, reason, link)")
+    scope = qualify.add_mutually_exclusive_group()
+    scope.add_argument("--strict", action="store_true", help="also block on skipped cells and hazards (a release)")
+    scope.add_argument("--partial", action="store_true",
+                       help="qualify the cells that have records; missing required cells are reported, not "
+                            "blocking, and the verdict line says 'partial: N of M'")
 
     regress = sub.add_parser("regress", help="cross-version report: transitions, drift, agreement, portability")
-    regress.add_argument("--results", type=Path, default=Path("results"))
+    regress.add_argument("--results", type=folder_to_read, default=Path("results"))
     regress.add_argument("--run", dest="run_name", default="default")
     regress.add_argument("--base", help="base Paddle version (default: every older version)")
     regress.add_argument("--head", help="head Paddle version (default: the newest with records)")
     regress.add_argument("--out", type=Path, help="markdown file (default: <results>/<run>/regression.md)")
 
     port = sub.add_parser("port", help="run other versions' exports with this environment's Paddle")
-    port.add_argument("--results", type=Path, default=Path("results"))
+    port.add_argument("--results", type=folder_to_read, default=Path("results"))
     port.add_argument("--run", dest="run_name", default="default")
     port.add_argument("--session", default="cpu_fp32", help="whose exports to load (default: %(default)s)")
     port.add_argument("--model", action="append")
@@ -186,7 +193,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     records = run_session(
         matrix, session.name, version, results=results, modes=args.mode, models=args.model,
         force=args.force, launcher=launcher, root_cause=args.root_cause,
-        jobs=args.jobs or default_jobs(matrix.run["reference_threads"]),
+        jobs=args.jobs or default_jobs(matrix.run["reference_threads"]), checkpoints=args.checkpoints,
     )
     probes = [p for p in load_hazard_probes(results) if p["session"] == session.name and p["paddle"] == version]
     model = RunModel(records, probes)
@@ -228,6 +235,8 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
     if not repo.is_dir():
         raise UserError(f"--repo {args.repo}: not a folder; give the repository the TIPC config belongs to.")
     config_path = args.config if args.config.is_absolute() else repo / args.config
+    if config_path.is_dir():
+        raise UserError(f"--config {args.config}: {config_path} is a folder; give the TIPC config file.")
     layout = tipc_config.Layout(args.layout) if args.layout else None
     config = tipc_config.read(config_path, layout)
     python = args.python or sys.executable
@@ -302,7 +311,9 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
     done = shards.merge(args.into, args.shards)
     print(f"merged {done['cells']} cells from {done['shards']} shards into {args.into}")
-    return 0
+    for item in done["unreadable"]:
+        print(f"unreadable record (copied, not merged into any count): {item}")
+    return 1 if done["unreadable"] else 0
 
 
 def _cmd_probe(args: argparse.Namespace) -> int:
@@ -322,7 +333,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if not results.is_dir():
         raise UserError(f"--results/--run: {results} does not exist; run a session first or point at a results dir.")
     model = RunModel.load(results)
-    if not model.records:
+    if not model.records and not model.unreadable:
         raise UserError(f"--results/--run: no result records under {results}; run a session first.")
     from .report import junit
     from .report.tables import short_summary
@@ -340,6 +351,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as handle:
             handle.write(summary_text + "\n")
     print(f"\nreport: {out}   html: {page}   junit: {xml}   summary: {summary}")
+    if model.unreadable:
+        print(f"{len(model.unreadable)} unreadable record(s) listed above: the report covers the other "
+              f"{len(model.records)} cells only", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -347,7 +362,8 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
     from . import matrix as matrix_mod
     from .report import qualify
 
-    return qualify.run(args.results / args.run_name, matrix_mod.load(args.matrix), args.known, args.strict)
+    return qualify.run(args.results / args.run_name, matrix_mod.load(args.matrix), args.known, args.strict,
+                       args.partial)
 
 
 def _cmd_regress(args: argparse.Namespace) -> int:

@@ -126,8 +126,9 @@ def build_record(spec: Dict[str, Any], finished: Dict[str, Dict[str, Any]], laun
         "id": spec["id"],
         "cell": spec,
         "paddle": setup.get("paddle"),
+        "machine": _machine(setup, stages),
         "inputs": {"seed": spec["seed"], "arrays": setup.get("inputs")},
-        "setup": {k: v for k, v in setup.items() if k != "paddle"},
+        "setup": {k: v for k, v in setup.items() if k not in ("paddle", "machine")},
         "stages": stages,
         "verdict": verdict_of(setup, stages),
         "analysis": analysis,
@@ -137,6 +138,17 @@ def build_record(spec: Dict[str, Any], finished: Dict[str, Dict[str, Any]], laun
         "seconds": round(seconds, 3),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+
+
+def _machine(setup: Dict[str, Any], stages: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The machine the cell side described (from inside its container); the host's own view,
+    said so, when the worker died before describing it. With the math threads the stages used."""
+    from .shared.machine import describe
+
+    machine = dict(setup.get("machine") or describe(None, seen_from="host (the worker never reported)"))
+    machine["threads"] = sorted({s["config"]["threads"] for s in stages
+                                 if isinstance((s.get("config") or {}).get("threads"), int)})
+    return machine
 
 
 def _render_tensor_report(analysis: Dict[str, Dict[str, Any]]) -> None:
@@ -215,16 +227,37 @@ def _imports_before_paddle(spec: Dict[str, Any]) -> bool:
 def run_session(matrix: Any, session: str, version: str, *, results: Path,
                 modes: Optional[List[str]] = None, models: Optional[List[str]] = None,
                 force: bool = False, launcher: Any = None, root_cause: bool = True, jobs: int = 1,
-                progress=print) -> List[Dict[str, Any]]:
+                progress=print, checkpoints: Optional[Path] = None) -> List[Dict[str, Any]]:
     """Every cell of one session at one Paddle version, up to ``jobs`` at once; returns the
-    records (old and new) in the matrix's order."""
+    records (old and new) in the matrix's order. ``checkpoints``: a folder of the run's shared
+    weights made elsewhere (a first CI job), copied in where the run has none yet."""
     cells = matrix.expand(session, version, modes=modes, models=models)
+    if checkpoints is not None:
+        seed_checkpoints(Path(checkpoints), Path(results) / "checkpoints", progress)
     for spec in cells:
         # One version-neutral checkpoint per (mode, model) and run: every session and
         # Paddle version of the run computes with the same weights.
         spec["checkpoint"] = str(Path(results) / "checkpoints" / spec["mode"] / f"{spec['model']['name']}.npz")
         spec["root_cause"] = root_cause
     return run_cells(cells, results=results, force=force, launcher=launcher, jobs=jobs, progress=progress)
+
+
+def seed_checkpoints(source: Path, target: Path, progress=print) -> int:
+    """Copy ``<mode>/<model>.npz`` files from ``source`` into the run's checkpoint folder, never
+    over one the run already has. A cell still retrains a checkpoint made for another factory,
+    seed or shape (its meta says so), and then ``regress`` flags the weights as different."""
+    copied = 0
+    for path in sorted(source.glob("*/*.npz")):
+        destination = target / path.relative_to(source)
+        if destination.exists():
+            continue
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        tmp = destination.with_name(f".{destination.name}.{os.getpid()}.tmp")
+        shutil.copyfile(path, tmp)
+        os.replace(tmp, destination)
+        copied += 1
+    progress(f"[harness] checkpoints: {copied} taken from {source}")
+    return copied
 
 
 def run_cells(cells: List[Dict[str, Any]], *, results: Path, force: bool = False, launcher: Any = None,

@@ -89,8 +89,9 @@ def write_matrix(tmp_path, paddle_version):
     return write
 
 
-def run_harness(*args: str, cwd: Optional[Path] = None, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
+def run_harness(*args: str, cwd: Optional[Path] = None, timeout: float = 900,
+                env_extra: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **(env_extra or {}))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd or ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -131,4 +132,15 @@ def nox_run(*args: str, matrix: Path = None, timeout: float = 900) -> subprocess
                           capture_output=True, text=True, timeout=timeout)
 
 
-__all__: List[str] = ["run_harness", "load_record", "stages_by_name", "one_line_error"]
+def onednn_isa(record: dict) -> str:
+    """The ISA oneDNN chose for the cell (the record's machine block), e.g. avx512_core_vnni."""
+    return ((record.get("machine") or {}).get("onednn") or {}).get("isa") or "unknown"
+
+
+def has_vnni(isa: str) -> bool:
+    """oneDNN ISAs with VNNI int8 dot products: avx2_vnni*, avx512_core_vnni and everything above
+    it (avx512_core_bf16, avx10, amx)."""
+    return "vnni" in isa or isa.startswith(("avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx", "avx10"))
+
+
+__all__: List[str] = ["run_harness", "load_record", "stages_by_name", "one_line_error", "onednn_isa", "has_vnni"]

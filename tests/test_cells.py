@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from harness.shared.machine import has, label
+
 from .conftest import ROOT, load_record, one_line_error, run_harness, stages_by_name
 
 
@@ -45,6 +47,13 @@ def test_clean_model_passes_every_stage_and_says_why_it_skips_one(write_matrix, 
         # Evidence that the stage ran something else than the baseline: more passes.
         assert len(stages[name]["evidence"]["passes"]) > len(stages["baseline"]["evidence"]["passes"])
     assert stages["cpu_fp32"]["evidence"]["config_read_back"]["threads"] == 2
+    # The machine, seen from inside the cell's environment: the CPU, its numeric flags, the ISA
+    # oneDNN chose, the math threads the stages used; shown once under the table.
+    machine = record["machine"]
+    assert machine["seen_from"] == "cell" and machine["cpu"] and "avx2" in machine["flags"]
+    assert machine["onednn"]["isa"] and machine["onednn"]["version"]
+    assert machine["threads"] == [1, 2] and machine["usable_cores"] >= 1 and len(machine["key"]) == 12
+    assert proc.stdout.count("Machine: ") == 1 and f"isa {machine['onednn']['isa']}" in proc.stdout
     assert record["verdict"]["status"] == "pass" and proc.returncode == 0
     assert not record["analysis"]
     assert "cpu_fp32/" in proc.stdout and "baseline" in proc.stdout  # the terminal table
@@ -113,11 +122,14 @@ def test_bf16_backend_shows_its_diff_or_says_why_it_cannot(write_matrix, tmp_pat
     _run(strict, tmp_path / "strict", "cpu_onednn_bf16")
     stage = stages_by_name(_cell(tmp_path / "strict" / "default", "cpu_onednn_bf16", paddle_version, "resnet"))
     bf16 = stage["onednn_bf16"]
+    machine = _cell(tmp_path / "strict" / "default", "cpu_onednn_bf16", paddle_version, "resnet")["machine"]
+    if has(machine, "avx512_bf16") or has(machine, "amx_bf16"):
+        assert bf16["status"] != "skip", bf16  # the CPU has bf16: Paddle must run it
     if bf16["status"] == "skip":
         # Without AVX512-BF16/AMX Paddle logs "CPU does not support BFLOAT16" and runs fp32:
         # the harness must say so rather than pass fp32-vs-fp32 as a bf16 result.
         assert "does not support bfloat16" in bf16["message"]
-        pytest.skip("this CPU has no bfloat16; the bf16 stage is correctly reported as skip")
+        pytest.skip(f"this CPU has no bfloat16 (record: {label(machine)}); the bf16 stage is correctly a skip")
     # A real bf16 error: far beyond fp32 noise, around 1e-2 of the output's scale.
     assert bf16["status"] == "fail"
     scale_error = bf16["worst"]["max_abs"] / bf16["worst"]["ref_absmax"]

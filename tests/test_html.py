@@ -3,6 +3,7 @@ the rendered DOM, with a screenshot kept for people to look at."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -43,6 +44,11 @@ def test_the_report_shows_verdicts_causes_and_escapes_hostile_messages(tmp_path,
     assert cells == {"clean": "pass", "hostile": "error", "broken": "error"}
     # The truncated export's stages share one cause: one line, three stage results, one cell.
     assert re.search(r"<b>error ×3</b> in 1 cell\(s\)", html)
+    # The machine, once: the CPU and the ISA oneDNN chose, from the records.
+    record = json.loads(next((results / "default").rglob("clean.json")).read_text())
+    machines = re.findall(r'<p class="machine" data-machine="(\w+)"><b>Machine:</b> ([^<]*)', html)
+    assert [m[0] for m in machines] == [record["machine"]["key"]]
+    assert f"isa {record['machine']['onednn']['isa']}" in machines[0][1] and record["machine"]["cpu"] in machines[0][1]
     shot = tmp_path / "report.png"
     screenshot = _chromium(f"--screenshot={shot}", "--window-size=1400,900", page.as_uri())
     assert screenshot.returncode == 0 and shot.stat().st_size > 10_000

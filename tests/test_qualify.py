@@ -77,25 +77,32 @@ reason = "was broken once"
 cell = "gpu_trt_fp16/*/*/*"
 reason = "no such cell in this run"
 """)
-    proc = _qualify(run, "--known", str(known))
+    proc = _qualify(run, "--known", str(known), "--partial")  # the matrix's oneDNN cells are not in this run
     assert proc.returncode == 0, proc.stdout
-    assert proc.stdout.splitlines()[0] == "QUALIFIED"
+    assert proc.stdout.splitlines()[0] == "QUALIFIED (partial: 3 of 9 required cells)"
     assert "Expected failures (known issues) (2, reported)" in proc.stdout
     assert "known: params file cut short on purpose (https://example.invalid/issue/1)" in proc.stdout
     assert "normal/clean passed; known entry 'cpu_fp32/*/normal/clean'" in proc.stdout
     assert "Stale known entries (match no cell) (1, reported)" in proc.stdout and "gpu_trt_fp16/*/*/*" in proc.stdout
     # An entry for another stage does not excuse the failure.
     other = _known(run, '[[known]]\ncell = "cpu_fp32/*/normal/*"\nstage = "ir"\nreason = "x"\n', "other.toml")
-    assert _qualify(run, "--known", str(other)).returncode == 1
+    assert _qualify(run, "--known", str(other), "--partial").returncode == 1
 
 
-def test_strict_also_blocks_on_hazards_and_missing_cells(run):
+def test_missing_cells_block_partial_says_so_and_strict_also_blocks_on_hazards(run):
     known = _known(run, '[[known]]\ncell = "cpu_fp32/*/normal/[bt]*"\nreason = "expected"\n', "all.toml")
-    assert _qualify(run, "--known", str(known)).returncode == 0
+    proc = _qualify(run, "--known", str(known))
+    # Required by the matrix, never run: no verdict over what did not run.
+    assert proc.returncode == 1 and proc.stdout.splitlines()[0] == "NOT QUALIFIED"
+    assert f"cpu_onednn_fp32/{run['version']}/normal/clean" in proc.stdout
+    assert "Missing cells (required, no record) (6, blocking)" in proc.stdout
+    partial = _qualify(run, "--known", str(known), "--partial")
+    assert partial.returncode == 0
+    assert partial.stdout.splitlines()[0] == "QUALIFIED (partial: 3 of 9 required cells)"
+    assert "Missing cells (required, no record) (6, reported)" in partial.stdout
     proc = _qualify(run, "--known", str(known), "--strict")
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[0].startswith("NOT QUALIFIED (strict")
-    assert f"cpu_onednn_fp32/{run['version']}/normal/clean" in proc.stdout  # required by the matrix, never run
     if run["version"].startswith("3."):
         assert "memory_optim_without_new_executor" in proc.stdout
 

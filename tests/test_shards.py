@@ -32,10 +32,17 @@ def test_generate_run_two_shards_merge_and_qualify(tmp_path, paddle_version, nox
     assert {row["runner"] for row in plan["include"]} == {"ubuntu-latest"}
     gitlab = json.loads(_shards(listed.stdout, "--format", "gitlab", "--cpu-runner", "cpu-box").stdout)
     assert gitlab == [{"SESSION": sessions, "RUNNER": ["cpu-box"]}]
-    everything = json.loads(_shards(nox_run("-l", "--json").stdout).stdout)  # the default matrix
+    # Every session of the default matrix's noxfile: cell sessions are shards, nothing else is
+    # (benchmarks, tests, reports, images, portability, TIPC), whatever its name.
+    listing = json.loads(nox_run("-l", "--json").stdout)
+    everything = json.loads(_shards(json.dumps(listing)).stdout)
+    chosen = {r["session"] for r in everything["include"]}
+    cell_sessions = {s["name"] for s in listing if s["name"].split("@")[0].startswith(("cpu_", "gpu_"))}
+    assert chosen == cell_sessions and len(chosen) >= 10
+    left_out = {s["name"].split("@")[0] for s in listing} - {c.split("@")[0] for c in cell_sessions}
+    assert {"tests", "bench", "bench_matrix", "report", "regress", "qualify", "images", "portability",
+            "tipc"} <= left_out
     assert {r["runner"] for r in everything["include"] if r["session"].startswith("gpu_")} == {"gpu"}
-    assert not any(r["session"] in ("tests", "images") or r["session"].startswith(("portability", "tipc"))
-                   for r in everything["include"])
 
     runs = []
     for i, session in enumerate(sessions[:2]):
@@ -53,7 +60,10 @@ def test_generate_run_two_shards_merge_and_qualify(tmp_path, paddle_version, nox
     report = run_harness("report", "--results", str(tmp_path / "results"), "--run", "merged")
     assert report.returncode == 0 and "2 cells: 2 pass" in report.stdout
     qualified = run_harness("qualify", "--matrix", str(matrix), "--results", str(tmp_path / "results"), "--run", "merged")
-    assert qualified.returncode == 0 and qualified.stdout.startswith("QUALIFIED")
+    assert qualified.returncode == 1 and qualified.stdout.startswith("NOT QUALIFIED")  # cpu_onednn_bf16 never ran
+    partial = run_harness("qualify", "--matrix", str(matrix), "--results", str(tmp_path / "results"), "--run", "merged",
+                          "--partial")
+    assert partial.returncode == 0 and partial.stdout.startswith("QUALIFIED (partial: 2 of 3 required cells)")
     strict = run_harness("qualify", "--matrix", str(matrix), "--results", str(tmp_path / "results"), "--run", "merged",
                          "--strict")
     assert strict.returncode == 1 and f"cpu_onednn_bf16/{paddle_version}/normal/clean" in strict.stdout  # not run
@@ -71,3 +81,41 @@ def test_generate_run_two_shards_merge_and_qualify(tmp_path, paddle_version, nox
     assert "holds no result records" in one_line_error(run_harness("merge", "--into", str(tmp_path / "m4"),
                                                                     str(tmp_path / "empty")))
     assert "not the JSON" in one_line_error(_shards("nonsense"))
+
+
+def test_shards_at_two_versions_compute_with_one_checkpoint_and_regress_shows_it(tmp_path, paddle_version, nox_envdir):
+    """A first job trains; each shard (another Paddle version among them) takes its checkpoints;
+    merged, `regress` shows one weights hash per (mode, model) across versions. A shard that
+    trained its own is shown as different weights."""
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(matrix_text(paddle_version, {"clean": "tests.factories:clean"}, other_versions=["2.6.2"]))
+    first = tmp_path / "weights"
+    proc = nox_run("-s", "cpu_fp32", "--envdir", str(nox_envdir), "--", "--results", str(first), "--run", "w",
+                   matrix=matrix)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    checkpoints = first / "w" / "checkpoints"
+    runs = {}
+    for name, session, extra in (("head", "cpu_onednn_fp32", ["--checkpoints", str(checkpoints)]),
+                                 ("old", "cpu_fp32@2.6.2", ["--checkpoints", str(checkpoints)]),
+                                 ("own", "cpu_onednn_fp32@2.6.2", [])):
+        proc = nox_run("-s", session, "--envdir", str(nox_envdir), "--", "--results", str(tmp_path / name), "--run", "s",
+                       *extra, matrix=matrix)
+        assert proc.returncode in (0, 1), proc.stdout[-2000:]
+        runs[name] = tmp_path / name / "s"
+    merged = tmp_path / "results" / "merged"
+    proc = run_harness("merge", "--into", str(merged), str(runs["head"]), str(runs["old"]))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    regress = run_harness("regress", "--results", str(tmp_path / "results"), "--run", "merged")
+    assert regress.returncode in (0, 1), regress.stderr
+    report = (merged / "regression.md").read_text()
+    assert "Weights per (mode, model) and version (sha256)" in report
+    row = next(line for line in report.splitlines() if line.startswith("| normal · clean"))
+    assert "identical" in row and "DIFFER" not in row and "Different weights" not in report
+    # The same merge with a shard that trained its own weights at 2.6.2: flagged, row by row.
+    mixed = tmp_path / "results" / "mixed"
+    assert run_harness("merge", "--into", str(mixed), str(runs["head"]), str(runs["own"])).returncode == 0
+    regress = run_harness("regress", "--results", str(tmp_path / "results"), "--run", "mixed")
+    own_sha = json.loads(next(runs["own"].rglob("clean.json")).read_text())["setup"]["weights"]["sha256"]
+    head_sha = json.loads(next(runs["head"].rglob("clean.json")).read_text())["setup"]["weights"]["sha256"]
+    if own_sha != head_sha:  # training is not bitwise the same across versions (measured: it is not)
+        assert "Different weights across versions" in regress.stdout and "other weights" in regress.stdout

@@ -80,6 +80,47 @@ def paddle_info() -> Dict[str, Any]:
     return info
 
 
+def onednn_info() -> Optional[Dict[str, Any]]:
+    """The ISA oneDNN chose on this machine, from the oneDNN library Paddle ships
+    (``dnnl_get_effective_cpu_isa``, the same ISA ``ONEDNN_VERBOSE`` prints, and it honours
+    ``ONEDNN_MAX_CPU_ISA``), with oneDNN's version. None when this build has no oneDNN library
+    to ask; the reason is then in ``error``."""
+    import ctypes
+    import glob
+
+    libs = os.path.join(os.path.dirname(paddle.__file__), "libs")
+    found = sorted(glob.glob(os.path.join(libs, "libdnnl.so*")) + glob.glob(os.path.join(libs, "libmkldnn.so*")))
+    for path in found:
+        try:
+            lib = ctypes.CDLL(path)
+            effective = lib.dnnl_get_effective_cpu_isa
+        except (OSError, AttributeError):
+            continue
+        effective.restype = ctypes.c_int
+        isa = effective()
+        name = None
+        to_str = getattr(lib, "dnnl_cpu_isa2str", None)
+        if to_str is not None:
+            to_str.restype, to_str.argtypes = ctypes.c_char_p, [ctypes.c_int]
+            raw = to_str(isa)
+            name = raw.decode() if raw else None
+        version = None
+        get_version = getattr(lib, "dnnl_version", None)
+        if get_version is not None:
+            get_version.restype = ctypes.POINTER(ctypes.c_int * 3)
+            version = ".".join(str(v) for v in get_version().contents)
+        return {"isa": (name or hex(isa)).replace("cpu_isa_", ""), "isa_code": hex(isa), "version": version,
+                "library": os.path.basename(path)}
+    return {"isa": None, "error": f"no oneDNN library answering dnnl_get_effective_cpu_isa in {libs}"}
+
+
+def machine() -> Dict[str, Any]:
+    """The machine block of the record, seen from inside this Paddle environment."""
+    from ..shared.machine import describe
+
+    return describe(onednn_info())
+
+
 def _answered(value: Any) -> Optional[str]:
     """A ``paddle.version`` answer, or None where the build says "none" in one of its ways
     (False, "False", "None", "", measured on the 2.6-3.3 CPU wheels)."""

@@ -123,6 +123,7 @@ class Cell:
             except Exception as exc:  # the model or Paddle raised while building/training/exporting
                 traceback.print_exc()
                 result = {"status": Status.ERROR, "message": paddle_message(exc), "phase": getattr(exc, "phase", None)}
+            result.setdefault("machine", self.machine())
             self.journal.finish(SETUP, result)
             done[SETUP] = result
         if Status.of(done[SETUP].get("status")) is not Status.PASS:
@@ -145,6 +146,16 @@ class Cell:
             done[plan.name] = result
         self.analyse(done)
         return 0
+
+    def machine(self) -> Dict[str, Any]:
+        """The machine as this environment sees it (inside its container, if any), with the ISA
+        oneDNN chose; without oneDNN's word when Paddle itself could not be imported."""
+        try:
+            return self.compat.machine()
+        except Exception as exc:  # Paddle failed to import: the setup's error says why
+            from ..shared.machine import describe
+
+            return dict(describe(None), onednn={"isa": None, "error": paddle_message(exc)})
 
     # -- planning ---------------------------------------------------------------
     def plan(self, setup: Dict[str, Any]) -> List[StagePlan]:

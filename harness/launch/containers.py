@@ -181,8 +181,11 @@ class DockerLauncher:
             mem_limit=self.memory,
             pids_limit=self.pids,
             working_dir=str(self.repo),
+            # oneDNN's ISA caps are the caller's choice of kernels (a machine without VNNI, reproduced
+            # on one with it): the container must compute as a venv of the same caller would.
             environment={"PYTHONPATH": str(self.repo), "OMP_NUM_THREADS": "1", "HOME": "/tmp",
-                         "PYTHONDONTWRITEBYTECODE": "1"},
+                         "PYTHONDONTWRITEBYTECODE": "1",
+                         **{k: os.environ[k] for k in ISA_ENV if k in os.environ}},
             volumes={str(self.repo): {"bind": str(self.repo), "mode": "ro"},
                      str(self.writable): {"bind": str(self.writable), "mode": "rw"}},
             tmpfs={"/tmp": "rw,size=1g"},
@@ -210,6 +213,9 @@ class DockerLauncher:
             child.container.remove(force=True)
         except Exception:
             pass
+
+
+ISA_ENV = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ONEDNN_CPU_ISA_HINTS")
 
 
 def _chown_tree(folder: Path, uid: int, gid: int) -> None:

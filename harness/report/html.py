@@ -146,6 +146,9 @@ def render(model: RunModel, title: str) -> str:
         title=title, harness=__version__, n_cells=len(model.records),
         counts=[(str(s), counts[s]) for s in STATUS_ORDER if counts.get(s)],
         columns=model.columns, rows=rows, causes=model.causes(), hazards=hazards, numeric=numeric,
+        machines=[{"key": m.key, "label": m.label, "cells": len(m.cells),
+                   "columns": ", ".join(f"{a}@{b}" for a, b in m.columns)} for m in model.machines()],
+        unreadable=[{"path": u.path, "reason": u.reason} for u in model.unreadable],
         drift_png=drift_plot(model), cells=[_cell(r) for r in sorted(model.records, key=lambda r: r["id"])])
 
 

@@ -68,6 +68,15 @@ def junit_xml(model: RunModel) -> str:
             suite.set(key, str(value))
             totals[key] += value
         suite.set("time", f"{seconds:.3f}")
+    if model.unreadable:
+        # A record that cannot be read is an error of its own: CI shows it instead of a smaller count.
+        suite = ET.SubElement(root, "testsuite", name="unreadable records", tests=str(len(model.unreadable)),
+                              failures="0", errors=str(len(model.unreadable)), skipped="0", time="0.000")
+        for item in model.unreadable:
+            case = ET.SubElement(suite, "testcase", classname="unreadable", name=item.path, time="0.000")
+            ET.SubElement(case, "error", message=item.reason[:1000], type="unreadable")
+        totals["tests"] += len(model.unreadable)
+        totals["errors"] += len(model.unreadable)
     for key, value in totals.items():
         root.set(key, str(value))
     ET.indent(root)

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..shared.causes import Cause, group
-from ..shared.records import load_records
+from ..shared.machine import label as machine_label
+from ..shared.records import Unreadable, scan_records
 from ..shared.results import StageResult
 from ..shared.vocab import HAZARD, SETUP, Status
 
@@ -53,14 +54,44 @@ class NumericFailure:
 
 
 @dataclasses.dataclass
+class Machine:
+    """One machine (by its numeric key) and the cells that ran on it."""
+
+    key: str
+    facts: Optional[Dict[str, Any]]
+    cells: List[str]
+    columns: List[Tuple[str, str]]
+
+    @property
+    def label(self) -> str:
+        return machine_label(self.facts)
+
+
+@dataclasses.dataclass
 class RunModel:
     records: List[Dict[str, Any]]
     hazard_probes: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    unreadable: List[Unreadable] = dataclasses.field(default_factory=list)
     _causes: Optional[List[Cause]] = dataclasses.field(default=None, repr=False)
 
     @classmethod
     def load(cls, results: Path) -> "RunModel":
-        return cls(load_records(results), load_hazard_probes(results))
+        records, unreadable = scan_records(results)
+        return cls(records, load_hazard_probes(results), unreadable)
+
+    def machines(self) -> List[Machine]:
+        """The machines the run's cells ran on, by numeric key (a merged run of shards can have
+        several): each once, with its cells and (session, version) columns."""
+        found: Dict[str, Machine] = {}
+        for r in self.records:
+            facts = r.get("machine")
+            key = (facts or {}).get("key") or "unknown"
+            machine = found.setdefault(key, Machine(key, facts, [], []))
+            machine.cells.append(r["id"])
+            column = (r["cell"]["session"]["name"], r["cell"]["paddle"])
+            if column not in machine.columns:
+                machine.columns.append(column)
+        return list(found.values())
 
     # -- counts and grid ---------------------------------------------------------
     def verdict_counts(self, records: Optional[Sequence[Dict[str, Any]]] = None) -> Dict[Status, int]:

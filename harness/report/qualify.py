@@ -6,8 +6,12 @@ answers *qualified* or *not qualified* (exit 0 or 1) with the reasons on one scr
 Required cells come from the matrix's ``[qualify]`` table (``sessions``, ``versions``, ``modes``,
 ``models``; each defaults to everything the matrix runs: every session at every version it
 lists, ``run.modes``, ``run.models``). A cell blocks when its verdict is ``fail``, ``error``,
-``crash``, ``timeout`` or ``vacuous`` and no known issue expects it. ``--strict`` (what a
-release uses) also blocks on skipped cells, hazards and missing cells (required, no record).
+``crash``, ``timeout`` or ``vacuous`` and no known issue expects it. A required cell without a
+record blocks, and so does a file in a record's place that cannot be read (truncated, another
+schema): no verdict over what did not run. ``--partial`` qualifies what is there and says so in
+the verdict line (``QUALIFIED (partial: 3 of 180 required cells)``); unreadable records block
+even then (a corrupt record is a fault to fix, not a cell left out). ``--strict`` (what a
+release uses) also blocks on skipped cells and hazards.
 
 The known-issues file (TOML), as pytest's xfail::
 
@@ -34,6 +38,7 @@ except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib  # type: ignore[no-redef]
 
 from ..shared.errors import UserError
+from ..shared.records import Unreadable
 from ..shared.vocab import Status
 from .model import RunModel
 
@@ -115,15 +120,29 @@ class Qualification:
     missing: List[str]
     hazards: List[str]
     strict: bool
+    unreadable: List[Unreadable] = dataclasses.field(default_factory=list)
+    required: int = 0
+    partial: bool = False
 
     @property
     def qualified(self) -> bool:
-        if self.blocking:
+        if self.blocking or self.unreadable:
             return False
-        return not (self.strict and (self.skipped or self.missing or self.hazards))
+        if self.missing and not self.partial:
+            return False
+        return not (self.strict and (self.skipped or self.hazards))
+
+    @property
+    def verdict_line(self) -> str:
+        if not self.qualified:
+            return "NOT QUALIFIED"
+        if self.missing:
+            return f"QUALIFIED (partial: {self.required - len(self.missing)} of {self.required} required cells)"
+        return "QUALIFIED"
 
 
-def qualify(model: RunModel, known: Sequence[Known], required: Sequence[str], strict: bool) -> Qualification:
+def qualify(model: RunModel, known: Sequence[Known], required: Sequence[str], strict: bool,
+            partial: bool = False) -> Qualification:
     blocking, expected, unexpected, skipped = [], [], [], []
     for record in sorted(model.records, key=lambda r: r["id"]):
         status = Status.of(record["verdict"]["status"])
@@ -143,7 +162,8 @@ def qualify(model: RunModel, known: Sequence[Known], required: Sequence[str], st
     present = {r["id"] for r in model.records}
     missing = [cell for cell in required if cell not in present]
     hazards = [f"{h.kind}: {h.message} (probed in {', '.join(h.places)})" for h in model.hazards()]
-    return Qualification(blocking, expected, unexpected, stale, skipped, missing, hazards, strict)
+    return Qualification(blocking, expected, unexpected, stale, skipped, missing, hazards, strict,
+                         list(model.unreadable), len(required), partial)
 
 
 def _line(record: Dict[str, Any]) -> str:
@@ -155,20 +175,22 @@ def _line(record: Dict[str, Any]) -> str:
 
 
 def render(result: Qualification, limit: int = 8) -> str:
-    lines = [f"{'QUALIFIED' if result.qualified else 'NOT QUALIFIED'}"
-             f"{' (strict: skips, hazards and missing cells block)' if result.strict else ''}"]
+    lines = [result.verdict_line + (" (strict: skips and hazards block)" if result.strict else "")]
 
-    def section(title: str, items: Sequence[str], blocks: bool) -> None:
+    def section(title: str, items: Sequence[str], blocks: bool, shown: int = limit) -> None:
         if not items:
             return
         mark = "blocking" if blocks else "reported"
         lines.append(f"{title} ({len(items)}, {mark}):")
-        lines.extend(f"  {item}" for item in items[:limit])
-        if len(items) > limit:
-            lines.append(f"  ... and {len(items) - limit} more")
+        lines.extend(f"  {item}" for item in items[:shown])
+        if len(items) > shown:
+            lines.append(f"  ... and {len(items) - shown} more")
 
+    # Every unreadable file by path: each is something to delete and rerun.
+    section("Unreadable records (a record's place, not a record)", [str(u) for u in result.unreadable], True,
+            len(result.unreadable))
     section("Unexpected failures", result.blocking, True)
-    section("Missing cells (required, no record)", result.missing, result.strict)
+    section("Missing cells (required, no record)", result.missing, not result.partial)
     section("Skipped cells", result.skipped, result.strict)
     section("Hazards", result.hazards, result.strict)
     section("Expected failures (known issues)", result.expected, False)
@@ -177,12 +199,12 @@ def render(result: Qualification, limit: int = 8) -> str:
     return "\n".join(lines)
 
 
-def run(results: Path, matrix: Any, known_path: Optional[Path], strict: bool) -> int:
+def run(results: Path, matrix: Any, known_path: Optional[Path], strict: bool, partial: bool = False) -> int:
     if not results.is_dir():
         raise UserError(f"--results/--run: {results} does not exist; run the sessions first.")
     model = RunModel.load(results)
-    if not model.records:
+    if not model.records and not model.unreadable:
         raise UserError(f"--results/--run: no result records under {results}; run the sessions first.")
-    result = qualify(model, load_known(known_path), required_cells(matrix), strict)
+    result = qualify(model, load_known(known_path), required_cells(matrix), strict, partial)
     print(render(result))
     return 0 if result.qualified else 1

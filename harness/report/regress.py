@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -93,6 +94,7 @@ def regression_rows(records: Sequence[Dict[str, Any]], base: str, head: str) -> 
             continue
         b_stages, h_stages = _stage_map(by_version.get(base)), _stage_map(by_version.get(head))
         names = list(dict.fromkeys([*b_stages, *h_stages]))
+        apart = _apart(by_version.get(base), by_version.get(head))
         for name in names:
             b, h = b_stages.get(name), h_stages.get(name)
             text, flagged = drift(b, h)
@@ -105,8 +107,65 @@ def regression_rows(records: Sequence[Dict[str, Any]], base: str, head: str) -> 
                 "drift": text,
                 "drift_flag": flagged,
                 "message": (h or {}).get("message", "") if h and Status.of(h["status"]).blocks else "",
+                "apart": apart,
             })
     return rows
+
+
+def machine_key(record: Optional[Dict[str, Any]]) -> Optional[str]:
+    return ((record or {}).get("machine") or {}).get("key")
+
+
+def weights_sha(record: Optional[Dict[str, Any]]) -> Optional[str]:
+    return (((record or {}).get("setup") or {}).get("weights") or {}).get("sha256")
+
+
+def _apart(base: Optional[Dict[str, Any]], head: Optional[Dict[str, Any]]) -> str:
+    """What makes a base/head pair of records not a comparison of Paddle versions alone: other
+    weights (a sharded run whose shards trained their own), another machine (bf16/int8 kernels
+    follow the CPU)."""
+    if base is None or head is None:
+        return ""
+    notes = []
+    if weights_sha(base) and weights_sha(head) and weights_sha(base) != weights_sha(head):
+        notes.append("other weights")
+    if machine_key(base) != machine_key(head):
+        notes.append("other machine")
+    return ", ".join(notes)
+
+
+def weights_rows(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Per (mode, model): the weights' sha256 each Paddle version computed with. One hash across
+    versions is the premise of every cross-version comparison."""
+    found: Dict[Tuple[str, str], Dict[str, set]] = collections.defaultdict(lambda: collections.defaultdict(set))
+    for record in records:
+        sha = weights_sha(record)
+        if sha:
+            found[(record["cell"]["mode"], record["cell"]["model"]["name"])][record["cell"]["paddle"]].add(sha)
+    rows = []
+    for (mode, model), by_version in sorted(found.items()):
+        hashes = set().union(*by_version.values())
+        rows.append({"mode": mode, "model": model,
+                     "versions": {v: sorted(h) for v, h in sorted(by_version.items(), key=lambda kv: version_key(kv[0]))},
+                     "identical": len(hashes) == 1})
+    return rows
+
+
+def machine_summary(records: Sequence[Dict[str, Any]], base: str, head: str) -> List[str]:
+    """The machines the base and head records came from, when they are not one machine."""
+    from ..shared.machine import label
+
+    sides = {}
+    for side, version in (("base", base), ("head", head)):
+        sides[side] = {machine_key(r): r.get("machine") for r in records if r["cell"]["paddle"] == version}
+    if set(sides["base"]) == set(sides["head"]) and len(sides["base"]) == 1:
+        return []
+    lines = ["Records of this pair come from different machines: a transition in a bf16 or int8 stage may be "
+             "the CPU's, not Paddle's (rows marked 'other machine')."]
+    for side, version in (("base", base), ("head", head)):
+        for key, facts in sides[side].items():
+            lines.append(f"{side} {version}: {label(facts)} (key {key})")
+    return lines
 
 
 def versions_in(records: Sequence[Dict[str, Any]]) -> List[str]:
@@ -193,6 +252,7 @@ class PairReport:
     base: str
     head: str
     rows: List[Dict[str, Any]]
+    machines: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def counts(self) -> Dict[Transition, int]:
@@ -218,6 +278,12 @@ class CrossVersion:
     pairs: List[PairReport]
     agreement: List[Dict[str, Any]]
     portability: List[Dict[str, Any]]
+    weights: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    unreadable: List[Any] = dataclasses.field(default_factory=list)
+
+    @property
+    def weights_differ(self) -> List[Dict[str, Any]]:
+        return [w for w in self.weights if not w["identical"]]
 
     @property
     def regressed(self) -> int:
@@ -225,8 +291,10 @@ class CrossVersion:
 
 
 def compute(model: RunModel, pairs: List[Tuple[str, str]], portability: List[Dict[str, Any]]) -> CrossVersion:
-    return CrossVersion([PairReport(b, h, regression_rows(model.records, b, h)) for b, h in pairs],
-                        agreement_rows(model.records, pairs[0][1]), portability)
+    return CrossVersion([PairReport(b, h, regression_rows(model.records, b, h), machine_summary(model.records, b, h))
+                         for b, h in pairs],
+                        agreement_rows(model.records, pairs[0][1]), portability, weights_rows(model.records),
+                        list(model.unreadable))
 
 
 def render(report: CrossVersion, fmt: str) -> str:
@@ -234,11 +302,22 @@ def render(report: CrossVersion, fmt: str) -> str:
     heading = (lambda t: f"## {t}\n") if fmt == "github" else (lambda t: f"\n== {t} ==")
     bullet = "- " if fmt == "github" else "  "
     order = {t: i for i, t in enumerate(TRANSITIONS)}
+    if report.unreadable:
+        out.append(heading(f"Unreadable records ({len(report.unreadable)}; in no comparison below)"))
+        out.extend(f"{bullet}{u}" for u in report.unreadable)
+    if report.weights_differ:
+        out.append(heading("Different weights across versions"))
+        out.append("These (mode, model) pairs were not computed with one checkpoint, so their cross-version rows "
+                   "compare weights as well as Paddle versions (rows marked 'other weights'); run the shards "
+                   "from one checkpoint folder (see ci/github-actions.yml).")
+        out.extend(f"{bullet}{w['mode']} · {w['model']}: " + "; ".join(
+            f"{v} {', '.join(h[:12] for h in hs)}" for v, hs in w["versions"].items()) for w in report.weights_differ)
     for pair in report.pairs:
         counts = pair.counts
         out.append(heading(f"Paddle {pair.base} -> {pair.head}"))
         out.append(", ".join(f"{counts.get(t, 0)} {t}" for t in TRANSITIONS) +
                    f"; {sum(r['drift_flag'] for r in pair.rows)} with error growth >= {DRIFT_FACTOR:g}x")
+        out.extend(pair.machines)
         causes = pair.causes()
         if causes:
             out.append(f"Distinct causes in {pair.head} ({len(causes)}):")
@@ -252,16 +331,24 @@ def render(report: CrossVersion, fmt: str) -> str:
                        f"{r['head']}, max abs {r['drift'] or '-'}" for r in numeric)
         rows = sorted(pair.rows, key=lambda r: (order.get(r["transition"], 99), r["cell"], r["stage"]))
         table = [[r["cell"].format(v=f"{pair.base}->{pair.head}"), r["stage"], r["base"], r["head"], str(r["transition"]),
-                  ("! " if r["drift_flag"] else "") + r["drift"], clip(r["message"], 100)] for r in rows]
+                  ("! " if r["drift_flag"] else "") + r["drift"], r.get("apart", ""), clip(r["message"], 100)]
+                 for r in rows]
         out.append("")
         out.append(tabulate(table, headers=["cell", "stage", pair.base, pair.head, "transition", "max abs drift",
-                                            "head message"], tablefmt=fmt))
+                                            "compared across", "head message"], tablefmt=fmt))
     if report.agreement:
         head = report.pairs[0].head
         out.append(heading(f"Same weights, same inputs: each version against Paddle {head}"))
         out.append(tabulate([[r["cell"].format(v=r["version"]), r["what"], str(r["status"]), fmt_number(r.get("max_abs")),
                               fmt_number(r.get("max_rel")), r.get("note", "")] for r in report.agreement],
                             headers=["cell", "outputs", "status", "max abs", "max rel", "note"], tablefmt=fmt))
+    if report.weights:
+        out.append(heading("Weights per (mode, model) and version (sha256)"))
+        versions = sorted({v for w in report.weights for v in w["versions"]}, key=version_key)
+        out.append(tabulate([[f"{w['mode']} · {w['model']}", *[", ".join(h[:12] for h in w["versions"].get(v, [])) or "-"
+                                                             for v in versions],
+                              "identical" if w["identical"] else "DIFFER"] for w in report.weights],
+                            headers=["mode · model", *versions, "across versions"], tablefmt=fmt))
     if report.portability:
         out.append(heading("Artifact portability: exported by X, run by Y"))
         out.append(portability_table(report.portability, fmt))
@@ -300,11 +387,19 @@ def run(results: Path, base: Optional[str], head: Optional[str], out: Optional[P
     if not results.is_dir():
         raise UserError(f"--results/--run: {results} does not exist; run sessions first.")
     model = RunModel.load(results)
-    report = compute(model, pick_pairs(model.records, base, head), load_portability(results))
+    try:
+        pairs = pick_pairs(model.records, base, head)
+    except UserError:
+        for item in model.unreadable:  # nothing dropped silently, even when nothing can be compared
+            print(f"unreadable record: {item}")
+        raise
+    report = compute(model, pairs, load_portability(results))
     print(render(report, "simple"))
     path = out or results / "regression.md"
     atomic_write_text(path, f"# Cross-version report\n\n{render(report, 'github')}\n")
     print(f"\nreport: {path}")
     if report.regressed:
         print(f"{report.regressed} stage(s) regressed", flush=True)
-    return 1 if report.regressed else 0
+    if report.unreadable:
+        print(f"{len(report.unreadable)} unreadable record(s) listed above were compared with nothing", file=sys.stderr)
+    return 1 if report.regressed or report.unreadable else 0

@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 from ..shared.errors import UserError
-from ..shared.records import atomic_write_text, load_records
+from ..shared.records import Unreadable, atomic_write_text, scan_records
 
-NOT_CELL_SESSIONS = {"tests", "report", "regress", "qualify", "bench", "images"}
+# The tag the noxfile gives every session that runs matrix cells (and no other session): shards
+# are chosen by what a session is, so a new benchmark, report or tool session never becomes a CI
+# job by being left off a list.
+CELLS_TAG = "cells"
 
 
 def read_nox_json(text: str, where: str) -> List[Dict[str, Any]]:
@@ -29,10 +32,9 @@ def read_nox_json(text: str, where: str) -> List[Dict[str, Any]]:
         raise UserError(f"{where}: not the JSON of `nox -l --json` ({exc}); pipe that command's output in.") from None
     if not isinstance(sessions, list) or not all(isinstance(s, dict) and "name" in s for s in sessions):
         raise UserError(f"{where}: expected the list `nox -l --json` prints (objects with a name).")
-    # Portability loads every version's exports: it runs after the merge, not in a shard. TIPC
-    # sessions need a repository and a config: a job of their own, not a matrix shard.
-    return [s for s in sessions if s["name"] not in NOT_CELL_SESSIONS
-            and not {"portability", "tipc"} & set(s.get("tags") or [])]
+    # Portability loads every version's exports (it runs after the merge), TIPC sessions need a
+    # repository and a config, tests/report/bench are tools: none carries the cells tag.
+    return [s for s in sessions if CELLS_TAG in (s.get("tags") or [])]
 
 
 def ci_matrix(sessions: Sequence[Dict[str, Any]], fmt: str, cpu_runner: str, gpu_runner: str) -> Any:
@@ -46,15 +48,19 @@ def ci_matrix(sessions: Sequence[Dict[str, Any]], fmt: str, cpu_runner: str, gpu
     return [{"SESSION": names, "RUNNER": [runner]} for runner, names in groups.items()]
 
 
-def merge(into: Path, shards: Sequence[Path]) -> Dict[str, int]:
-    """Every shard's run folder copied into ``into``; paths inside the records follow."""
+def merge(into: Path, shards: Sequence[Path]) -> Dict[str, Any]:
+    """Every shard's run folder copied into ``into``; paths inside the records follow. Files in a
+    record's place that are not readable records are copied too (nothing is dropped) and returned
+    under ``unreadable``: the merged run then lists them in every report."""
     fingerprints: Dict[str, Path] = {}
     per_shard = []
+    unreadable: List[Unreadable] = []
     for shard in shards:
         if not shard.is_dir():
             raise UserError(f"merge: {shard} is not a folder; give the shards' run folders (results/<run>).")
-        records = load_records(shard)
-        if not records:
+        records, bad = scan_records(shard)
+        unreadable += bad
+        if not records and not bad:
             raise UserError(f"merge: {shard} holds no result records; is it a run folder (results/<run>)?")
         for record in records:
             fingerprint = record["cell"].get("matrix_fingerprint")
@@ -78,4 +84,4 @@ def merge(into: Path, shards: Sequence[Path]) -> Dict[str, int]:
         for record in records:
             target = into / Path(record["_path"]).resolve().relative_to(shard.resolve())
             atomic_write_text(target, target.read_text(encoding="utf-8").replace(old, new))
-    return {"shards": len(shards), "cells": len(seen)}
+    return {"shards": len(shards), "cells": len(seen), "unreadable": unreadable}

@@ -89,11 +89,34 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
     return lines
 
 
+def machine_lines(model: RunModel, fmt: str = "text") -> List[str]:
+    """The machine(s) the cells ran on, once each: bf16 and int8 verdicts depend on them."""
+    bullet = "- " if fmt == "markdown" else "  "
+    machines = model.machines()
+    if len(machines) == 1:
+        return [f"Machine: {machines[0].label} (key {machines[0].key})"]
+    lines = [f"Machines ({len(machines)}; cells on different CPUs can differ in bf16/int8 numerics):"]
+    for m in machines:
+        where = ", ".join(f"{s}@{v}" for s, v in m.columns[:6]) + (" ..." if len(m.columns) > 6 else "")
+        lines.append(f"{bullet}{m.label} (key {m.key}): {len(m.cells)} cell(s) — {where}")
+    return lines
+
+
+def unreadable_lines(model: RunModel, fmt: str = "text") -> List[str]:
+    """Files where a record belongs that could not be read: listed, never dropped."""
+    if not model.unreadable:
+        return []
+    bullet = "- " if fmt == "markdown" else "  "
+    return [f"Unreadable records ({len(model.unreadable)}; not in any count or table above):",
+            *(f"{bullet}{u}" for u in model.unreadable)]
+
+
 def terminal_table(model: RunModel, records: Sequence[Dict[str, Any]] = ()) -> str:
     records = list(records or model.records)
     table = tabulate(stage_rows(model, records), headers=STAGE_HEADERS, tablefmt="simple")
-    findings = findings_lines(model)
-    return "\n".join([table, "", *findings, *([""] if findings else []), summary_line(model, records)])
+    findings = findings_lines(model) + unreadable_lines(model)
+    return "\n".join([table, "", *findings, *([""] if findings else []), *machine_lines(model),
+                      summary_line(model, records)])
 
 
 def glance_table(model: RunModel) -> str:
@@ -115,8 +138,11 @@ def glance_table(model: RunModel) -> str:
 
 
 def markdown_report(model: RunModel, title: str) -> str:
-    lines = [f"# {title}", "", f"{summary_line(model, model.records)}", "", "## Matrix at a glance", "",
-             glance_table(model), ""]
+    lines = [f"# {title}", "", f"{summary_line(model, model.records)}", "", *machine_lines(model, "markdown"), "",
+             "## Matrix at a glance", "", glance_table(model), ""]
+    unreadable = unreadable_lines(model, "markdown")
+    if unreadable:
+        lines += ["## Unreadable records", "", *unreadable[1:], ""]
     findings = findings_lines(model, "markdown")
     if findings:
         lines += ["## Findings", "", *findings, ""]
@@ -151,9 +177,10 @@ def output_rows(records: Sequence[Dict[str, Any]]) -> List[List[str]]:
 def short_summary(model: RunModel, title: str, limit: int = 10) -> str:
     """Short enough for a pull-request comment or $GITHUB_STEP_SUMMARY: counts, the matrix at a
     glance, and the first findings."""
-    findings = findings_lines(model, "markdown", limit=3)
+    findings = unreadable_lines(model, "markdown") + findings_lines(model, "markdown", limit=3)
     shown = findings[:limit] + ([f"- ... {len(findings) - limit} more lines in report.md"] if len(findings) > limit else [])
-    return "\n".join([f"### {title}", "", summary_line(model, model.records), "", glance_table(model), "", *shown, ""])
+    return "\n".join([f"### {title}", "", summary_line(model, model.records), "", *machine_lines(model, "markdown"), "",
+                      glance_table(model), "", *shown, ""])
 
 
 def write_markdown(path: Path, model: RunModel, title: str) -> Path:

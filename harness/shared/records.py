@@ -15,6 +15,7 @@ host which stage killed it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -116,25 +117,72 @@ class Journal:
         return open_stage
 
 
-def load_records(results: Path) -> List[Dict[str, Any]]:
-    """Every cell record below ``results`` (work dirs and unrelated JSON skipped)."""
-    records = []
-    for path in sorted(Path(results).rglob("*.json")):
-        if path.name == "spec.json" or path.parent.name == "export":
+# Folders of a run that hold other things than cell records (see the layout above).
+NOT_SESSION_FOLDERS = {"checkpoints", "portability", "tipc", "diff"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Unreadable:
+    """A file where a cell record belongs that is not one: every reader lists it, none drops it."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def is_record_place(results: Path, path: Path) -> bool:
+    """``<session>/<paddle>/<mode>/<model>.json`` under the run folder: where a record belongs."""
+    parts = Path(path).relative_to(results).parts
+    return (len(parts) == 4 and parts[0] not in NOT_SESSION_FOLDERS and parts[-1].endswith(".json")
+            and parts[-1] != "hazards.json")
+
+
+def scan_records(results: Path) -> Tuple[List[Dict[str, Any]], List[Unreadable]]:
+    """Every cell record of a run folder, and every file in a record's place that is not a
+    readable record of this schema (truncated, another schema, not a record), with the reason."""
+    results = Path(results)
+    records, unreadable = [], []
+    for path in sorted(results.rglob("*.json")):
+        if not is_record_place(results, path):
             continue
-        record = load_record(path)
+        record, reason = read_record(path)
         if record is not None:
             records.append(record)
-    return records
+        else:
+            unreadable.append(Unreadable(str(path), reason))
+    return records, unreadable
+
+
+def load_records(results: Path) -> List[Dict[str, Any]]:
+    """The readable records only: for tools that add to a run (resume, portability, benches).
+    Readers that conclude something from a run use ``scan_records``."""
+    return scan_records(results)[0]
 
 
 def load_record(path: Path) -> Optional[Dict[str, Any]]:
     """One cell record, or None when the file is not a complete record of this schema."""
+    return read_record(path)[0]
+
+
+def read_record(path: Path) -> Tuple[Optional[Dict[str, Any]], str]:
+    """(record, "") or (None, why it is not one)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    if isinstance(data, dict) and data.get("schema") == RECORD_SCHEMA and "cell" in data:
-        data["_path"] = str(path)
-        return data
-    return None
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        return None, f"cannot read it ({exc.strerror or exc})"
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, (f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; {len(text)} bytes: cut "
+                      f"short, torn or edited); delete it and rerun the cell")
+    if not isinstance(data, dict) or "cell" not in data:
+        return None, "JSON but not a cell record (no 'cell')"
+    if data.get("schema") != RECORD_SCHEMA:
+        return None, (f"record schema {data.get('schema')!r}, this harness reads {RECORD_SCHEMA}; "
+                      f"rerun the cell with this harness")
+    data["_path"] = str(path)
+    return data, ""

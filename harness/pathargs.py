@@ -1,0 +1,84 @@
+"""Command-line paths checked for their kind before any work (host side).
+
+A path of the wrong kind (a file where a folder belongs, a folder where a file belongs, no
+permission) is bad input: argparse prints one line naming the argument, exit 2, instead of a
+traceback after work has started. Used as argparse ``type=`` callables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from pathlib import Path
+
+
+def _nearest_existing(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path(".")
+
+
+def folder_to_write(text: str) -> Path:
+    """A folder the harness writes into: an existing folder, or a path that can be created."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder; give a folder (created if missing)")
+    base = _nearest_existing(path)
+    if not base.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {base} is a file, so the folder cannot be made; give another path")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: no permission to write in {base}; give a folder you can write")
+    return path
+
+
+def folder_to_read(text: str) -> Path:
+    """An existing folder the harness reads."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text} does not exist; give an existing folder")
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder; give the folder")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: no permission to read this folder")
+    return path
+
+
+def file_to_read(text: str) -> Path:
+    """An existing regular file the harness reads."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text} does not exist; give an existing file")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file; give the file")
+    if not os.access(path, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{text}: no permission to read this file")
+    return path
+
+
+def relative_file(text: str) -> Path:
+    """A file that may be relative to another argument (``--config`` to ``--repo``): only a
+    folder given where the file belongs is refused here; the command checks the rest."""
+    path = Path(text)
+    if path.is_absolute() and path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file; give the file")
+    return path
+
+
+def python_interpreter(text: str) -> str:
+    """An interpreter: a path to an executable file, or a name on PATH."""
+    if os.path.sep not in text:
+        if shutil.which(text) is None:
+            raise argparse.ArgumentTypeError(f"{text}: no such interpreter on PATH; give the Python of a Paddle "
+                                             f"environment")
+        return text
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such interpreter; give the Python of a Paddle environment")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give the Python executable inside the environment "
+                                         f"(e.g. {path / 'bin' / 'python'})")
+    if not os.access(path, os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: not executable; give the Python of a Paddle environment")
+    return text
