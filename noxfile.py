@@ -114,8 +114,8 @@ def _cell_session(name: str, version: str):
 for _session in MATRIX.sessions.values():
     for _version in _session.versions:
         _default = _version == _session.versions[0]
-        # "cells": what CI sharding selects (harness.report.shards.CELLS_TAG); no other session has it.
-        _tags = ["cells", _session.device, _session.backend, _session.precision, f"paddle-{_version}", *_session.tags]
+        # "cells": what CI sharding selects (harness.shards.CELLS_TAG); no other session has it.
+        _tags = [_session.device, _session.backend, _session.precision, f"paddle-{_version}", *_session.tags, "cells"]
         if _default:
             _tags.append("default")
         nox.session(

@@ -1,6 +1,6 @@
-"""Command line: ``python -m harness <command> ...`` (host side: run, tipc, images, shards, merge,
-probe, report, qualify, regress, port, diff; cell side, started by a launcher: cell, hazards, load,
-diff-worker).
+"""Command line: ``python -m harness <command> ...``, the host side: run, tipc, images, shards,
+merge, probe, report, qualify, regress, port, diff. The cell side has its own entry
+(``python -m harness.cell``), started by a launcher, never by this one.
 
 User errors print one line and exit 2; ``run`` exits 1 when any cell did not pass (or skip).
 """
@@ -153,24 +153,6 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("--formats", default="csv,xlsx,md,png")
     diff.add_argument("--out", type=Path, help="output folder (default: results/diff/<model>-<base>-vs-<test>)")
 
-    diff_worker = sub.add_parser("diff-worker", help="(cell side) the Paddle half of diff")
-    diff_worker.add_argument("--request", type=Path, required=True)
-    diff_worker.add_argument("--out", type=Path, required=True)
-
-    load = sub.add_parser("load", help="(cell side) run one exported model once with the baseline config")
-    load.add_argument("--program", type=Path, required=True)
-    load.add_argument("--params", type=Path)
-    load.add_argument("--inputs", type=Path, required=True)
-    load.add_argument("--out", type=Path, required=True)
-
-    hazards = sub.add_parser("hazards", help="(cell side) probe the config hazards of a session in this Paddle")
-    hazards.add_argument("--device", required=True)
-    hazards.add_argument("--backend", required=True)
-    hazards.add_argument("--out", type=Path, required=True)
-
-    cell = sub.add_parser("cell", help="(cell side) run one cell in this Paddle environment")
-    cell.add_argument("--spec", type=Path, required=True)
-    cell.add_argument("--work", type=Path, required=True)
     return parser
 
 
@@ -294,7 +276,7 @@ def _cmd_images(args: argparse.Namespace) -> int:
 def _cmd_shards(args: argparse.Namespace) -> int:
     import json
 
-    from .report import shards
+    from . import shards
 
     where = str(args.nox_json) if args.nox_json else "stdin"
     try:
@@ -307,7 +289,7 @@ def _cmd_shards(args: argparse.Namespace) -> int:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from .report import shards
+    from . import shards
 
     done = shards.merge(args.into, args.shards)
     print(f"merged {done['cells']} cells from {done['shards']} shards into {args.into}")
@@ -381,42 +363,17 @@ def _cmd_port(args: argparse.Namespace) -> int:
     return 1 if any(Status.of(r["status"]).blocks for r in results) else 0
 
 
-def _cmd_hazards(args: argparse.Namespace) -> int:
-    from .cell import hazards
-
-    return hazards.main(args.device, args.backend, args.out)
-
-
-def _cmd_load(args: argparse.Namespace) -> int:
-    from .cell import load
-
-    return load.main(args.program, args.params, args.inputs, args.out)
-
-
 def _cmd_diff(args: argparse.Namespace) -> int:
     from . import diff
 
     return diff.run(args)
 
 
-def _cmd_diff_worker(args: argparse.Namespace) -> int:
-    from .cell import diff_worker
-
-    return diff_worker.main(args.request, args.out)
-
-
-def _cmd_cell(args: argparse.Namespace) -> int:
-    from .cell import worker
-
-    return worker.main(args.spec, args.work)
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
-               "load": _cmd_load, "diff": _cmd_diff, "hazards": _cmd_hazards,
-               "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,
-               "shards": _cmd_shards, "tipc": _cmd_tipc, "merge": _cmd_merge, "diff-worker": _cmd_diff_worker, "cell": _cmd_cell}[args.command]
+               "diff": _cmd_diff, "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,
+               "shards": _cmd_shards, "tipc": _cmd_tipc, "merge": _cmd_merge}[args.command]
     try:
         return handler(args)
     except UserError as exc:

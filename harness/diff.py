@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from .report import tensors as tensor_report
-from .engine_info import engine_output_names
+from .shared.engine_info import engine_output_names
 from .launch import LocalLauncher, log_tail, run_child, signal_name
 from .shared.backends import NAMED_CONFIGS
 from .shared.errors import UserError

@@ -21,9 +21,12 @@ try:
 except ModuleNotFoundError:  # Python < 3.11: the host side runs on any Python
     import tomli as tomllib  # type: ignore[no-redef]
 
-from .shared.backends import DEVICES, QUANTIZED_MODES, backend_stage_name
+from .shared import vocab
+from .shared.backends import DEVICES, QUANTIZED_MODES
+from .shared.vocab import backend_stage_name
 from .shared.config import PRECISIONS
 from .shared.errors import UserError
+from .shared.spec import DEFAULTS, CellSpec
 from .shared.vocab import Stage
 
 # Modes the schema knows; which of them a cell side can run is decided there (harness.cell.modes).
@@ -58,11 +61,7 @@ _MODEL_KEYS = {"factory", "inputs", "tolerances", "description"}
 _INPUT_KEYS = {"shape", "low", "high"}
 
 
-def session_name(device: str, backend: str, precision: str) -> str:
-    """`<device>_<backend>_<precision>`, the backend word omitted for native kernels."""
-    if backend == "native":
-        return f"{device}_{precision}"
-    return f"{device}_{backend}_{precision}"
+session_name = vocab.session_name  # one naming rule, in the vocabulary
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,8 +176,8 @@ class Matrix:
         version: str,
         modes: Optional[List[str]] = None,
         models: Optional[List[str]] = None,
-    ) -> List[Dict[str, Any]]:
-        """Every cell of one session at one Paddle version, as JSON-able specs."""
+    ) -> List[CellSpec]:
+        """Every cell of one session at one Paddle version."""
         session = self.session(session_name_)
         self.version(version)
         if version not in session.versions:
@@ -204,7 +203,7 @@ class Matrix:
                 cells.append(self._cell(session, version, mode, model))
         return cells
 
-    def _cell(self, session: Session, version: str, mode: str, model: str) -> Dict[str, Any]:
+    def _cell(self, session: Session, version: str, mode: str, model: str) -> CellSpec:
         raw_model = self.data["models"][model]
         mode_table = self.data["modes"][mode]
         return self._spec(session, version, mode, model,
@@ -212,7 +211,7 @@ class Matrix:
                           raw_model.get("tolerances", {}), mode_table.get("requires_device"),
                           list(mode_table.get("packages", [])))
 
-    def capture_cell(self, session: str, version: str, mode: str, model: str, capture: "str | Path") -> Dict[str, Any]:
+    def capture_cell(self, session: str, version: str, mode: str, model: str, capture: "str | Path") -> CellSpec:
         """A cell whose model is an export someone else made (a TIPC command's ``jit.save``): no
         factory, no training; the capture holds the program, the inputs and the dygraph outputs.
         ``mode`` names how the repository trained it (it sets the tolerances and the plan)."""
@@ -220,37 +219,33 @@ class Matrix:
                           {}, None, [])
 
     def _spec(self, session: Session, version: str, mode: str, model: str, model_fields: Dict[str, Any],
-              tolerance_overrides: Dict[str, Any], requires_device: Optional[str], packages: List[str]) -> Dict[str, Any]:
+              tolerance_overrides: Dict[str, Any], requires_device: Optional[str], packages: List[str]) -> CellSpec:
         precisions = sorted({"fp32", session.precision, *(["int8"] if mode in QUANTIZED_MODES else [])})
         tolerances = {p: self.tolerance(p) for p in precisions}
         overrides = {p: copy.deepcopy(tolerance_overrides.get(p, {})) for p in precisions}
         run = self.run
-        return {
-            "id": f"{session.name}/{version}/{mode}/{model}",
-            "session": {
-                "name": session.name,
-                "device": session.device,
-                "backend": session.backend,
-                "precision": session.precision,
-            },
-            "stages": session.stages,
-            "paddle": version,
-            "mode": mode,
-            "mode_requires_device": requires_device,
-            "mode_packages": packages,
-            "model": {"name": model, **model_fields},
-            "tolerances": tolerances,
-            "output_tolerances": overrides,
-            "seed": run["seed"],
-            "train_steps": run["train_steps"],
-            "reference_threads": run["reference_threads"],
-            "deploy_threads": run["deploy_threads"],
-            "stage_timeout": run["stage_timeout"],
-            "trt_workspace_mb": run["trt_workspace_mb"],
-            "trt_min_subgraph_size": run["trt_min_subgraph_size"],
-            "matrix": str(self.path),
-            "matrix_fingerprint": self.fingerprint,
-        }
+        return CellSpec(
+            id=vocab.cell_id(session.name, version, mode, model),
+            session={"name": session.name, "device": session.device, "backend": session.backend,
+                     "precision": session.precision},
+            stages=session.stages,
+            paddle=version,
+            mode=mode,
+            mode_requires_device=requires_device,
+            mode_packages=packages,
+            model={"name": model, **model_fields},
+            tolerances=tolerances,
+            output_tolerances=overrides,
+            seed=run["seed"],
+            train_steps=run["train_steps"],
+            reference_threads=run["reference_threads"],
+            deploy_threads=run["deploy_threads"],
+            stage_timeout=run["stage_timeout"],
+            trt_workspace_mb=run["trt_workspace_mb"],
+            trt_min_subgraph_size=run["trt_min_subgraph_size"],
+            matrix=str(self.path),
+            matrix_fingerprint=self.fingerprint,
+        )
 
 
 # -- loading and validation ---------------------------------------------
@@ -261,10 +256,10 @@ _RUN_DEFAULTS = {
     "train_steps": 2,
     "reference_threads": 1,
     "deploy_threads": 2,
-    "stage_timeout": 300,
+    "stage_timeout": DEFAULTS.stage_timeout,
     # Paddle's documented TensorRT defaults (workspace 1 GiB, subgraphs of at least 3 ops).
-    "trt_workspace_mb": 1024,
-    "trt_min_subgraph_size": 3,
+    "trt_workspace_mb": DEFAULTS.trt_workspace_mb,
+    "trt_min_subgraph_size": DEFAULTS.trt_min_subgraph_size,
 }
 
 

@@ -16,12 +16,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-import numpy as np
 
 from .launch import LocalLauncher, run_child
 from .shared.compare import compare_tol, worst
 from .shared.errors import UserError
 from .shared.records import atomic_write_json, load_records
+from .shared.spec import OUTPUTS
 from .shared.vocab import Status
 
 LOAD_TIMEOUT = 300  # seconds: a load that hangs this long is recorded as a timeout
@@ -73,12 +73,12 @@ def port_one(record: Dict[str, Any], loader: str, out_dir: Path, launcher: Any) 
     if not reference.exists():
         result.update(status=Status.SKIP, message="the exporting version has no baseline outputs to compare with")
         return result
-    with np.load(reference) as ref, np.load(out) as got:
-        if len(ref.files) != len(got.files):
-            result.update(status=Status.FAIL, message=f"{len(got.files)} outputs, the exporter's baseline has {len(ref.files)}")
-            return result
-        tol = cell["tolerances"]["fp32"]
-        stats = [compare_tol(ref[f"o{i}"], got[f"o{i}"], tol) for i in range(len(ref.files))]
+    ref, got = OUTPUTS.load(reference), OUTPUTS.load(out)
+    if len(ref) != len(got):
+        result.update(status=Status.FAIL, message=f"{len(got)} outputs, the exporter's baseline has {len(ref)}")
+        return result
+    tol = cell["tolerances"]["fp32"]
+    stats = [compare_tol(r, g, tol) for r, g in zip(ref, got)]
     w = worst(stats)
     result.update(status=Status.FAIL if any(Status.of(s["status"]).blocks for s in stats) else Status.PASS,
                   max_abs=w.get("max_abs"), max_rel=w.get("max_rel"), message=w.get("note", ""))

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from . import __version__
-from .launch import LocalLauncher, Outcome, run_child, supervise
+from .launch import Launcher, LocalLauncher, Outcome, run_child, supervise
 from .shared.backends import IMPORT_ORDER_MODES
 from .shared.errors import UserError
 from .shared.results import StageResult
+from .shared.spec import DEFAULTS, CellSpec
 from .shared.records import (RECORD_SCHEMA, Journal, atomic_write_json, cell_record_path, cell_work_dir,
                              load_record)
 from .shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status, verdict_status
@@ -35,24 +36,24 @@ from .shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status, verdict_stat
 # A worker that keeps dying is restarted once per stage it could still be in, plus setup and the
 # two analyses; past that something outside the stages kills it, and the record says so.
 EXTRA_LAUNCHES = 3
-HAZARD_PROBE_TIMEOUT = 300
+HAZARD_PROBE_TIMEOUT = DEFAULTS.hazard_probe_timeout
 
 
-def _restart_cap(spec: Dict[str, Any]) -> int:
-    return len(spec["stages"]) + EXTRA_LAUNCHES
+def _restart_cap(spec: CellSpec) -> int:
+    return len(spec.stages) + EXTRA_LAUNCHES
 
 
-def run_cell(spec: Dict[str, Any], results: Path, launcher: Any) -> Dict[str, Any]:
+def run_cell(spec: CellSpec, results: Path, launcher: Launcher) -> Dict[str, Any]:
     """Run one cell to the end (through crashes and timeouts) and return its record."""
     started = time.time()
-    work = cell_work_dir(results, spec["id"])
+    work = cell_work_dir(results, spec.id)
     if work.exists():
         shutil.rmtree(work)  # a cell without a record is redone from scratch
     work.mkdir(parents=True)
     spec_path = work / "spec.json"
-    atomic_write_json(spec_path, spec)
+    atomic_write_json(spec_path, spec.to_dict())
     journal = Journal(work / "journal.jsonl")
-    shared = [work, Path(spec["checkpoint"]).parent] if spec.get("checkpoint") else [work]
+    shared = [work, Path(spec.checkpoint).parent] if spec.checkpoint else [work]
     for folder in shared:
         folder.mkdir(parents=True, exist_ok=True)
         launcher.grant(folder)
@@ -64,9 +65,9 @@ def run_cell(spec: Dict[str, Any], results: Path, launcher: Any) -> Dict[str, An
     return build_record(spec, journal.finished(), launches, time.time() - started, launcher)
 
 
-def _supervise_cell(spec: Dict[str, Any], work: Path, spec_path: Path, journal: Journal, launcher: Any) -> int:
+def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journal, launcher: Launcher) -> int:
     """Start the worker, restart it after each crash or timeout; the number of launches."""
-    timeout = float(spec["stage_timeout"])
+    timeout = float(spec.stage_timeout)
     args = ["cell", "--spec", launcher.path(spec_path), "--work", launcher.path(work)]
 
     def overdue() -> bool:
@@ -107,15 +108,15 @@ def _ended_badly(outcome: Outcome, stage: str, timeout: float) -> Dict[str, Any]
     return result
 
 
-def build_record(spec: Dict[str, Any], finished: Dict[str, Dict[str, Any]], launches: int,
-                 seconds: float, launcher: Any) -> Dict[str, Any]:
+def build_record(spec: CellSpec, finished: Dict[str, Dict[str, Any]], launches: int,
+                 seconds: float, launcher: Launcher) -> Dict[str, Any]:
     setup = finished.get(SETUP, {"status": Status.CRASH, "message": "the worker never reported"})
     stages = [dict(result, name=name) for name, result in finished.items()
               if name != SETUP and not name.startswith(ANALYSIS_PREFIX)]
     analysis = {name[len(ANALYSIS_PREFIX):]: result for name, result in finished.items()
                 if name.startswith(ANALYSIS_PREFIX)}
     setup_status = Status.of(setup.get("status"))
-    for name in spec["stages"]:
+    for name in spec.stages:
         if name not in finished:
             message = f"setup {setup_status}" if setup_status is not Status.PASS else "not reached"
             stages.append({"name": name, "status": Status.SKIP, "message": message})
@@ -123,11 +124,11 @@ def build_record(spec: Dict[str, Any], finished: Dict[str, Dict[str, Any]], laun
     return {
         "schema": RECORD_SCHEMA,
         "harness": __version__,
-        "id": spec["id"],
-        "cell": spec,
+        "id": spec.id,
+        "cell": spec.to_dict(),
         "paddle": setup.get("paddle"),
         "machine": _machine(setup, stages),
-        "inputs": {"seed": spec["seed"], "arrays": setup.get("inputs")},
+        "inputs": {"seed": spec.seed, "arrays": setup.get("inputs")},
         "setup": {k: v for k, v in setup.items() if k not in ("paddle", "machine")},
         "stages": stages,
         "verdict": verdict_of(setup, stages),
@@ -171,7 +172,7 @@ def _render_tensor_report(analysis: Dict[str, Dict[str, Any]]) -> None:
 def verdict_of(setup: Dict[str, Any], stages: List[Dict[str, Any]]) -> Dict[str, Any]:
     """The first blocking stage in ladder order; else vacuous; else pass; else skip (noop and
     skip stages never make a pass)."""
-    from .report.notes import stage_note
+    from .shared.notes import stage_note
 
     setup_result = StageResult.from_dict(setup, SETUP)
     if not setup_result.passed:
@@ -187,7 +188,7 @@ def verdict_of(setup: Dict[str, Any], stages: List[Dict[str, Any]]) -> Dict[str,
     return {"status": status, "first_failing_stage": first.name, "message": stage_note(first.raw)}
 
 
-def probe_hazards(session: Any, version: str, results: Path, launcher: Any, force: bool = False) -> Dict[str, Any]:
+def probe_hazards(session: Any, version: str, results: Path, launcher: Launcher, force: bool = False) -> Dict[str, Any]:
     """The session's config hazards at this Paddle version, probed once and kept."""
     path = results / session.name / version / "hazards.json"
     if path.exists() and not force:
@@ -217,16 +218,16 @@ def default_jobs(reference_threads: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, reference_threads))
 
 
-def _imports_before_paddle(spec: Dict[str, Any]) -> bool:
+def _imports_before_paddle(spec: CellSpec) -> bool:
     """The cell's worker must import a package before Paddle (its mode trains with PaddleSlim), so
     it needs an interpreter of its own, not a fork of one that imported Paddle. A captured export
     (TIPC) is not trained here: its mode only names how the repository trained it."""
-    return spec["mode"] in IMPORT_ORDER_MODES and not spec["model"].get("capture")
+    return spec.mode in IMPORT_ORDER_MODES and not spec.captured
 
 
 def run_session(matrix: Any, session: str, version: str, *, results: Path,
                 modes: Optional[List[str]] = None, models: Optional[List[str]] = None,
-                force: bool = False, launcher: Any = None, root_cause: bool = True, jobs: int = 1,
+                force: bool = False, launcher: Optional[Launcher] = None, root_cause: bool = True, jobs: int = 1,
                 progress=print, checkpoints: Optional[Path] = None) -> List[Dict[str, Any]]:
     """Every cell of one session at one Paddle version, up to ``jobs`` at once; returns the
     records (old and new) in the matrix's order. ``checkpoints``: a folder of the run's shared
@@ -234,11 +235,10 @@ def run_session(matrix: Any, session: str, version: str, *, results: Path,
     cells = matrix.expand(session, version, modes=modes, models=models)
     if checkpoints is not None:
         seed_checkpoints(Path(checkpoints), Path(results) / "checkpoints", progress)
-    for spec in cells:
-        # One version-neutral checkpoint per (mode, model) and run: every session and
-        # Paddle version of the run computes with the same weights.
-        spec["checkpoint"] = str(Path(results) / "checkpoints" / spec["mode"] / f"{spec['model']['name']}.npz")
-        spec["root_cause"] = root_cause
+    # One version-neutral checkpoint per (mode, model) and run: every session and Paddle version
+    # of the run computes with the same weights.
+    cells = [spec.replace(checkpoint=str(Path(results) / "checkpoints" / spec.mode / f"{spec.model_name}.npz"),
+                          root_cause=root_cause) for spec in cells]
     return run_cells(cells, results=results, force=force, launcher=launcher, jobs=jobs, progress=progress)
 
 
@@ -260,7 +260,7 @@ def seed_checkpoints(source: Path, target: Path, progress=print) -> int:
     return copied
 
 
-def run_cells(cells: List[Dict[str, Any]], *, results: Path, force: bool = False, launcher: Any = None,
+def run_cells(cells: List[CellSpec], *, results: Path, force: bool = False, launcher: Optional[Launcher] = None,
               jobs: int = 1, progress=print) -> List[Dict[str, Any]]:
     """Cells from their specs, up to ``jobs`` at once, each record written as it ends; cells
     with a record are skipped unless ``force``. The records (old and new) in the cells' order."""
@@ -268,20 +268,20 @@ def run_cells(cells: List[Dict[str, Any]], *, results: Path, force: bool = False
     records: Dict[str, Dict[str, Any]] = {}
     todo = []
     for spec in cells:
-        path = cell_record_path(results, spec["id"])
+        path = cell_record_path(results, spec.id)
         record = load_record(path) if path.exists() and not force else None
         if record is not None:
-            progress(f"[harness] {spec['id']}: {record['verdict']['status']} (recorded earlier; --force reruns)")
-            records[spec["id"]] = record
+            progress(f"[harness] {spec.id}: {record['verdict']['status']} (recorded earlier; --force reruns)")
+            records[spec.id] = record
         else:
             todo.append(spec)
     board = Progress(len(cells), len(records), results, progress)
 
-    def one(spec: Dict[str, Any]) -> Dict[str, Any]:
-        board.started(spec["id"])
+    def one(spec: CellSpec) -> Dict[str, Any]:
+        board.started(spec.id)
         record = run_cell(spec, results, launcher)
-        atomic_write_json(cell_record_path(results, spec["id"]), record)
-        board.finished(spec["id"], record)
+        atomic_write_json(cell_record_path(results, spec.id), record)
+        board.finished(spec.id, record)
         return record
 
     with board, concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -294,7 +294,7 @@ def run_cells(cells: List[Dict[str, Any]], *, results: Path, force: bool = False
             for future in futures:  # bad input or an interrupt: finished cells keep their records
                 future.cancel()
             raise
-    return [records[spec["id"]] for spec in cells if spec["id"] in records]
+    return [records[spec.id] for spec in cells if spec.id in records]
 
 
 class Progress:

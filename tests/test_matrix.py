@@ -1,5 +1,6 @@
 """Matrix validation and expansion (host side), and the bad-input contract of the CLI."""
 
+import json
 import subprocess
 import sys
 
@@ -7,6 +8,7 @@ import pytest
 
 from harness import matrix
 from harness.shared.errors import UserError
+from harness.shared.spec import CellSpec
 
 from .conftest import ROOT, one_line_error, run_harness
 
@@ -14,12 +16,16 @@ from .conftest import ROOT, one_line_error, run_harness
 def test_default_matrix_expands_to_stable_cell_ids():
     m = matrix.load(ROOT / "matrix" / "default.toml")
     cells = m.expand("cpu_onednn_bf16", m.run["default_paddle"])
-    ids = [c["id"] for c in cells]
+    ids = [c.id for c in cells]
     assert ids == [f"cpu_onednn_bf16/{m.run['default_paddle']}/normal/{name}" for name in m.run["models"]]
-    assert cells[0]["stages"] == ["baseline", "memory", "ir", "onednn_bf16"]
-    assert cells[0]["tolerances"]["bf16"] == {"atol": 1e-3, "rtol": 2e-2, "scaled_atol": 2e-2}
+    assert cells[0].stages == ["baseline", "memory", "ir", "onednn_bf16"]
+    assert cells[0].tolerances["bf16"] == {"atol": 1e-3, "rtol": 2e-2, "scaled_atol": 2e-2}
+    # The typed spec is the JSON the cell side reads, both ways.
+    assert CellSpec.from_dict(json.loads(json.dumps(cells[0].to_dict()))) == cells[0]
+    with pytest.raises(ValueError, match="unknown keys"):
+        CellSpec.from_dict(dict(cells[0].to_dict(), surprise=1))
     # The same input gives the same cells: ids are the resume keys.
-    assert [c["id"] for c in matrix.load(ROOT / "matrix" / "default.toml").expand(
+    assert [c.id for c in matrix.load(ROOT / "matrix" / "default.toml").expand(
         "cpu_onednn_bf16", m.run["default_paddle"])] == ids
 
 
@@ -79,11 +85,9 @@ CELL_SIDE = ("harness.cell", "harness.models", "harness.bench.plain_cell")
 
 
 def _modules():
-    import pkgutil
+    from .test_house import _modules as modules  # read from the files: walking packages would import them
 
-    import harness
-
-    return sorted(m.name for m in pkgutil.walk_packages(harness.__path__, "harness."))
+    return sorted(modules())
 
 
 def test_host_side_never_imports_paddle():

@@ -65,17 +65,17 @@ def test_a_setup_entry_reads_as_a_stage_result():
 
 
 def test_a_low_precision_stage_whose_ops_ran_in_float_is_noop_not_pass():
-    from harness.cell.worker import Cell
+    from harness.cell.stages import stage_status
     from harness.shared.backends import DeployOptions, plan_by_name, plan_stages
 
     plan = plan_by_name(plan_stages("cpu", "onednn", "int8", "legacy", DeployOptions(), quantized=True))["onednn_int8"]
     outputs = {"output": {"status": Status.PASS}}
     evidence = {"passes": ["a"], "analysis_passes": [], "op_sequence_sha1": "x", "output_dtypes": {"float32": 30}}
     baseline = {"evidence": dict(evidence, passes=[], op_sequence_sha1="y")}
-    assert Cell.stage_status(plan, outputs, evidence, baseline) is Status.NOOP
+    assert stage_status(plan, outputs, evidence, baseline) is Status.NOOP
     ran = dict(evidence, output_dtypes={"float32": 12, "uint8": 13})
-    assert Cell.stage_status(plan, outputs, ran, baseline) is Status.PASS
-    assert Cell.stage_status(plan, {"output": {"status": Status.FAIL}}, evidence, baseline) is Status.FAIL
+    assert stage_status(plan, outputs, ran, baseline) is Status.PASS
+    assert stage_status(plan, {"output": {"status": Status.FAIL}}, evidence, baseline) is Status.FAIL
 
 
 def test_a_missing_interpreter_is_said_before_any_work(tmp_path):

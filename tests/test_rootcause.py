@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine_info import engine_output_names
+from harness.shared.engine_info import engine_output_names
 from harness.shared.errors import UserError
 from harness.shared.search import build_budget, find_culprits
 

@@ -61,7 +61,7 @@ def test_pir_ir_stage_runs_more_passes_and_fewer_ops_than_its_baseline(pir_mobil
 def test_a_lever_that_changes_nothing_makes_the_stage_noop(pir_mobilenet):
     """Under PIR, switch_ir_optim is not what selects passes: a stage built on it runs the
     baseline's program again, and its pass says nothing."""
-    from harness.cell.worker import Cell, same_program
+    from harness.cell.stages import same_program, stage_status
     from harness.shared.vocab import Status
 
     compat, files, feeds = pir_mobilenet
@@ -73,9 +73,9 @@ def test_a_lever_that_changes_nothing_makes_the_stage_noop(pir_mobilenet):
     noop_plan = _plans(files)["ir"].__class__(name="ir", config=switched, precision="fp32", reference="baseline",
                                             lever="switch_ir_optim(True)")
     outputs = {"output": {"status": Status.PASS}}
-    assert Cell.stage_status(noop_plan, outputs, evidence, {"evidence": base}) is Status.NOOP
+    assert stage_status(noop_plan, outputs, evidence, {"evidence": base}) is Status.NOOP
     # A failing comparison is never hidden behind noop, and the real lever is not noop.
-    assert Cell.stage_status(noop_plan, {"output": {"status": Status.FAIL}}, evidence, {"evidence": base}) is Status.FAIL
+    assert stage_status(noop_plan, {"output": {"status": Status.FAIL}}, evidence, {"evidence": base}) is Status.FAIL
     _, ir = _stage(compat, files, feeds, _plans(files)["ir"].config)
     assert not same_program(ir, base)
 

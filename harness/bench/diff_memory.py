@@ -65,7 +65,7 @@ def main(argv=None) -> int:
             "inputs": str(tmp / "inputs.npz"), "shapes": {}, "atol": 1e-4, "rtol": 1e-4, "selection": None,
         }
         (tmp / "request.json").write_text(json.dumps(request))
-        diff = peak_rss_mb([sys.executable, "-m", "harness", "diff-worker", "--request", str(tmp / "request.json"),
+        diff = peak_rss_mb([sys.executable, "-m", "harness.cell", "diff-worker", "--request", str(tmp / "request.json"),
                             "--out", str(tmp / "out")], env)
         rows = len(json.loads((tmp / "out" / "result.json").read_text())["rows"])
         dumped = sum(f.stat().st_size for f in (tmp / "out" / "dump").rglob("*.npy")) / 2**20

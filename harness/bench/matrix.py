@@ -75,7 +75,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.bench.matrix")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="the N run against one job (default: cores)")
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/harness-bench-matrix"))
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"),
+                        help="only compare two run folders made elsewhere (e.g. `nox -t cpu` before and after a "
+                             "change): every record's verdict, ladder, numbers, op digests and dtypes")
     args = parser.parse_args(argv)
+    if args.compare:
+        a, b = (fingerprint(folder) for folder in args.compare)
+        differences = compare(a, b) if a else ["no records in the first folder"]
+        print(f"{len(a)} and {len(b)} entries (records and portability loads)")
+        print("identical record by record" if not differences else "\n".join(differences[:40]))
+        return 0 if not differences else 1
     shutil.rmtree(args.scratch, ignore_errors=True)
     args.scratch.mkdir(parents=True)
     folders = {1: args.scratch / "jobs1", args.jobs: args.scratch / f"jobs{args.jobs}"}

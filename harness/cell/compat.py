@@ -37,6 +37,7 @@ import paddle.inference as paddle_infer  # noqa: E402
 
 from ..shared.backends import Requirement, program_format  # noqa: E402
 from ..shared.config import GPU_INITIAL_MEMORY_MB, PredictorConfig, TensorRT  # noqa: E402
+from ..shared.vocab import ProgramFormat  # noqa: E402
 
 
 def _version_tuple() -> Tuple[int, int, int]:
@@ -230,7 +231,7 @@ def make_config(files: Dict[str, str], cfg: PredictorConfig,
                 shape_file: Optional[Path] = None) -> "paddle_infer.Config":
     """The one place a ``PredictorConfig`` becomes a ``paddle.inference.Config``. ``shape_file``:
     legacy TensorRT's dynamic shapes, collected by ``collect_shape_range``."""
-    if cfg.device == "gpu" and cfg.trt is not None and files.get("format") == "pir":
+    if cfg.device == "gpu" and cfg.trt is not None and files.get("format") == ProgramFormat.PIR:
         files = pir_trt_convert(files, cfg.trt, input_shapes or {})
     if files.get("params"):
         config = paddle_infer.Config(files["program"], files["params"])
@@ -250,7 +251,7 @@ def make_config(files: Dict[str, str], cfg: PredictorConfig,
         if cfg.fp32_ops:
             config.exp_disable_mixed_precision_ops(set(cfg.fp32_ops))
         config.disable_mkldnn()
-        if cfg.trt is not None and files.get("format") != "pir-trt":
+        if cfg.trt is not None and files.get("format") != ProgramFormat.PIR_TRT:
             _enable_trt(config, cfg.trt, input_shapes or {}, shape_file)
     else:
         config.disable_gpu()
@@ -354,7 +355,7 @@ def pir_trt_convert(files: Dict[str, str], trt: TensorRT, shapes: Dict[str, List
                             min_subgraph_size=args["min_subgraph_size"], disable_ops=args["disable_ops"] or None,
                             workspace_size=args["workspace_size"])
     convert(str(Path(files["program"]).with_suffix("")), config)
-    return {"program": str(out / "model.json"), "params": str(out / "model.pdiparams"), "format": "pir-trt"}
+    return {"program": str(out / "model.json"), "params": str(out / "model.pdiparams"), "format": ProgramFormat.PIR_TRT}
 
 
 def pir_trt_arguments(trt: TensorRT, shapes: Dict[str, List[int]]) -> Dict[str, Any]:

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..shared.compare import compare_tol, cosine
 from ..shared.config import PredictorConfig
-from ..engine_info import engine_output_names
+from ..shared.engine_info import engine_output_names
 from ..shared.errors import UserError
 
 _PIR_PREFIX = re.compile(r"^0x[0-9a-fA-F]+_")

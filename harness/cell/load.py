@@ -1,6 +1,6 @@
 """Cell side: load one exported model with this environment's Paddle and run it once.
 
-``python -m harness load --program P [--params Q] --inputs IN.npz --out OUT.npz``: the plainest
+``python -m harness.cell load --program P [--params Q] --inputs IN.npz --out OUT.npz``: the plainest
 load every version has (``switch_ir_optim(False)``, memory off, oneDNN off, one thread, no 3.x-only
 call, so that an old Paddle meets a new program as a user's plain load would), inputs fed by
 name, outputs written in the predictor's order. Exit 0 done, 3 Paddle raised (its first message
@@ -17,8 +17,8 @@ import numpy as np
 
 from ..shared.backends import DeployOptions, named_configs, program_format
 from ..shared.causes import paddle_message
-
-PADDLE_RAISED = 3
+from ..shared.protocol import EXIT_OK, EXIT_PADDLE_RAISED
+from ..shared.spec import OUTPUTS
 
 
 def main(program: Path, params: "Path | None", inputs: Path, out: Path) -> int:
@@ -34,7 +34,7 @@ def main(program: Path, params: "Path | None", inputs: Path, out: Path) -> int:
     except Exception as exc:
         traceback.print_exc()
         print(paddle_message(exc), file=sys.stderr)
-        return PADDLE_RAISED
-    np.savez(out, **{f"o{i}": a for i, a in enumerate(outputs)})
+        return EXIT_PADDLE_RAISED
+    OUTPUTS.save(out, outputs)
     print(" ".join(names))
-    return 0
+    return EXIT_OK

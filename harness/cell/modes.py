@@ -24,6 +24,8 @@ not find them is bad input: one line naming the matrix key, exit 2.
 
 from __future__ import annotations
 
+import re
+
 import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -206,6 +208,12 @@ def import_crash(*modules: str) -> Optional[str]:
     probe = subprocess.run([sys.executable, "-c", f"import {', '.join(modules)}"], capture_output=True,
                            stdin=subprocess.DEVNULL)
     crash = signal.Signals(-probe.returncode).name if probe.returncode < 0 else None
+    # Paddle's own fatal-signal handler names the signal that struck ("SignalInfo: *** SIGSEGV") and
+    # sometimes ends the process with abort(): the cause is the signal it names (measured on
+    # 2.6.2: SIGSEGV on most runs, SIGABRT on some, the same SIGSEGV report in both).
+    named = re.search(rb"SignalInfo: \*\*\* (SIG[A-Z]+)", probe.stderr or b"")
+    if crash and named:
+        crash = named.group(1).decode()
     try:
         cache.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"modules": modules, "versions": versions, "crash": crash}))

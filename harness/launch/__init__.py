@@ -1,7 +1,8 @@
 """Host side: where a cell-side process runs. A launcher is the only thing that knows.
 
-Every cell-side entry point (``python -m harness cell|load|diff-worker|hazards``) follows one
-child-process protocol, and this module is the one reader of it:
+Every cell-side command (``python -m harness.cell cell|load|diff-worker|hazards``, the cell
+side's own entry) follows one child-process protocol (``harness.shared.protocol``), and this
+module is the one reader of it:
 
 * exit 0: done (results are in the files it was told to write);
 * exit 2 (``USER_ERROR``): bad input; the last ``error: ...`` line of its stderr says what;
@@ -22,45 +23,62 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Protocol, Sequence, runtime_checkable
 
+from ..shared.logs import log_tail, signal_name
+from ..shared.protocol import EXIT_PADDLE_RAISED as PADDLE_RAISED
+from ..shared.protocol import EXIT_USER_ERROR as USER_ERROR
+from ..shared.protocol import cell_command
 from ..shared.vocab import Status
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-USER_ERROR = 2
-PADDLE_RAISED = 3
 POLL_SECONDS = 0.05
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def signal_name(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return signal.Signals(-returncode).name
-        except ValueError:
-            return f"signal {-returncode}"
-    return f"exit code {returncode}"
+class Child(Protocol):
+    """What supervision needs of a started child (a ``Popen``, a forked process, a container)."""
+
+    returncode: Optional[int]
+
+    def poll(self) -> Optional[int]: ...
 
 
-def log_tail(path: Path, lines: int = 12, max_chars: int = 2000) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - 16384))
-            text = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-    text = _ANSI.sub("", text)  # Paddle colours its pass lines; a note is plain text
-    kept = [ln for ln in text.splitlines() if ln.strip()][-lines:]
-    return "\n".join(kept)[-max_chars:]
+@runtime_checkable
+class Launcher(Protocol):
+    """Where cell-side processes run. ``LocalLauncher`` and ``containers.DockerLauncher`` are the
+    two; a new place (a remote machine, a batch queue) is one class with these verbs."""
+
+    kind: str
+
+    def probe(self) -> Optional[str]:
+        """Why this launcher cannot run here, or None: asked before any work."""
+
+    def start(self, args: Sequence[str], log: Any, fresh: bool = False) -> Child:
+        """One cell-side command (``python -m harness.cell <args>``), stdout+stderr to ``log``."""
+
+    def stop(self, child: Any) -> None:
+        """Kill it and everything it started."""
+
+    def cleanup(self, child: Any) -> None:
+        """Remove what a finished child leaves behind."""
+
+    def path(self, host_path: Path) -> str:
+        """A host path as the child sees it."""
+
+    def grant(self, folder: Path) -> None:
+        """Make a results folder writable for the child's user."""
+
+    def reclaim(self, folder: Path) -> None:
+        """Give the folder back to the caller afterwards."""
+
+    def describe(self, fresh: bool = False) -> dict:
+        """The record's ``runner`` fields."""
 
 
 @dataclasses.dataclass
@@ -160,7 +178,7 @@ class LocalLauncher:
         server = self._fork_server() if self.fork and not fresh else None
         if server is not None:
             return server.start(list(args), log.name)
-        return subprocess.Popen([self.python, "-m", "harness", *args], stdout=log, stderr=subprocess.STDOUT,
+        return subprocess.Popen(cell_command(self.python, list(args)), stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=self._env,
                                 start_new_session=True)  # so stop() kills the child's whole process group
 
@@ -175,7 +193,7 @@ class LocalLauncher:
         """A finished process leaves nothing behind."""
 
 
-def supervise(launcher: Any, args: Sequence[str], log_path: Path,
+def supervise(launcher: Launcher, args: Sequence[str], log_path: Path,
               overdue: Callable[[], bool] = lambda: False, timeout: Optional[float] = None,
               fresh: bool = False) -> Outcome:
     """Start one child and wait for it; stop it when ``overdue()`` says so or after ``timeout``.
@@ -194,6 +212,6 @@ def supervise(launcher: Any, args: Sequence[str], log_path: Path,
     return Outcome(proc.returncode, log=log_path)
 
 
-def run_child(launcher: Any, args: List[str], log_path: Path, timeout: Optional[float] = None) -> Outcome:
+def run_child(launcher: Launcher, args: List[str], log_path: Path, timeout: Optional[float] = None) -> Outcome:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     return supervise(launcher, args, log_path, timeout=timeout)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..shared.errors import UserError
+from ..shared.protocol import cell_command
 from . import REPO_ROOT
 
 # A container that ends with 128+N died of signal N (137 SIGKILL, 139 SIGSEGV).
@@ -168,7 +169,7 @@ class DockerLauncher:
 
         self.writable.mkdir(parents=True, exist_ok=True)
         options: Dict[str, Any] = dict(
-            command=[CONTAINER_PYTHON, "-m", "harness", *args],
+            command=cell_command(CONTAINER_PYTHON, list(args)),
             detach=True,
             # The worker must not be PID 1: PID 1 of a namespace ignores signals it has no handler
             # for, so a worker killing itself (or a hung one) would not die as it does outside.

@@ -13,19 +13,19 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 from .. import __version__
-from ..launch import log_tail
+from ..shared.logs import log_tail
 from ..shared.records import atomic_write_text
-from ..shared.vocab import STATUS_ORDER
+from ..shared.vocab import STATUS_ORDER, cell_id
 from .model import RunModel, stage_results, version_key
-from .notes import analysis_note, evidence_note, fmt_number, stage_note
+from ..shared.notes import analysis_note, evidence_note, fmt_number, stage_note
 from .tensors import row_cells
 
 TEMPLATES = Path(__file__).with_name("templates")
 TENSOR_ROWS = 60  # per cell: the first divergence and its neighbourhood are what a person reads
 
 
-def _anchor(cell_id: str) -> str:
-    return "cell-" + re.sub(r"[^A-Za-z0-9_-]", "-", cell_id)
+def _anchor(place: str) -> str:
+    return "cell-" + re.sub(r"[^A-Za-z0-9_-]", "-", place)
 
 
 def _png(fig) -> str:
@@ -132,8 +132,8 @@ def render(model: RunModel, title: str) -> str:
             if verdict is None:
                 cells.append(None)
                 continue
-            cell_id = f"{column[0]}/{column[1]}/{mode}/{model_name}"
-            cells.append({"id": cell_id, "anchor": _anchor(cell_id), "status": str(verdict["status"]),
+            place = cell_id(column[0], column[1], mode, model_name)
+            cells.append({"id": place, "anchor": _anchor(place), "status": str(verdict["status"]),
                           "stage": verdict.get("first_failing_stage"), "message": verdict.get("message", "")})
         rows.append({"label": f"{model_name} · {mode}", "cells": cells})
     details = model.hazard_details()

@@ -16,7 +16,7 @@ from ..shared.records import atomic_write_text
 from ..shared.results import StageResult
 from ..shared.vocab import Status
 from .model import RunModel, stage_results
-from .notes import fmt_number, stage_note
+from ..shared.notes import fmt_number, stage_note
 
 FAILURES = (Status.FAIL, Status.VACUOUS)
 ERRORS = (Status.ERROR, Status.CRASH, Status.TIMEOUT)

@@ -106,7 +106,7 @@ def required_cells(matrix: Any) -> List[str]:
             if version not in session.versions:
                 continue
             for spec in matrix.expand(name, version, modes=table.get("modes"), models=table.get("models")):
-                ids.append(spec["id"])
+                ids.append(spec.id)
     return ids
 
 

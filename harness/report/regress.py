@@ -26,9 +26,10 @@ from ..shared.compare import compare_tol, worst
 from ..shared.errors import UserError
 from ..shared.records import atomic_write_text
 from ..shared.results import StageResult
+from ..shared.spec import OUTPUTS
 from ..shared.vocab import Status, Transition
 from .model import RunModel, stage_results, version_key
-from .notes import clip, fmt_number
+from ..shared.notes import clip, fmt_number
 
 DRIFT_FACTOR = 10.0
 TRANSITIONS = (Transition.REGRESSED, Transition.STILL_FAILING, Transition.FIXED, Transition.NEW, Transition.GONE,
@@ -204,10 +205,7 @@ def _work_dir(record: Dict[str, Any]) -> Path:
 
 
 def _load_npz(path: Path) -> Optional[List[np.ndarray]]:
-    if not path.exists():
-        return None
-    with np.load(path) as data:
-        return [data[f"o{i}"] for i in range(len(data.files))]
+    return OUTPUTS.load(path) if path.exists() else None
 
 
 def agreement_rows(records: Sequence[Dict[str, Any]], reference: str) -> List[Dict[str, Any]]:

@@ -16,7 +16,7 @@ from ..shared.causes import Cause, cause_of
 from ..shared.records import atomic_write_text
 from ..shared.vocab import SETUP, STATUS_ORDER, Status
 from .model import RunModel, stage_results
-from .notes import analysis_note, clip, evidence_note, fmt_number, stage_note
+from ..shared.notes import analysis_note, clip, evidence_note, fmt_number, stage_note
 
 STAGE_HEADERS = ["cell", "stage", "status", "max abs", "max rel", "evidence", "note"]
 OUTPUT_HEADERS = ["cell", "stage", "output", "predictor name", "status", "mismatched", "max abs",

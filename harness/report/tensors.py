@@ -15,7 +15,7 @@ from tabulate import tabulate
 
 from ..shared.compare import describe_tolerance
 from ..shared.records import atomic_write_text
-from .notes import fmt_number
+from ..shared.notes import fmt_number
 
 HEADERS = ["#", "Operator Type", "Tensor Name", "Shape", "Mismatched Elements", "Max Atol", "Max Rtol",
            "Min Val (base)", "Max Val (base)", "Matched by", "Note"]

@@ -39,9 +39,9 @@ import enum
 from typing import Dict, List, Optional, Tuple
 
 from .config import PredictorConfig, TensorRT
-from .vocab import Stage
+from .vocab import ProgramFormat, Reference, Stage, backend_stage_name, session_name
 
-PIR, LEGACY = "pir", "legacy"
+PIR, LEGACY = ProgramFormat.PIR, ProgramFormat.LEGACY
 
 
 def program_format(program: "str | object") -> str:
@@ -76,11 +76,12 @@ class StagePlan:
     name: str
     config: PredictorConfig
     precision: str
-    reference: str  # what the stage's outputs are compared with: "dygraph" or "baseline"
+    reference: Reference  # what the stage's outputs are compared with
     lever: str  # the call(s) this stage adds to its reference, for the record and the README
     skip: Optional[str] = None  # the lever does not exist here: reason and source
     requires: Tuple[Requirement, ...] = ()
     search: Optional[SearchSpace] = None
+    runtime: str = "paddle_inference"  # the cell side's runtime that runs it (harness.cell.runtimes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +109,7 @@ class Backend:
         return ()
 
     def stage_name(self, precision: str) -> str:
-        return f"{self.device if self.word == 'native' else self.word}_{precision}"
+        return backend_stage_name(self.device, self.word, precision)
 
     def _profile(self, fmt: str, **changes) -> PredictorConfig:
         base = dict(device=self.device, ir=True, memory=True)
@@ -181,11 +182,6 @@ def backend_for(device: str, word: str, fmt: str) -> Backend:
     return {("cpu", "native"): CpuNative, ("cpu", "onednn"): OneDNN, ("gpu", "native"): Gpu}[(device, word)]()
 
 
-def backend_stage_name(device: str, word: str, precision: str) -> str:
-    """The backend stage is named after what it switches on: ``onednn_bf16``, ``trt_fp16``."""
-    return f"{device if word == 'native' else word}_{precision}"
-
-
 QUANTIZED_MODES = ("qat", "pact")
 # Modes whose cell imports a package before paddle (cell/modes.py, Pact.before_paddle: PaddleSlim
 # on 2.6.2 needs cv2 first): their workers get a fresh interpreter, never the fork server.
@@ -210,18 +206,18 @@ def plan_stages(device: str, word: str, precision: str, fmt: str, options: Deplo
     # that propagates (measured: 2% of the output's scale on resnet18, Paddle 2.6.2). They are
     # compared at the int8 tolerance; later stages compare float programs with each other at fp32.
     consistency = "int8" if quantized else "fp32"
-    plans = [StagePlan(Stage.BASELINE.value, baseline, consistency, "dygraph",
+    plans = [StagePlan(Stage.BASELINE.value, baseline, consistency, Reference.DYGRAPH,
                        f"{lowest}, memory optimization off, oneDNN off, {options.reference_threads} thread(s)",
                        requires=(Requirement.GPU,) if device == "gpu" else ())]
     if pir:
-        memory = StagePlan(Stage.MEMORY.value, baseline.replace(memory=True), "fp32", "baseline",
+        memory = StagePlan(Stage.MEMORY.value, baseline.replace(memory=True), "fp32", Reference.BASELINE,
                            "enable_memory_optim()", skip=MEMORY_UNDER_PIR)
-        ir = StagePlan(Stage.IR.value, baseline.replace(opt_level=PIR_DEPLOY_LEVEL), "fp32", "baseline",
+        ir = StagePlan(Stage.IR.value, baseline.replace(opt_level=PIR_DEPLOY_LEVEL), "fp32", Reference.BASELINE,
                        f"set_optimization_level({PIR_DEPLOY_LEVEL})", search=SearchSpace.PASSES)
     else:
-        memory = StagePlan(Stage.MEMORY.value, baseline.replace(memory=True), "fp32", "baseline",
+        memory = StagePlan(Stage.MEMORY.value, baseline.replace(memory=True), "fp32", Reference.BASELINE,
                            "enable_memory_optim()")
-        ir = StagePlan(Stage.IR.value, baseline.replace(memory=True, ir=True), "fp32", "baseline",
+        ir = StagePlan(Stage.IR.value, baseline.replace(memory=True, ir=True), "fp32", Reference.BASELINE,
                        "switch_ir_optim(True)", search=SearchSpace.PASSES)
     gpu_needs = (Requirement.GPU,) if device == "gpu" else ()
     plans += [dataclasses.replace(memory, requires=gpu_needs), dataclasses.replace(ir, requires=gpu_needs)]
@@ -236,7 +232,7 @@ def plan_stages(device: str, word: str, precision: str, fmt: str, options: Deplo
         # A QAT/PACT program carries its scales: TensorRT int8 uses them, no calibration.
         deploy = deploy.replace(trt=dataclasses.replace(deploy.trt, calibration=False))
     plans.append(StagePlan(backend.stage_name(precision), deploy, precision,
-                           "baseline", "the deployment profile of the session", skip=skip,
+                           Reference.BASELINE, "the deployment profile of the session", skip=skip,
                            requires=backend.requires(fmt, precision), search=backend.search))
     return plans
 
@@ -254,8 +250,7 @@ def named_configs(fmt: str, options: DeployOptions) -> Dict[str, PredictorConfig
         for word in words:
             backend = backend_for(device, word, fmt)
             for precision in backend.precisions:
-                name = f"{device}_{precision}" if word == "native" else f"{device}_{word}_{precision}"
-                named[name] = backend.deploy(fmt, precision, options)
+                named[session_name(device, word, precision)] = backend.deploy(fmt, precision, options)
     for plan in plan_stages("cpu", "native", "fp32", fmt, options)[:3]:
         named[plan.name] = plan.config
     named["cpu_ir"] = named["ir"]

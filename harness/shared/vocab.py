@@ -83,6 +83,51 @@ class Stage(Word):
     IR = "ir"
 
 
+class Reference(Word):
+    """What a stage's outputs are compared with: the dygraph forward (the consistency check) or
+    the baseline predictor."""
+
+    DYGRAPH = "dygraph"
+    BASELINE = "baseline"
+
+
+class ProgramFormat(Word):
+    """The IR a saved program is in: legacy ``.pdmodel``, PIR ``.json``, or a PIR program that
+    ``paddle.tensorrt.convert`` rewrote (its engines inside)."""
+
+    LEGACY = "legacy"
+    PIR = "pir"
+    PIR_TRT = "pir-trt"
+
+
+class Device(Word):
+    CPU = "cpu"
+    GPU = "gpu"
+
+
+class Precision(Word):
+    FP32 = "fp32"
+    FP16 = "fp16"
+    BF16 = "bf16"
+    INT8 = "int8"
+
+
+def session_name(device: str, backend: str, precision: str) -> str:
+    """``<device>_<backend>_<precision>``, the backend word omitted for native kernels."""
+    return f"{device}_{precision}" if backend == "native" else f"{device}_{backend}_{precision}"
+
+
+def backend_stage_name(device: str, backend: str, precision: str) -> str:
+    """The backend stage is named after what it switches on: ``onednn_bf16``, ``trt_fp16``, and
+    ``<device>_<precision>`` for native kernels."""
+    return f"{device}_{precision}" if backend == "native" else f"{backend}_{precision}"
+
+
+def cell_id(session: str, paddle: str, mode: str, model: str) -> str:
+    """Where a cell is: ``<session>/<paddle>/<mode>/<model>`` (also its record's path)."""
+    return f"{session}/{paddle}/{mode}/{model}"
+
+
 SETUP = "setup"  # the journal entry of build / train / export, before any stage
 ANALYSIS_PREFIX = "analysis:"  # journal entries of the root-cause step
 

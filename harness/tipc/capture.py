@@ -108,7 +108,7 @@ def _copy_files(prefix, folder):
         raise FileNotFoundError(f"jit.save wrote neither {prefix}.json nor {prefix}.pdmodel")
     ext = os.path.splitext(program)[1]
     files = {"program": os.path.join(export, "model" + ext), "params": "",
-             "format": "pir" if ext == ".json" else "legacy"}
+             "format": "pir" if ext == ".json" else "legacy"}  # ProgramFormat's words; no harness import here
     shutil.copyfile(program, files["program"])
     if os.path.exists(prefix + ".pdiparams"):
         files["params"] = os.path.join(export, "model.pdiparams")

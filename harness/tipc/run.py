@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional
 from ..runner import run_cells
 from ..shared.backends import QUANTIZED_MODES
 from ..shared.records import atomic_write_json
+from ..shared.spec import CellSpec
 from ..shared.vocab import SETUP, Status
 from .plan import DIFFERENCES, Command, CommandKind, Plan
 
@@ -121,7 +122,7 @@ def capture_mode(command: Command, meta: Dict[str, Any]) -> "tuple[str, str]":
     return claimed, f"from trainer {command.trainer or '(none: whole_infer export)'}{evidence}"
 
 
-def capture_cells(plan: Plan, results: List[CommandResult], matrix: Any, sessions: List[str]) -> List[Dict[str, Any]]:
+def capture_cells(plan: Plan, results: List[CommandResult], matrix: Any, sessions: List[str]) -> List[CellSpec]:
     """One cell per (capture, session): the export's consistency check and staged alignment."""
     specs = []
     for result in results:
@@ -132,10 +133,10 @@ def capture_cells(plan: Plan, results: List[CommandResult], matrix: Any, session
                 name += f".{k}"
             mode, mode_note = capture_mode(result.command, meta)
             for session in sessions:
-                specs.append(dict(matrix.capture_cell(session, meta["paddle"], mode, name, capture),
-                                  tipc={"command": result.index, "kind": result.command.kind.value,
-                                        "text": result.command.text, "saved_to": meta.get("saved_to"),
-                                        "trainer": result.command.trainer, "mode_note": mode_note}))
+                specs.append(matrix.capture_cell(session, meta["paddle"], mode, name, capture).replace(
+                    tipc={"command": result.index, "kind": result.command.kind.value,
+                          "text": result.command.text, "saved_to": meta.get("saved_to"),
+                          "trainer": result.command.trainer, "mode_note": mode_note}))
     return specs
 
 
@@ -144,9 +145,7 @@ def run_tipc(plan: Plan, *, matrix: Any, sessions: List[str], results: Path, pyt
     started = time.perf_counter()
     chain = run_chain(plan, seed=seed, shapes=shapes, say=say)
     chain_s = time.perf_counter() - started
-    specs = capture_cells(plan, chain, matrix, sessions)
-    for spec in specs:
-        spec["root_cause"] = root_cause
+    specs = [spec.replace(root_cause=root_cause) for spec in capture_cells(plan, chain, matrix, sessions)]
     t = time.perf_counter()
     records = run_cells(specs, results=results, force=True, launcher=launcher, jobs=jobs,
                         progress=say) if specs else []

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import List
 
-from .shared.errors import UserError
+from .errors import UserError
 
 
 def engine_output_names(path: Path) -> List[str]:

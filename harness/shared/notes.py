@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from ..shared.compare import describe_tolerance
-from ..shared.vocab import Status
+from .compare import describe_tolerance
+from .vocab import Status
 
 
 def fmt_number(value: Any, digits: int = 3) -> str:

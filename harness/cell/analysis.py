@@ -1,0 +1,99 @@
+"""Root cause of the first numeric failure (cell side): the per-tensor diff against the baseline
+and the culprit search over the failing stage's search space, both on the stage's runtime.
+
+``baseline`` failing means dygraph and the predictor disagree: there is no second predictor to
+diff against, so nothing runs here. ``vacuous`` and ``noop`` stages start nothing either: there
+is no divergence to look for. Errors and crashes have Paddle's message.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Any, Dict, List
+
+from ..shared.backends import StagePlan
+from ..shared.causes import paddle_message
+from ..shared.compare import compare_tol
+from ..shared.errors import UserError
+from ..shared.search import build_budget, find_culprits
+from ..shared.vocab import SETUP, Analysis, Probe, Reference, Stage, Status
+from .context import CellContext
+from .runtimes import runtime
+
+
+def analyse(ctx: CellContext, done: Dict[str, Dict[str, Any]]) -> None:
+    """Diff and search for the first non-baseline stage that failed on numbers, each journalled
+    as an analysis entry (a crash inside one is recorded like a stage's)."""
+    plans = {p.name: p for p in ctx.plan(done[SETUP])}
+    target = next((name for name in plans
+                   if name != Stage.BASELINE.value and Status.of(done.get(name, {}).get("status")) is Status.FAIL),
+                  None)
+    if target is None or Stage.BASELINE.value not in plans or not ctx.cell.root_cause:
+        return
+    for kind, fn in ((Analysis.DIFF, tensor_diff), (Analysis.BISECT, bisect)):
+        if kind.journal_key in done:
+            continue
+        ctx.journal.start(kind.journal_key)
+        started = time.perf_counter()
+        try:
+            result = fn(ctx, plans[target], plans[Stage.BASELINE.value], done)
+        except UserError as exc:
+            result = {"status": Status.ERROR, "message": str(exc)}
+        except Exception as exc:
+            traceback.print_exc()
+            result = {"status": Status.ERROR, "message": paddle_message(exc)}
+        result["stage"] = target
+        result["seconds"] = round(time.perf_counter() - started, 3)
+        ctx.journal.finish(kind.journal_key, result)
+        done[kind.journal_key] = result
+
+
+def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    out = ctx.work / "tensors"
+    result = runtime(plan.runtime).tensor_diff(done[SETUP]["export"], ctx.feeds(), baseline.config, plan.config, out,
+                                               ctx.tolerance(plan.precision))
+    first = result.get("first_divergence")
+    return {
+        "status": Status.PASS, "outcome": "diverges" if first else "no tensor diverges",
+        "result": str(out / "result.json"),
+        "title": f"{ctx.cell.id}: baseline vs {plan.name}",
+        "first_divergence": {k: first[k] for k in ("index", "op", "name", "max_abs", "max_rel")} if first else None,
+        "tensors": len(result["rows"]), "unmatched": len(result["unmatched"]),
+        "hooks_changed_output": result["hooks_changed_output"],
+    }
+
+
+def bisect(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    engine = runtime(plan.runtime)
+    setup = done[SETUP]
+    files = setup["export"]
+    feeds = ctx.feeds()
+    labels = setup["outputs"]
+    reference = ctx.load_outputs("baseline.npz", labels)
+    items = engine.search_items(plan, done[plan.name].get("evidence") or {},
+                                done[Stage.BASELINE.value].get("evidence") or {})
+    if not items:
+        return {"status": Status.SKIP, "message": f"{plan.name} ran no IR passes or TensorRT ops to search"}
+    messages: List[str] = []
+    tolerances = [ctx.tolerance(plan.precision, label) for label in labels]
+
+    def probe(disabled: List[str]) -> Probe:
+        try:
+            session = engine.session(files, engine.without(plan, disabled), feeds, ctx.work / f"{plan.name}.search")
+            _, got = session.run(feeds)
+        except Exception as exc:
+            messages.append(paddle_message(exc))
+            return Probe.INVALID
+        ok = len(got) == len(reference) and all(
+            Status.of(compare_tol(r, g, tol)["status"]) is Status.PASS for r, g, tol in zip(reference, got, tolerances))
+        return Probe.PASS if ok else Probe.FAIL
+
+    found = find_culprits(items, probe)
+    return {
+        "status": Status.PASS, "outcome": found.status, "kind": plan.search.value, "candidates": len(items),
+        "items": items, "culprits": found.culprits, "builds": found.builds,
+        "budget": build_budget(len(items), max(len(found.culprits), 1)),
+        "message": found.message, "invalid_sets": len(found.invalid),
+        "invalid_messages": list(dict.fromkeys(messages))[:5], "reference": Reference.BASELINE,
+    }

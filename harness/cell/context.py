@@ -1,0 +1,63 @@
+"""One cell's spec and work folder, and what every room of the cell side asks of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from ..shared.backends import QUANTIZED_MODES, DeployOptions, StagePlan, plan_stages
+from ..shared.records import Journal
+from ..shared.spec import DEFAULTS, OUTPUTS, CellSpec
+from .modes import mode_for
+
+
+class CellContext:
+    def __init__(self, spec: "Dict[str, Any] | CellSpec", work: Path):
+        self.cell = spec if isinstance(spec, CellSpec) else CellSpec.from_dict(spec)
+        self.spec = self.cell.to_dict()  # the JSON view: what records and modes read
+        self.work = Path(work)
+        self.journal = Journal(self.work / "journal.jsonl")
+        self.where = f"{self.cell.matrix or 'matrix'}: models.{self.cell.model['name']}"
+        self.mode = mode_for(self.cell.mode)
+        self._compat = None
+
+    # Paddle is imported lazily so that a resumed worker whose stages are all done costs
+    # nothing, and so that import failures are recorded like any other error.
+    @property
+    def compat(self):
+        if self._compat is None:
+            from . import compat
+
+            self._compat = compat
+        return self._compat
+
+    @property
+    def paddle(self):
+        return self.compat.paddle
+
+    def plan(self, setup: Dict[str, Any]) -> List[StagePlan]:
+        cell = self.cell
+        session = cell.session
+        options = DeployOptions(reference_threads=cell.reference_threads, deploy_threads=cell.deploy_threads,
+                                trt_workspace_mb=cell.trt_workspace_mb or DEFAULTS.trt_workspace_mb,
+                                trt_min_subgraph_size=cell.trt_min_subgraph_size or DEFAULTS.trt_min_subgraph_size)
+        return plan_stages(session["device"], session["backend"], session["precision"],
+                           setup["export"]["format"], options, quantized=cell.mode in QUANTIZED_MODES)
+
+    def tolerance(self, precision: str, label: Optional[str] = None) -> Dict[str, float]:
+        """The precision's tolerance with the matrix's per-output override for ``label``."""
+        tol = dict(self.cell.tolerances[precision])
+        if label is not None:
+            tol.update((self.cell.output_tolerances or {}).get(precision, {}).get(label, {}))
+        return tol
+
+    def feeds(self) -> Dict[str, np.ndarray]:
+        return dict(np.load(self.work / "inputs.npz"))
+
+    def save_outputs(self, name: str, arrays: List[np.ndarray]) -> None:
+        OUTPUTS.save(self.work / name, arrays)
+
+    def load_outputs(self, name: str, labels: List[str]) -> List[np.ndarray]:
+        return OUTPUTS.load(self.work / name, len(labels))

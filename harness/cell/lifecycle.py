@@ -1,0 +1,90 @@
+"""One cell's life inside one Paddle environment (cell side): ``python -m harness.cell cell
+--spec SPEC --work DIR``.
+
+Setup (``setup.py``: the model from its source, lite training in the cell's train mode, export
+once, seeded inputs, dygraph outputs), then the stage ladder planned for the exported program's
+format (``stages.py``, each stage on its runtime), then the root cause of the first numeric
+failure (``analysis.py``). Each entry is written to the journal as soon as it ends. When the host
+restarts a worker after a crash it passes the same arguments: finished entries are read back from
+the journal, the saved inputs/outputs from ``.npz`` files, and the run goes on with the next
+stage, so a crash costs one fresh ``import paddle`` and nothing else.
+
+Exit codes (``harness.shared.protocol``): 0 done (whatever the stages' statuses), 2 user error (a
+model factory that cannot be imported or returns the wrong thing; one line on stderr), anything
+else: the process died, and the host records ``crash`` for the stage the journal says was running.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Dict
+
+from ..shared.causes import paddle_message
+from ..shared.errors import UserError
+from ..shared.protocol import EXIT_OK, EXIT_USER_ERROR
+from ..shared.spec import CellSpec
+from ..shared.vocab import SETUP, Status
+from . import analysis, setup, stages
+from .context import CellContext
+
+
+class Cell:
+    def __init__(self, spec: "Dict[str, Any] | CellSpec", work: Path):
+        self.ctx = CellContext(spec, work)
+
+    def machine(self) -> Dict[str, Any]:
+        """The machine as this environment sees it (inside its container, if any), with the ISA
+        oneDNN chose; without oneDNN's word when Paddle itself could not be imported."""
+        try:
+            return self.ctx.compat.machine()
+        except Exception as exc:  # Paddle failed to import: the setup's error says why
+            from ..shared.machine import describe
+
+            return dict(describe(None), onednn={"isa": None, "error": paddle_message(exc)})
+
+    def run(self) -> int:
+        ctx = self.ctx
+        done = ctx.journal.finished()
+        if SETUP not in done:
+            ctx.journal.start(SETUP)
+            try:
+                result = setup.setup(ctx)
+            except UserError as exc:
+                ctx.journal.finish(SETUP, {"status": Status.ERROR, "user_error": str(exc)})
+                print(f"error: {exc}", file=sys.stderr)
+                return EXIT_USER_ERROR
+            except Exception as exc:  # the model or Paddle raised while building/training/exporting
+                traceback.print_exc()
+                result = {"status": Status.ERROR, "message": paddle_message(exc), "phase": getattr(exc, "phase", None)}
+            result.setdefault("machine", self.machine())
+            ctx.journal.finish(SETUP, result)
+            done[SETUP] = result
+        if Status.of(done[SETUP].get("status")) is not Status.PASS:
+            if done[SETUP].get("user_error"):
+                print(f"error: {done[SETUP]['user_error']}", file=sys.stderr)
+                return EXIT_USER_ERROR
+            return EXIT_OK
+        for plan in ctx.plan(done[SETUP]):
+            if plan.name in done:
+                continue
+            ctx.journal.start(plan.name)
+            started = time.perf_counter()
+            try:
+                result = stages.run_stage(ctx, plan, done)
+            except Exception as exc:
+                traceback.print_exc()
+                result = stages.planned(plan, status=Status.ERROR, message=paddle_message(exc))
+            result.setdefault("seconds", round(time.perf_counter() - started, 4))
+            ctx.journal.finish(plan.name, result)
+            done[plan.name] = result
+        analysis.analyse(ctx, done)
+        return EXIT_OK
+
+
+def main(spec_path: Path, work: Path) -> int:
+    spec = CellSpec.from_dict(json.loads(Path(spec_path).read_text(encoding="utf-8")))
+    return Cell(spec, work).run()

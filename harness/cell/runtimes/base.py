@@ -1,0 +1,70 @@
+"""What the ladder needs from an inference runtime (the seam; Polygraphy's loader + runner in one).
+
+A ``Runtime`` turns a saved program and a stage's config into a ``Session``; a session runs
+feeds (by name) and returns outputs in the runtime's order, with the evidence of what ran. The
+evidence keys are the record's: ``passes`` and ``analysis_passes`` (what the build ran),
+``config_read_back`` (the runtime's own answer about its config), ``ops``, ``op_types``,
+``op_sequence_sha1`` and ``output_dtypes`` (what the run executed). A stage whose evidence
+equals its reference's ran the same program: ``noop``.
+"""
+
+from __future__ import annotations
+
+import abc
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...shared.backends import Requirement, SearchSpace, StagePlan
+from ...shared.config import PredictorConfig
+
+
+class Session(abc.ABC):
+    """One built program under one config, ready to run."""
+
+    #: what the build ran and what the runtime says its config is
+    build_evidence: Dict[str, Any]
+
+    @abc.abstractmethod
+    def input_names(self) -> List[str]:
+        """The feed order the runtime reports (recorded; feeding is by name)."""
+
+    @abc.abstractmethod
+    def run(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray]]:
+        """Output names and arrays, in the runtime's order."""
+
+    @abc.abstractmethod
+    def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
+        """As ``run``, and what executed (op count, types, sequence digest, output dtypes)."""
+
+
+class Runtime(abc.ABC):
+    name: str = ""
+
+    @abc.abstractmethod
+    def unmet(self, requirement: Requirement) -> Optional[str]:
+        """Why this build or machine cannot meet a backend's requirement, or None."""
+
+    @abc.abstractmethod
+    def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
+                scratch: Path) -> Session:
+        """Build the program in ``files`` under ``config``. ``feeds`` give the shapes a runtime with
+        shape profiles needs; ``scratch`` is a path prefix for files the build writes."""
+
+    @abc.abstractmethod
+    def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:
+        """What the culprit search may switch off for this stage, one by one (passes that ran,
+        op types an engine may take), from the stage's and the baseline's evidence."""
+
+    @abc.abstractmethod
+    def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
+        """The stage's config with ``disabled`` items of its search space switched off."""
+
+    @abc.abstractmethod
+    def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
+                    test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
+        """Every intermediate tensor of two sessions, matched and compared (the per-tensor table)."""
+
+
+__all__ = ["Runtime", "Session", "SearchSpace"]

@@ -1,0 +1,76 @@
+"""Paddle Inference as a runtime: ``paddle.inference.Config`` + ``create_predictor``.
+
+The version logic (which config call is the real lever, PIR vs legacy, TensorRT paths) lives in
+``harness.cell.compat``; this module adapts it to the seam.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ...shared.backends import LEGACY, Requirement, SearchSpace, StagePlan
+from ...shared.config import PredictorConfig, TensorRT
+from .base import Runtime, Session
+
+
+class PaddleSession(Session):
+    def __init__(self, compat: Any, predictor: Any, evidence: Dict[str, Any]):
+        self._compat = compat
+        self.predictor = predictor
+        self.build_evidence = evidence
+
+    def input_names(self) -> List[str]:
+        return self._compat.input_names(self.predictor)
+
+    def run(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray]]:
+        return self._compat.run_predictor(self.predictor, feeds)
+
+    def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
+        return self._compat.run_with_evidence(self.predictor, feeds)
+
+
+class PaddleInference(Runtime):
+    name = "paddle_inference"
+
+    def __init__(self) -> None:
+        from .. import compat  # imports paddle
+
+        self.compat = compat
+
+    def unmet(self, requirement: Requirement) -> Optional[str]:
+        return self.compat.unmet(requirement)
+
+    def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
+                scratch: Path) -> PaddleSession:
+        shapes = {k: list(v.shape) for k, v in feeds.items()} if config.trt else None
+        shape_file = None
+        if config.trt is not None and files["format"] == LEGACY:
+            # Legacy TensorRT's dynamic shapes, collected the way Paddle documents.
+            shape_file = self.compat.collect_shape_range(files, config, feeds,
+                                                         scratch.with_name(scratch.name + ".shape_range.pbtxt"))
+        predictor, evidence = self.compat.build_predictor(files, config, shapes, shape_file)
+        return PaddleSession(self.compat, predictor, evidence)
+
+    def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:
+        if plan.search is SearchSpace.TENSORRT_OPS:
+            # The op types the baseline program executed: what TensorRT may take into engines.
+            return list(baseline_evidence.get("op_types") or {})
+        if plan.search is SearchSpace.PASSES:
+            return list(dict.fromkeys(evidence.get("passes") or []))
+        return []
+
+    def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
+        if plan.search is SearchSpace.PASSES:
+            return plan.config.replace(deleted_passes=tuple(disabled))
+        return plan.config.replace(trt=TensorRT(**{**plan.config.trt.__dict__, "disabled_ops": tuple(disabled)}))
+
+    def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
+                    test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
+        from .. import layerwise
+
+        result = layerwise.run_diff(files, feeds, base, test, out / "dump", tolerance)
+        layerwise.write_result(out / "result.json", result)
+        return result

@@ -1,0 +1,263 @@
+"""A cell's setup (cell side): the model from its source, lite training in the cell's train mode
+with the run's shared weights, one export, seeded inputs and the dygraph outputs every stage is
+measured against. A captured export (TIPC) brings all of these with it instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from ..models import sources
+from ..shared.errors import UserError
+from ..shared.inputs import InputSpec, synthesize
+from ..shared.vocab import Status
+from .context import CellContext
+from .modes import ModeUnsupported
+from .structure import build_call_args, flatten_outputs, flatten_spec
+
+
+def make_inputs(input_spec: List[Any], declared: Dict[str, Dict[str, Any]], seed: int, where: str) -> Dict[str, np.ndarray]:
+    """Seeded synthetic arrays for every named InputSpec; ``None`` dims sized by the matrix."""
+    specs: List[InputSpec] = []
+    for spec in flatten_spec(input_spec):
+        name = getattr(spec, "name", None)
+        if not name:
+            raise UserError(f"{where}: an InputSpec has no name; give every InputSpec a name (feeding is by name).")
+        shape = [int(d) if d is not None else -1 for d in spec.shape]
+        entry = declared.get(name, {})
+        if "shape" in entry:
+            given = entry["shape"]
+            if len(given) != len(shape) or any(s not in (-1, g) for s, g in zip(shape, given)):
+                raise UserError(
+                    f"{where}.inputs.{name}.shape: {given} does not fit the InputSpec shape "
+                    f"{[None if s == -1 else s for s in shape]}; give a shape of that rank with its fixed dims."
+                )
+            shape = list(given)
+        elif -1 in shape:
+            raise UserError(
+                f"{where}.inputs.{name}.shape: missing; the InputSpec has free dims "
+                f"{[None if s == -1 else s for s in shape]}, so the matrix must give a concrete shape."
+            )
+        specs.append(InputSpec(name, shape, str(spec.dtype).replace("paddle.", ""), entry.get("low"), entry.get("high")))
+    arrays = synthesize(specs, seed)
+    unknown = sorted(set(declared) - set(arrays))
+    if unknown:
+        raise UserError(f"{where}.inputs: {unknown} name no InputSpec of the model (it has {sorted(arrays)}).")
+    return arrays
+
+
+def setup(ctx: CellContext) -> Dict[str, Any]:
+    if ctx.cell.captured:
+        return setup_from_capture(ctx, Path(ctx.cell.model["capture"]))
+    cell = ctx.cell
+    timings: Dict[str, float] = {}
+    t0 = time.perf_counter()
+    check_mode_packages(ctx)
+    ctx.mode.before_paddle()
+    compat = ctx.compat
+    paddle = ctx.paddle
+    timings["import"] = time.perf_counter() - t0
+    info = compat.paddle_info()
+
+    reason = ctx.mode.unsupported(compat)
+    if reason is None and cell.mode_requires_device == "gpu" and not compat.gpu_available():
+        reason = f"train mode {cell.mode} needs a GPU"
+    if reason:
+        return {"status": Status.SKIP, "paddle": info, "message": reason}
+
+    layer, input_spec = sources.build(cell.model["factory"], paddle, cell.seed, f"{ctx.where}.factory")
+    arrays = make_inputs(input_spec, cell.model.get("inputs", {}), cell.seed, ctx.where)
+    np.savez(ctx.work / "inputs.npz", **arrays)
+
+    t = time.perf_counter()
+    try:
+        layer, weights, losses = train(ctx, layer, input_spec, arrays)
+    except ModeUnsupported as exc:
+        return {"status": Status.SKIP, "paddle": info, "message": str(exc),
+                "mode_evidence": getattr(ctx.mode, "evidence", {}), "findings": ctx.mode.findings}
+    timings["train"] = time.perf_counter() - t
+
+    # The dygraph reference first: a mode's export may convert the layer or (PaddleSlim) leave
+    # Paddle in static mode.
+    t = time.perf_counter()
+    with paddle.no_grad():
+        outputs = flatten_outputs(paddle, layer(*build_call_args(paddle, input_spec, arrays)))
+    timings["dygraph"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    files = phase("export", lambda: ctx.mode.export(compat, layer, input_spec, ctx.work / "export" / "model"))
+    timings["export"] = time.perf_counter() - t
+    if not outputs:
+        raise UserError(f"{ctx.where}.factory: the model's forward returns no tensor; return a tensor, list or dict of tensors.")
+    labels = [label for label, _ in outputs]
+    ctx.save_outputs("dygraph.npz", [a for _, a in outputs])
+    return {
+        "status": Status.PASS,
+        "paddle": info,
+        "inputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()},
+        "signature_order": [getattr(s, "name", None) for s in _signature_specs(input_spec)],
+        "outputs": labels,
+        "output_shapes": {label: list(a.shape) for label, a in outputs},
+        "export": files,
+        "losses": losses,
+        "weights": weights,
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+        "findings": ctx.mode.findings,
+    }
+
+
+def setup_from_capture(ctx: CellContext, capture: Path) -> Dict[str, Any]:
+    """A model someone else trained and exported: a TIPC command's ``jit.save``, intercepted
+    (``harness.tipc.capture``). Its inputs, dygraph outputs and saved files are the capture's;
+    the ladder then runs as for any cell (``baseline`` is the export's consistency check)."""
+    t0 = time.perf_counter()
+    meta = json.loads((capture / "meta.json").read_text(encoding="utf-8"))
+    info = ctx.compat.paddle_info()
+    source = {"source": "tipc", "command": meta.get("argv"), "cwd": meta.get("cwd"),
+              "saved_to": meta.get("saved_to"), "layer": meta.get("layer"), "capture": str(capture)}
+    if meta.get("error"):
+        return {"status": Status.ERROR, "paddle": info, "phase": "capture", "weights": source,
+                "message": f"the dygraph reference of {meta.get('saved_to')} failed: {meta['error']}"}
+    if meta.get("unverified"):
+        return {"status": Status.SKIP, "paddle": info, "weights": source,
+                "message": f"{meta.get('saved_to')} not verified: {meta['unverified']}"}
+    export = ctx.work / "export"
+    export.mkdir(parents=True, exist_ok=True)
+    files = {"format": meta["files"]["format"], "program": "", "params": ""}
+    for key in ("program", "params"):
+        if meta["files"].get(key):
+            files[key] = str(export / Path(meta["files"][key]).name)
+            shutil.copyfile(meta["files"][key], files[key])
+    for name in ("inputs.npz", "dygraph.npz"):
+        shutil.copyfile(capture / name, ctx.work / name)
+    return {
+        "status": Status.PASS,
+        "paddle": info,
+        "inputs": meta["inputs"],
+        "signature_order": meta["feed_names"],
+        "outputs": meta["outputs"],
+        "output_shapes": meta["output_shapes"],
+        "export": files,
+        "losses": [],
+        "weights": dict(source, training_at_save=meta.get("training"), spec_source=meta.get("spec_source"),
+                        static_mode_at_save=meta.get("static_mode_at_save"),
+                        quant_layers=meta.get("quant_layers"), mode_note=(ctx.cell.tipc or {}).get("mode_note")),
+        "timings": {"capture": meta.get("seconds"), "setup": round(time.perf_counter() - t0, 4)},
+        "findings": [],
+    }
+
+
+def train(ctx: CellContext, layer: Any, input_spec: List[Any], arrays: Dict[str, np.ndarray]):
+    """The mode's preparation, then the run's shared weights if another cell trained them,
+    else a lite training in the mode (saved for the other cells); the layer in eval."""
+    paddle = ctx.paddle
+    paddle.seed(ctx.cell.seed)
+    ctx.compat.set_flags_for_determinism()
+    layer = ctx.mode.prepare(paddle, layer)
+    weights = load_checkpoint(ctx, layer)
+    losses: List[float] = []
+    if weights is None:
+        args = build_call_args(paddle, input_spec, arrays)
+        losses = phase("train", lambda: ctx.mode.train(paddle, layer, args, ctx.cell.train_steps, ctx.cell.seed))
+        weights = save_checkpoint(ctx, layer)
+    layer.eval()
+    return layer, weights, losses
+
+
+def check_mode_packages(ctx: CellContext) -> None:
+    """The mode's declared packages must be installed: a missing one is the matrix's (or the
+    environment's) fault, said in one line, not an ImportError deep in the mode."""
+    from importlib import metadata
+
+    for requirement in ctx.cell.mode_packages:
+        dist = requirement.split(";")[0].strip()
+        for sep in ("==", ">=", "<=", "~=", "!=", "<", ">", "["):
+            dist = dist.split(sep)[0]
+        try:
+            metadata.version(dist.strip())
+        except metadata.PackageNotFoundError:
+            raise UserError(f"{ctx.cell.matrix or 'matrix'}: modes.{ctx.cell.mode}.packages: {dist.strip()!r} "
+                            f"is not installed in this Paddle environment; nox installs a mode's packages "
+                            f"(or pip install {requirement!r}).") from None
+
+
+# -- version-neutral weights ------------------------------------------------
+
+def _checkpoint_meta(ctx: CellContext) -> Dict[str, Any]:
+    cell = ctx.cell
+    return {"factory": cell.model["factory"], "mode": cell.mode, "seed": cell.seed,
+            "train_steps": cell.train_steps, "inputs": cell.model.get("inputs", {})}
+
+
+def load_checkpoint(ctx: CellContext, layer: Any) -> Optional[Dict[str, Any]]:
+    """Load the run's shared checkpoint of this model, if one was trained already.
+
+    The first cell of a run to train a model saves its state as plain ``.npz``; every
+    other cell (another session, another Paddle version) loads it, so versions are
+    compared on the same weights. A checkpoint made for another factory, seed or input
+    shape is ignored and overwritten.
+    """
+    path = ctx.cell.checkpoint
+    if not path or not Path(path).exists():
+        return None
+    with np.load(path) as data:
+        meta = json.loads(str(data["__meta__"])) if "__meta__" in data.files else None
+        if meta != _checkpoint_meta(ctx):
+            return None
+        state = {k: data[k] for k in data.files if k != "__meta__"}
+    own = layer.state_dict()
+    if set(own) != set(state):
+        missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))
+        raise RuntimeError(f"checkpoint {path} does not fit this Paddle's model: missing {missing[:5]}, "
+                           f"unexpected {extra[:5]}")
+    layer.set_state_dict({k: ctx.paddle.to_tensor(v) for k, v in state.items()})
+    return {"source": "checkpoint", "path": str(path), "sha256": sha256(Path(path))}
+
+
+def save_checkpoint(ctx: CellContext, layer: Any) -> Dict[str, Any]:
+    path = Path(ctx.cell.checkpoint or ctx.work / "weights.npz")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {k: v.numpy() for k, v in layer.state_dict().items()}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+    np.savez(tmp, __meta__=np.array(json.dumps(_checkpoint_meta(ctx))), **arrays)
+    os.replace(tmp, path)
+    return {"source": "trained", "path": str(path), "sha256": sha256(path)}
+
+
+def _signature_specs(input_spec: List[Any]) -> List[Any]:
+    """InputSpecs in the order the forward's signature lists them (dicts in insertion order)."""
+    out: List[Any] = []
+    for item in input_spec:
+        if isinstance(item, dict):
+            out.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            out.extend(_signature_specs(list(item)))
+        else:
+            out.append(item)
+    return out
+
+
+def sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def phase(name: str, fn):
+    """Run ``fn``; an exception it raises says which phase of setup it came from."""
+    try:
+        return fn()
+    except Exception as exc:
+        exc.phase = name  # type: ignore[attr-defined]
+        raise

@@ -1,0 +1,124 @@
+"""The stage ladder (cell side): each stage is built and run on its runtime, compared with its
+reference, and given the status its numbers and its evidence say.
+
+A stage whose evidence equals its reference's (same passes, same executed op sequence) ran the
+same program: ``noop``, never a pass. A low-precision stage whose ops produced none of that
+precision did not run it: ``noop`` with the dtypes it did produce.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..shared.backends import StagePlan
+from ..shared.compare import compare_tol, worst
+from ..shared.vocab import SETUP, Reference, Stage, Status
+from .context import CellContext
+from .runtimes import runtime
+
+# What a low-precision stage's ops must produce somewhere for the precision to have run.
+LOW_PRECISION_DTYPES = {"int8": ("int8", "uint8"), "bf16": ("bfloat16", "uint16"), "fp16": ("float16",)}
+
+
+def same_program(evidence: Dict[str, Any], reference: Dict[str, Any]) -> bool:
+    """Same passes ran and the same op sequence executed: the two predictors ran one program."""
+    keys = ("passes", "analysis_passes", "op_sequence_sha1")
+    return all(k in evidence and k in reference for k in keys) and all(evidence[k] == reference[k] for k in keys)
+
+
+def planned(plan: StagePlan, **fields: Any) -> Dict[str, Any]:
+    return {"reference": plan.reference, "precision": plan.precision, "lever": plan.lever,
+            "config": plan.config.to_dict(), **fields}
+
+
+def unmet(plan: StagePlan) -> Optional[str]:
+    if plan.skip:
+        return plan.skip
+    for requirement in plan.requires:
+        reason = runtime(plan.runtime).unmet(requirement)
+        if reason:
+            return reason
+    return None
+
+
+def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    reason = unmet(plan)
+    if reason:
+        return planned(plan, status=Status.SKIP, message=reason)
+    setup = done[SETUP]
+    feeds = ctx.feeds()
+    labels = setup["outputs"]
+    baseline = done.get(Stage.BASELINE.value, {})
+    reference_name, reference, note = stage_reference(ctx, plan, labels)
+
+    t = time.perf_counter()
+    session = runtime(plan.runtime).session(setup["export"], plan.config, feeds, ctx.work / plan.name)
+    build_s = time.perf_counter() - t
+    t = time.perf_counter()
+    out_names, got, ran = session.run_with_evidence(feeds)
+    run_s = time.perf_counter() - t
+    evidence = dict(session.build_evidence, **ran)
+    result = planned(plan, reference=reference_name, evidence=evidence, feed_order=session.input_names(),
+                     timings={"build": round(build_s, 4), "run": round(run_s, 4)})
+    if len(got) != len(labels):
+        return dict(result, status=Status.ERROR,
+                    message=f"the predictor returns {len(got)} outputs ({out_names}) but the dygraph "
+                            f"forward returns {len(labels)} ({labels}); they cannot be matched")
+    if plan.name == Stage.BASELINE.value:
+        ctx.save_outputs("baseline.npz", got)
+    outputs = {}
+    for i, label in enumerate(labels):
+        stats = compare_tol(reference[i], got[i], ctx.tolerance(plan.precision, label))
+        stats["predictor_name"] = out_names[i]
+        outputs[label] = stats
+    result.update(outputs=outputs, worst=worst(outputs), status=stage_status(plan, outputs, evidence, baseline))
+    unrun = low_precision_note(plan, evidence)
+    if result["status"] is Status.NOOP and unrun:
+        note = f"{unrun}: its pass says nothing about {plan.config.low_precision}"
+    elif result["status"] is Status.NOOP:
+        note = (f"ran the same program as baseline ({len(evidence['passes'])} passes, "
+                f"{evidence['ops']} ops): {plan.lever} changed nothing here")
+    else:
+        note = unrun or note
+    if note:
+        result["message"] = note
+    return result
+
+
+def stage_reference(ctx: CellContext, plan: StagePlan, labels: List[str]) -> Tuple[Reference, List[np.ndarray], str]:
+    """What the stage's outputs are compared with: its planned reference, or dygraph (said so)
+    when the baseline predictor never produced outputs (it crashed or raised)."""
+    if plan.reference == Reference.DYGRAPH:
+        return Reference.DYGRAPH, ctx.load_outputs("dygraph.npz", labels), ""
+    if not (ctx.work / "baseline.npz").exists():
+        return (Reference.DYGRAPH, ctx.load_outputs("dygraph.npz", labels),
+                "no baseline predictor outputs; compared with dygraph")
+    return Reference.BASELINE, ctx.load_outputs("baseline.npz", labels), ""
+
+
+def stage_status(plan: StagePlan, outputs: Dict[str, Dict[str, Any]], evidence: Dict[str, Any],
+                 baseline: Dict[str, Any]) -> Status:
+    statuses = {Status.of(o["status"]) for o in outputs.values()}
+    if Status.FAIL in statuses:
+        return Status.FAIL
+    if plan.reference == Reference.BASELINE and same_program(evidence, baseline.get("evidence") or {}):
+        return Status.NOOP
+    if low_precision_note(plan, evidence):
+        return Status.NOOP  # the precision the stage is named after never ran
+    if Status.VACUOUS in statuses:
+        return Status.VACUOUS
+    return Status.PASS
+
+
+def low_precision_note(plan: StagePlan, evidence: Dict[str, Any]) -> str:
+    """The config claims a low precision; the op outputs say whether it ran. (TensorRT engines
+    hide their layers from the hook: their evidence is the engine op.)"""
+    claimed = plan.config.low_precision
+    produced = evidence.get("output_dtypes", {})
+    if not claimed or plan.config.trt or any(d in LOW_PRECISION_DTYPES.get(claimed, ()) for d in produced):
+        return ""
+    return (f"no op produced {'/'.join(LOW_PRECISION_DTYPES[claimed])}: the {claimed} backend ran this "
+            f"program in {', '.join(sorted(produced))}")

@@ -1,0 +1,37 @@
+"""Where a cell's model comes from (cell side): a ``module:function`` factory.
+
+The built-in models (``harness.models``) and a user's own (``my_package.models:build``) are both
+factories: no argument, returns ``(paddle.nn.Layer, [InputSpec | {name: InputSpec}])``. A model
+source that brings other architectures (a package's model zoo) is one more module of factories;
+the matrix names them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, List, Tuple
+
+from ..shared.errors import UserError
+
+
+def build(factory_path: str, paddle: Any, seed: int, where: str) -> Tuple[Any, List[Any]]:
+    """Import the factory, seed Paddle, build; a factory that cannot be imported or returns the
+    wrong thing is the matrix's fault: one line naming ``where``."""
+    module_name, _, attr = factory_path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UserError(f"{where}: cannot import {module_name!r} ({exc}); install it or fix the module path.") from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise UserError(f"{where}: {module_name!r} has no callable {attr!r}; fix the function name.")
+    paddle.seed(seed)
+    try:
+        built = factory()
+    except Exception as exc:
+        exc.phase = "build"  # type: ignore[attr-defined]
+        raise
+    if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], paddle.nn.Layer)
+            and isinstance(built[1], (list, tuple))):
+        raise UserError(f"{where}: {factory_path} must return (paddle.nn.Layer, [InputSpec or dict of InputSpec]).")
+    return built[0], list(built[1])

@@ -1,0 +1,28 @@
+"""The host ↔ cell child-process protocol, in one place.
+
+Every cell-side command (``python -m harness.cell cell|load|hazards|diff-worker``) is started by a
+launcher (``harness.launch``) and ends with one of these exit codes, which ``launch.Outcome`` is
+the one reader of:
+
+* ``EXIT_OK`` (0): done; the results are in the files it was told to write;
+* ``EXIT_USER_ERROR`` (2): bad input; the last ``error: ...`` line of its stderr says what;
+* ``EXIT_PADDLE_RAISED`` (3): Paddle raised outside any journalled stage; the last stderr line is
+  Paddle's message;
+* anything else, or a signal: the process died (``crash``), with the signal and the log tail.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+EXIT_OK = 0
+EXIT_USER_ERROR = 2
+EXIT_PADDLE_RAISED = 3
+
+# How a launcher starts the cell side: its own entry, never the host CLI.
+CELL_MODULE = "harness.cell"
+FORK_SERVER_MODULE = "harness.cell.forkserve"
+
+
+def cell_command(python: str, args: List[str]) -> List[str]:
+    return [python, "-m", CELL_MODULE, *args]

@@ -1,0 +1,115 @@
+"""The host → cell contract: one cell's spec as a type, the defaults every side shares, and the
+outputs file format.
+
+The host (``harness.matrix``, ``harness.runner``, ``harness.tipc``) builds a ``CellSpec``; the
+launcher hands it to the cell side as ``spec.json`` (``to_dict``, the same JSON as always); the
+cell side reads it back (``from_dict``, which refuses a spec it does not understand) and the
+record keeps it under ``cell``. Standard library + numpy only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Defaults:
+    """The numbers that would otherwise stand in several places."""
+
+    stage_timeout: float = 300.0  # seconds a stage may run before it is killed (``timeout``)
+    hazard_probe_timeout: float = 300.0
+    trt_workspace_mb: int = 1024
+    trt_min_subgraph_size: int = 3
+    trt_max_batch: int = 64
+
+
+DEFAULTS = Defaults()
+
+
+@dataclasses.dataclass(frozen=True)
+class CellSpec:
+    """Everything the cell side needs to run one cell, and nothing about where it runs."""
+
+    id: str
+    session: Dict[str, str]  # name, device, backend, precision
+    stages: List[str]
+    paddle: str
+    mode: str
+    model: Dict[str, Any]  # name and either factory + inputs, or capture (a TIPC export)
+    tolerances: Dict[str, Dict[str, float]]
+    output_tolerances: Dict[str, Dict[str, Dict[str, float]]]
+    seed: int
+    train_steps: int
+    reference_threads: int
+    deploy_threads: int
+    stage_timeout: float = DEFAULTS.stage_timeout
+    trt_workspace_mb: int = DEFAULTS.trt_workspace_mb
+    trt_min_subgraph_size: int = DEFAULTS.trt_min_subgraph_size
+    mode_requires_device: Optional[str] = None
+    mode_packages: List[str] = dataclasses.field(default_factory=list)
+    matrix: Optional[str] = None
+    matrix_fingerprint: Optional[str] = None
+    checkpoint: Optional[str] = None  # the run's shared weights of this (mode, model)
+    root_cause: bool = True
+    tipc: Optional[Dict[str, Any]] = None  # the TIPC command a captured export came from
+
+    # Key order of the JSON: the order records have always had.
+    _ORDER = ("id", "session", "stages", "paddle", "mode", "mode_requires_device", "mode_packages", "model",
+              "tolerances", "output_tolerances", "seed", "train_steps", "reference_threads", "deploy_threads",
+              "stage_timeout", "trt_workspace_mb", "trt_min_subgraph_size", "matrix", "matrix_fingerprint",
+              "tipc", "checkpoint", "root_cause")
+    # Keys written only when set (a spec without them reads back the same).
+    _OPTIONAL = ("tipc", "checkpoint")
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for key in self._ORDER:
+            value = getattr(self, key)
+            if key in self._OPTIONAL and value is None:
+                continue
+            out[key] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "CellSpec":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"cell spec has unknown keys {unknown}: the host and cell sides are different "
+                             f"harness versions")
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> "CellSpec":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def model_name(self) -> str:
+        return self.model["name"]
+
+    @property
+    def captured(self) -> bool:
+        return bool(self.model.get("capture"))
+
+
+class OutputsFile:
+    """A list of output arrays as ``.npz`` (``o0``, ``o1``, ...): dygraph, baseline and loaded
+    outputs; read by the cell side, regress and portability."""
+
+    @staticmethod
+    def key(index: int) -> str:
+        return f"o{index}"
+
+    def save(self, path: "str | Path", arrays: List[np.ndarray]) -> None:
+        np.savez(path, **{self.key(i): a for i, a in enumerate(arrays)})
+
+    def load(self, path: "str | Path", count: Optional[int] = None) -> List[np.ndarray]:
+        with np.load(path) as data:
+            n = len(data.files) if count is None else count
+            return [data[self.key(i)] for i in range(n)]
+
+
+OUTPUTS = OutputsFile()
