@@ -51,14 +51,15 @@ _DOCKER_DEFAULTS = {
 _RUN_KEYS = {
     "default_paddle", "modes", "models", "seed", "train_steps",
     "reference_threads", "deploy_threads", "stage_timeout", "trt_workspace_mb", "trt_min_subgraph_size",
+    "derive_shapes",
 }
 _PADDLE_KEYS = {"python", "packages", "gpu_packages", "gpu_base", "note"}
 _SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tags", "runner"}
 _MODE_KEYS = {"description", "requires_device", "packages"}
 _TOL_KEYS = {"atol", "rtol", "scaled_atol"}
 _TOL_REQUIRED = {"atol", "rtol"}
-_MODEL_KEYS = {"factory", "inputs", "tolerances", "description"}
-_INPUT_KEYS = {"shape", "low", "high"}
+_MODEL_KEYS = {"factory", "inputs", "tolerances", "description", "derive_shapes"}
+_INPUT_KEYS = {"shape", "shapes", "low", "high"}
 
 
 session_name = vocab.session_name  # one naming rule, in the vocabulary
@@ -207,7 +208,8 @@ class Matrix:
         raw_model = self.data["models"][model]
         mode_table = self.data["modes"][mode]
         return self._spec(session, version, mode, model,
-                          {"factory": raw_model["factory"], "inputs": copy.deepcopy(raw_model.get("inputs", {}))},
+                          {"factory": raw_model["factory"], "inputs": copy.deepcopy(raw_model.get("inputs", {})),
+                           "derive_shapes": raw_model.get("derive_shapes", self.run["derive_shapes"])},
                           raw_model.get("tolerances", {}), mode_table.get("requires_device"),
                           list(mode_table.get("packages", [])))
 
@@ -260,6 +262,8 @@ _RUN_DEFAULTS = {
     # Paddle's documented TensorRT defaults (workspace 1 GiB, subgraphs of at least 3 ops).
     "trt_workspace_mb": DEFAULTS.trt_workspace_mb,
     "trt_min_subgraph_size": DEFAULTS.trt_min_subgraph_size,
+    # Run every stage at shapes derived from the InputSpec's free dims too (harness.shared.shapes).
+    "derive_shapes": True,
 }
 
 
@@ -381,6 +385,7 @@ def _validate_run(path: Path, data: Dict[str, Any]) -> Dict[str, Any]:
     for key in ("seed", "train_steps", "reference_threads", "deploy_threads", "trt_workspace_mb", "trt_min_subgraph_size"):
         _require(path, "run", run, key, int)
     run["stage_timeout"] = _require(path, "run", run, "stage_timeout", float)
+    _require(path, "run", run, "derive_shapes", bool)
     if run["train_steps"] < 0 or run["reference_threads"] < 1 or run["deploy_threads"] < 1:
         _fail(path, "run", "train_steps must be >= 0 and thread counts >= 1.")
     if run["trt_workspace_mb"] < 1 or run["trt_min_subgraph_size"] < 1:
@@ -438,6 +443,8 @@ def _validate_model(path: Path, name: str, raw: Any) -> None:
     if not _NAME_RE.match(name):
         _fail(path, where, "model names are identifiers (letters, digits, _).")
     _check_keys(path, where, raw, _MODEL_KEYS)
+    if "derive_shapes" in raw and not isinstance(raw["derive_shapes"], bool):
+        _fail(path, f"{where}.derive_shapes", f"expected true or false, got {raw['derive_shapes']!r}.")
     factory = _require(path, where, raw, "factory", str)
     if not _FACTORY_RE.match(factory):
         _fail(path, f"{where}.factory", f"{factory!r} is not of the form package.module:function.")
@@ -452,14 +459,22 @@ def _validate_model(path: Path, name: str, raw: Any) -> None:
             _validate_tolerance(path, f"{where}.tolerances.{precision}.{output}", tol, partial=True)
 
 
+def _is_shape(shape: Any) -> bool:
+    return isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape)
+
+
 def _validate_input(path: Path, where: str, spec: Any) -> None:
     _check_keys(path, where, spec, _INPUT_KEYS)
-    if "shape" in spec:
-        shape = spec["shape"]
-        if not isinstance(shape, list) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape
-        ):
-            _fail(path, f"{where}.shape", f"expected a list of positive integers, got {shape!r}.")
+    if "shape" in spec and not _is_shape(spec["shape"]):
+        _fail(path, f"{where}.shape", f"expected a list of positive integers, got {spec['shape']!r}.")
+    if "shapes" in spec:
+        shapes = spec["shapes"]
+        if "shape" not in spec:
+            _fail(path, f"{where}.shapes", "needs shape too: the primary shape every stage runs first.")
+        if not isinstance(shapes, list) or not shapes or not all(_is_shape(s) and len(s) == len(spec["shape"])
+                                                                  for s in shapes):
+            _fail(path, f"{where}.shapes", f"expected a list of shapes of rank {len(spec['shape'])} "
+                                           f"(lists of positive integers), got {shapes!r}.")
     for key in ("low", "high"):
         if key in spec and not isinstance(spec[key], (int, float)):
             _fail(path, f"{where}.{key}", f"expected a number, got {spec[key]!r}.")

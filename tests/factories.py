@@ -138,3 +138,22 @@ def escapes():
 def hostile():
     """A model whose error message is markup: a report that prints it unescaped runs it."""
     raise RuntimeError("<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">")
+
+
+class FixedSizePool(nn.Layer):
+    """Global pooling written as ``avg_pool2d(kernel_size=y.shape[2:])`` in a model exported with
+    fixed H/W (as classification exports often are): right at the export's size, wrong at any
+    other size a deployment feeds (the kernel stays the traced size)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2D(3, 4, 3, padding=1)
+
+    def forward(self, image):
+        y = self.conv(image)
+        y = nn.functional.avg_pool2d(y, kernel_size=y.shape[2:])
+        return y.flatten(1)
+
+
+def fixed_size_pool():
+    return FixedSizePool(), [InputSpec([None, 3, 16, 16], "float32", "image")]

@@ -9,6 +9,7 @@ import pytest
 
 from harness.shared.backends import DeployOptions, plan_by_name, plan_stages
 from harness.shared.config import TensorRT
+from harness.shared.shapes import shape_range
 
 from .conftest import installed_paddle
 
@@ -57,7 +58,7 @@ def test_legacy_tensorrt_config_is_refused_by_a_build_without_tensorrt(exported,
     if compat.trt_available():
         pytest.skip("this build has TensorRT")
     with pytest.raises(Exception, match="compile with TENSORRT"):
-        compat.make_config(legacy, plan.config, {"image": [1, 3, 32, 32]})
+        compat.make_config(legacy, plan.config, shape_range([{"image": [1, 3, 32, 32]}]))
 
 
 def test_pir_tensorrt_conversion_arguments():
@@ -65,12 +66,14 @@ def test_pir_tensorrt_conversion_arguments():
     to call, so the arguments are checked as data)."""
     from harness.cell.compat import pir_trt_arguments
 
-    args = pir_trt_arguments(TensorRT(precision="int8", min_subgraph_size=5, disabled_ops=("pd_op.conv2d",)),
-                             {"image": [2, 3, 64, 64], "im_shape": [2, 2]})
-    assert args["inputs"] == [{"name": "image", "min_input_shape": (2, 3, 64, 64), "optim_input_shape": (2, 3, 64, 64),
-                               "max_input_shape": (2, 3, 64, 64)},
-                              {"name": "im_shape", "min_input_shape": (2, 2), "optim_input_shape": (2, 2),
-                               "max_input_shape": (2, 2)}]
+    ranges = shape_range([{"image": [2, 3, 64, 64], "im_shape": [2, 2]}, {"image": [1, 3, 64, 64], "im_shape": [1, 2]},
+                          {"image": [3, 3, 97, 81], "im_shape": [3, 2]}])
+    args = pir_trt_arguments(TensorRT(precision="int8", min_subgraph_size=5, disabled_ops=("pd_op.conv2d",)), ranges)
+    # min/opt/max from the shapes the cell runs: the primary is opt, the variants stretch the range.
+    assert args["inputs"] == [{"name": "image", "min_input_shape": (1, 3, 64, 64), "optim_input_shape": (2, 3, 64, 64),
+                               "max_input_shape": (3, 3, 97, 81)},
+                              {"name": "im_shape", "min_input_shape": (1, 2), "optim_input_shape": (2, 2),
+                               "max_input_shape": (3, 2)}]
     assert args["precision_mode"] == "INT8" and args["min_subgraph_size"] == 5
     assert args["disable_ops"] == ["pd_op.conv2d"] and args["workspace_size"] == 1024 << 20
 
@@ -93,10 +96,25 @@ def test_legacy_tensorrt_dynamic_shapes_come_from_a_collected_shape_range_file(e
 
     compat, files = exported
     plan = plan_by_name(plan_stages("cpu", "native", "fp32", files["format"], DeployOptions()))["baseline"]
-    feeds = {"image": np.zeros((1, 3, 32, 32), "float32")}
+    feeds = [{"image": np.zeros(shape, "float32")} for shape in ((2, 3, 32, 32), (1, 3, 32, 32), (3, 3, 49, 41))]
     path = compat.collect_shape_range(files, plan.config, feeds, tmp_path / "shapes.pbtxt")
-    text = path.read_text()
-    assert "min_shape" in text and "max_shape" in text and "32" in text
+    ranges = _shape_ranges(path.read_text())
+    # Over every shape the cell runs: distinct min, opt and max for the input (a real dynamic range).
+    image = ranges["image"]
+    assert image["min_shape"] == [1, 3, 32, 32] and image["max_shape"] == [3, 3, 49, 41], image
+    assert len({tuple(image["min_shape"]), tuple(image["opt_shape"]), tuple(image["max_shape"])}) >= 2
     config = compat.paddle_infer.Config(files["program"], files["params"])
     config.enable_tuned_tensorrt_dynamic_shape(str(path), True)
     assert config.tuned_tensorrt_dynamic_shape() is True
+
+
+def _shape_ranges(text: str):
+    """The text proto collect_shape_range_info writes: shape_info { name min_shape* max_shape* opt_shape* }."""
+    import re
+
+    found = {}
+    for block in re.findall(r"shape_info\s*\{(.*?)\}", text, re.S):
+        name = re.search(r'name:\s*"([^"]+)"', block).group(1)
+        found[name] = {key: [int(v) for v in re.findall(rf"{key}:\s*(-?\d+)", block)]
+                       for key in ("min_shape", "max_shape", "opt_shape")}
+    return found

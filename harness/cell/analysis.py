@@ -51,8 +51,9 @@ def analyse(ctx: CellContext, done: Dict[str, Dict[str, Any]]) -> None:
 
 def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
     out = ctx.work / "tensors"
-    result = runtime(plan.runtime).tensor_diff(done[SETUP]["export"], ctx.feeds(), baseline.config, plan.config, out,
-                                               ctx.tolerance(plan.precision))
+    shape = done[plan.name].get("failing_shape", 0)  # the shape the stage failed at
+    result = runtime(plan.runtime).tensor_diff(done[SETUP]["export"], ctx.feeds(shape), baseline.config, plan.config,
+                                               out, ctx.tolerance(plan.precision))
     first = result.get("first_divergence")
     return {
         "status": Status.PASS, "outcome": "diverges" if first else "no tensor diverges",
@@ -60,7 +61,7 @@ def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Di
         "title": f"{ctx.cell.id}: baseline vs {plan.name}",
         "first_divergence": {k: first[k] for k in ("index", "op", "name", "max_abs", "max_rel")} if first else None,
         "tensors": len(result["rows"]), "unmatched": len(result["unmatched"]),
-        "hooks_changed_output": result["hooks_changed_output"],
+        "hooks_changed_output": result["hooks_changed_output"], "shape": shape,
     }
 
 
@@ -68,9 +69,10 @@ def bisect(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Dict[st
     engine = runtime(plan.runtime)
     setup = done[SETUP]
     files = setup["export"]
-    feeds = ctx.feeds()
+    shape = done[plan.name].get("failing_shape", 0)  # search where the stage failed
+    feeds = ctx.feeds(shape)
     labels = setup["outputs"]
-    reference = ctx.load_outputs("baseline.npz", labels)
+    reference = ctx.load_outputs("baseline.npz" if shape == 0 else f"baseline_s{shape}.npz", labels)
     items = engine.search_items(plan, done[plan.name].get("evidence") or {},
                                 done[Stage.BASELINE.value].get("evidence") or {})
     if not items:

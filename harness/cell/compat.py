@@ -227,10 +227,12 @@ def precision_type(precision: str) -> Any:
 
 
 def make_config(files: Dict[str, str], cfg: PredictorConfig,
-                input_shapes: Optional[Dict[str, List[int]]] = None,
+                input_shapes: Optional[Dict[str, Dict[str, List[int]]]] = None,
                 shape_file: Optional[Path] = None) -> "paddle_infer.Config":
-    """The one place a ``PredictorConfig`` becomes a ``paddle.inference.Config``. ``shape_file``:
-    legacy TensorRT's dynamic shapes, collected by ``collect_shape_range``."""
+    """The one place a ``PredictorConfig`` becomes a ``paddle.inference.Config``. ``input_shapes``:
+    TensorRT's dynamic-shape profile per input (``{"min", "opt", "max"}``, from the shapes the
+    cell runs: ``harness.shared.shapes.shape_range``); ``shape_file``: legacy TensorRT's dynamic
+    shapes, collected by ``collect_shape_range``."""
     if cfg.device == "gpu" and cfg.trt is not None and files.get("format") == ProgramFormat.PIR:
         files = pir_trt_convert(files, cfg.trt, input_shapes or {})
     if files.get("params"):
@@ -295,23 +297,25 @@ def read_back(config: "paddle_infer.Config") -> Dict[str, Any]:
     return out
 
 
-def collect_shape_range(files: Dict[str, str], cfg: PredictorConfig, feeds: Dict[str, Any], path: Path) -> Path:
+def collect_shape_range(files: Dict[str, str], cfg: PredictorConfig, feeds: "Dict[str, Any] | List[Dict[str, Any]]",
+                        path: Path) -> Path:
     """Every tensor's min/opt/max shape, as Paddle documents for legacy TensorRT's dynamic shapes:
-    one run of the program without TensorRT under ``collect_shape_range_info(path)`` (works on CPU
-    builds too, measured on 2.6.2 and 3.3.1)."""
+    runs of the program without TensorRT under ``collect_shape_range_info(path)``, one per shape
+    the cell feeds (works on CPU builds too, measured on 2.6.2 and 3.3.1)."""
     config = make_config(files, cfg.replace(trt=None))
     config.collect_shape_range_info(str(path))
     predictor = create_predictor(config)
-    run_predictor(predictor, feeds)
+    for one in feeds if isinstance(feeds, list) else [feeds]:
+        run_predictor(predictor, one)
     del predictor  # the file is complete once the predictor is gone
     return path
 
 
-def _enable_trt(config: "paddle_infer.Config", trt: TensorRT, shapes: Dict[str, List[int]],
+def _enable_trt(config: "paddle_infer.Config", trt: TensorRT, shapes: Dict[str, Dict[str, List[int]]],
                 shape_file: Optional[Path] = None) -> None:
     """TensorRT through the legacy subgraph engine (``.pdmodel`` programs), dynamic shapes from a
     collected shape-range file (``enable_tuned_tensorrt_dynamic_shape``) or, without one, the
-    feeds' own shapes.
+    min/opt/max of the shapes the cell feeds.
 
     Written against Paddle's documented API; it has not run on a GPU here.
     """
@@ -326,13 +330,16 @@ def _enable_trt(config: "paddle_infer.Config", trt: TensorRT, shapes: Dict[str, 
     if shape_file is not None:
         config.enable_tuned_tensorrt_dynamic_shape(str(shape_file), True)
     elif shapes:
-        config.set_trt_dynamic_shape_info(shapes, shapes, shapes)
+        # Paddle's order: min, max, opt.
+        config.set_trt_dynamic_shape_info({n: r["min"] for n, r in shapes.items()},
+                                          {n: r["max"] for n, r in shapes.items()},
+                                          {n: r["opt"] for n, r in shapes.items()})
     if trt.disabled_ops:
         # Legacy programs only; PIR programs go through paddle.tensorrt.convert(disable_ops=...).
         config.exp_disable_tensorrt_ops(list(trt.disabled_ops))
 
 
-def pir_trt_convert(files: Dict[str, str], trt: TensorRT, shapes: Dict[str, List[int]]) -> Dict[str, str]:
+def pir_trt_convert(files: Dict[str, str], trt: TensorRT, shapes: Dict[str, Dict[str, List[int]]]) -> Dict[str, str]:
     """TensorRT for PIR programs (3.x): ``paddle.tensorrt.convert`` writes a program whose
     subgraphs are ``pd_op.tensorrt_engine`` ops; ``disable_ops`` keeps op types out of them.
 
@@ -358,13 +365,13 @@ def pir_trt_convert(files: Dict[str, str], trt: TensorRT, shapes: Dict[str, List
     return {"program": str(out / "model.json"), "params": str(out / "model.pdiparams"), "format": ProgramFormat.PIR_TRT}
 
 
-def pir_trt_arguments(trt: TensorRT, shapes: Dict[str, List[int]]) -> Dict[str, Any]:
-    """The arguments ``paddle.tensorrt`` gets, as data: one ``Input`` per feed with the run's
-    shape as min = opt = max (the harness runs one shape), the precision, the smallest subgraph
-    TensorRT takes, the op types kept out of engines (the culprit search's lever), the workspace."""
+def pir_trt_arguments(trt: TensorRT, shapes: Dict[str, Dict[str, List[int]]]) -> Dict[str, Any]:
+    """The arguments ``paddle.tensorrt`` gets, as data: one ``Input`` per feed with the min, opt and
+    max of the shapes the cell runs, the precision, the smallest subgraph TensorRT takes, the op
+    types kept out of engines (the culprit search's lever), the workspace."""
     return {
-        "inputs": [{"name": name, "min_input_shape": tuple(shape), "optim_input_shape": tuple(shape),
-                    "max_input_shape": tuple(shape)} for name, shape in shapes.items()],
+        "inputs": [{"name": name, "min_input_shape": tuple(r["min"]), "optim_input_shape": tuple(r["opt"]),
+                    "max_input_shape": tuple(r["max"])} for name, r in shapes.items()],
         "precision_mode": trt.precision.upper(),
         "min_subgraph_size": trt.min_subgraph_size,
         "disable_ops": list(trt.disabled_ops),

@@ -53,8 +53,9 @@ class CellContext:
             tol.update((self.cell.output_tolerances or {}).get(precision, {}).get(label, {}))
         return tol
 
-    def feeds(self) -> Dict[str, np.ndarray]:
-        return dict(np.load(self.work / "inputs.npz"))
+    def feeds(self, shape: int = 0) -> Dict[str, np.ndarray]:
+        """The inputs at the primary shape (0) or at shape variant ``shape``."""
+        return dict(np.load(self.work / ("inputs.npz" if shape == 0 else f"inputs_s{shape}.npz")))
 
     def save_outputs(self, name: str, arrays: List[np.ndarray]) -> None:
         OUTPUTS.save(self.work / name, arrays)

@@ -180,6 +180,9 @@ class Pact(TrainMode):
         return compat.model_files(prefix)
 
 
+IMPORT_PROBE_TIMEOUT = 60.0
+
+
 def import_crash(*modules: str) -> Optional[str]:
     """The signal that kills ``import <modules>`` in a fresh interpreter of this environment, or
     None. Probed once per environment (the answer depends only on the installed versions, which
@@ -205,12 +208,18 @@ def import_crash(*modules: str) -> Optional[str]:
         return json.loads(path.read_text())["crash"]
     except (OSError, ValueError, KeyError):
         pass
-    probe = subprocess.run([sys.executable, "-c", f"import {', '.join(modules)}"], capture_output=True,
-                           stdin=subprocess.DEVNULL)
-    crash = signal.Signals(-probe.returncode).name if probe.returncode < 0 else None
+    try:
+        probe = subprocess.run([sys.executable, "-c", f"import {', '.join(modules)}"], capture_output=True,
+                               stdin=subprocess.DEVNULL, timeout=IMPORT_PROBE_TIMEOUT)
+        crash = signal.Signals(-probe.returncode).name if probe.returncode < 0 else None
+    except subprocess.TimeoutExpired as exc:
+        # Measured on 2.6.2: Paddle's fatal-signal handler sometimes hangs after reporting the
+        # signal instead of ending the process; the report it printed names the cause.
+        probe = subprocess.CompletedProcess(exc.cmd, -9, exc.stdout, exc.stderr)
+        crash = f"a hang (killed after {IMPORT_PROBE_TIMEOUT:g} s)"
     # Paddle's own fatal-signal handler names the signal that struck ("SignalInfo: *** SIGSEGV") and
-    # sometimes ends the process with abort(): the cause is the signal it names (measured on
-    # 2.6.2: SIGSEGV on most runs, SIGABRT on some, the same SIGSEGV report in both).
+    # sometimes ends the process with abort() or hangs: the cause is the signal it names (measured
+    # on 2.6.2: SIGSEGV on most runs, SIGABRT or a hang on some, the same SIGSEGV report in all).
     named = re.search(rb"SignalInfo: \*\*\* (SIG[A-Z]+)", probe.stderr or b"")
     if crash and named:
         crash = named.group(1).decode()

@@ -5,6 +5,7 @@ measured against. A captured export (TIPC) brings all of these with it instead.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from ..models import sources
+from ..shared import shapes
 from ..shared.errors import UserError
 from ..shared.inputs import InputSpec, synthesize
 from ..shared.vocab import Status
@@ -25,6 +27,11 @@ from .structure import build_call_args, flatten_outputs, flatten_spec
 
 def make_inputs(input_spec: List[Any], declared: Dict[str, Dict[str, Any]], seed: int, where: str) -> Dict[str, np.ndarray]:
     """Seeded synthetic arrays for every named InputSpec; ``None`` dims sized by the matrix."""
+    return synthesize(input_specs(input_spec, declared, where), seed)
+
+
+def input_specs(input_spec: List[Any], declared: Dict[str, Dict[str, Any]], where: str) -> List[InputSpec]:
+    """The model's named inputs at their primary shapes (``None`` dims sized by the matrix)."""
     specs: List[InputSpec] = []
     for spec in flatten_spec(input_spec):
         name = getattr(spec, "name", None)
@@ -46,11 +53,51 @@ def make_inputs(input_spec: List[Any], declared: Dict[str, Dict[str, Any]], seed
                 f"{[None if s == -1 else s for s in shape]}, so the matrix must give a concrete shape."
             )
         specs.append(InputSpec(name, shape, str(spec.dtype).replace("paddle.", ""), entry.get("low"), entry.get("high")))
-    arrays = synthesize(specs, seed)
-    unknown = sorted(set(declared) - set(arrays))
+    unknown = sorted(set(declared) - {s.name for s in specs})
     if unknown:
-        raise UserError(f"{where}.inputs: {unknown} name no InputSpec of the model (it has {sorted(arrays)}).")
-    return arrays
+        raise UserError(f"{where}.inputs: {unknown} name no InputSpec of the model (it has {sorted(s.name for s in specs)}).")
+    return specs
+
+
+def shape_variants(ctx: CellContext, input_spec: List[Any], specs: List[InputSpec]) -> List[shapes.Shapes]:
+    """The other shapes every stage runs at: the matrix's, else derived from the free dims."""
+    primary = {s.name: list(s.shape) for s in specs}
+    declared = shapes.declared(ctx.cell.model.get("inputs", {}), primary)
+    if declared or not ctx.cell.model.get("derive_shapes", False):
+        return declared
+    free = {getattr(s, "name", None): [None if d is None or d < 0 else int(d) for d in s.shape]
+            for s in flatten_spec(input_spec)}
+    return shapes.derive(free, primary)
+
+
+def variant_references(ctx: CellContext, layer: Any, input_spec: List[Any], specs: List[InputSpec],
+                       variants: List[shapes.Shapes]) -> List[Dict[str, Any]]:
+    """Inputs and dygraph outputs at each variant shape (``inputs_s<k>.npz``, ``dygraph_s<k>.npz``).
+    A shape the dygraph model itself cannot take is skipped with its words: it is no deployment's."""
+    paddle = ctx.paddle
+    fixed = {getattr(s, "name", None): list(s.shape) for s in flatten_spec(input_spec)}
+    found = []
+    for k, variant in enumerate(variants, 1):
+        entry: Dict[str, Any] = {"index": k, "label": shapes.label(variant), "inputs": variant}
+        off = [name for name, shape in variant.items()
+               if any(f is not None and f >= 0 and f != d for f, d in zip(fixed.get(name, []), shape))]
+        if off:
+            entry["note"] = (f"{', '.join(off)}: differs from the InputSpec's fixed dims "
+                             f"({', '.join(str(fixed[n]) for n in off)}); the program was exported for those")
+        arrays = synthesize([dataclasses.replace(s, shape=variant[s.name]) for s in specs], ctx.cell.seed + k)
+        try:
+            with paddle.no_grad():
+                outputs = flatten_outputs(paddle, layer(*build_call_args(paddle, input_spec, arrays)))
+        except Exception as exc:
+            from ..shared.causes import paddle_message
+
+            found.append(dict(entry, status=Status.SKIP,
+                              message=f"the dygraph model cannot take this shape: {paddle_message(exc)}"))
+            continue
+        np.savez(ctx.work / f"inputs_s{k}.npz", **arrays)
+        ctx.save_outputs(f"dygraph_s{k}.npz", [a for _, a in outputs])
+        found.append(dict(entry, status=Status.PASS))
+    return found
 
 
 def setup(ctx: CellContext) -> Dict[str, Any]:
@@ -73,8 +120,10 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
         return {"status": Status.SKIP, "paddle": info, "message": reason}
 
     layer, input_spec = sources.build(cell.model["factory"], paddle, cell.seed, f"{ctx.where}.factory")
-    arrays = make_inputs(input_spec, cell.model.get("inputs", {}), cell.seed, ctx.where)
+    specs = input_specs(input_spec, cell.model.get("inputs", {}), ctx.where)
+    arrays = synthesize(specs, cell.seed)
     np.savez(ctx.work / "inputs.npz", **arrays)
+    variants = shape_variants(ctx, input_spec, specs)
 
     t = time.perf_counter()
     try:
@@ -89,6 +138,7 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     t = time.perf_counter()
     with paddle.no_grad():
         outputs = flatten_outputs(paddle, layer(*build_call_args(paddle, input_spec, arrays)))
+    shape_entries = variant_references(ctx, layer, input_spec, specs, variants)
     timings["dygraph"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -105,6 +155,7 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
         "signature_order": [getattr(s, "name", None) for s in _signature_specs(input_spec)],
         "outputs": labels,
         "output_shapes": {label: list(a.shape) for label, a in outputs},
+        "shape_variants": shape_entries,
         "export": files,
         "losses": losses,
         "weights": weights,

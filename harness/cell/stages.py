@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..shared.backends import StagePlan
+from ..shared.causes import paddle_message
 from ..shared.compare import compare_tol, worst
 from ..shared.vocab import SETUP, Reference, Stage, Status
 from .context import CellContext
@@ -54,8 +55,10 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
     baseline = done.get(Stage.BASELINE.value, {})
     reference_name, reference, note = stage_reference(ctx, plan, labels)
 
+    variants = [v for v in setup.get("shape_variants") or [] if Status.of(v["status"]) is Status.PASS]
     t = time.perf_counter()
-    session = runtime(plan.runtime).session(setup["export"], plan.config, feeds, ctx.work / plan.name)
+    session = runtime(plan.runtime).session(setup["export"], plan.config, feeds, ctx.work / plan.name,
+                                            [ctx.feeds(v["index"]) for v in variants])
     build_s = time.perf_counter() - t
     t = time.perf_counter()
     out_names, got, ran = session.run_with_evidence(feeds)
@@ -85,7 +88,50 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
         note = unrun or note
     if note:
         result["message"] = note
+    if variants:
+        at_shapes(ctx, plan, session, variants, labels, result)
     return result
+
+
+def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Dict[str, Any]], labels: List[str],
+              result: Dict[str, Any]) -> None:
+    """The same session run at every other shape the cell declares, each compared with its own
+    reference at that shape. The stage fails (or errs) at the first shape that does, and says which;
+    its ``shapes`` list keeps every shape's statistics."""
+    started = time.perf_counter()
+    found = []
+    for variant in variants:
+        k = variant["index"]
+        entry: Dict[str, Any] = {"index": k, "label": variant["label"]}
+        try:
+            names, got = session.run(ctx.feeds(k))
+        except Exception as exc:
+            found.append(dict(entry, status=Status.ERROR, message=paddle_message(exc)))
+            continue
+        if len(got) != len(labels):
+            found.append(dict(entry, status=Status.ERROR,
+                              message=f"{len(got)} outputs at this shape, the dygraph forward returns {len(labels)}"))
+            continue
+        if plan.name == Stage.BASELINE.value:
+            ctx.save_outputs(f"baseline_s{k}.npz", got)
+        reference = (ctx.load_outputs(f"dygraph_s{k}.npz", labels) if result["reference"] == Reference.DYGRAPH
+                     or not (ctx.work / f"baseline_s{k}.npz").exists() else ctx.load_outputs(f"baseline_s{k}.npz", labels))
+        outputs = {label: compare_tol(reference[i], got[i], ctx.tolerance(plan.precision, label))
+                   for i, label in enumerate(labels)}
+        statuses = {Status.of(o["status"]) for o in outputs.values()}
+        status = Status.FAIL if Status.FAIL in statuses else Status.VACUOUS if Status.VACUOUS in statuses else Status.PASS
+        found.append(dict(entry, status=status, worst=worst(outputs), outputs=outputs))
+    result["shapes"] = found
+    result.setdefault("timings", {})["shapes"] = round(time.perf_counter() - started, 4)
+    first = next((v for v in found if Status.of(v["status"]).blocks), None)
+    if first is not None and not Status.of(result["status"]).blocks:
+        result["status"] = first["status"]
+        result["failing_shape"] = first["index"]
+        if first.get("worst"):
+            result["worst"] = dict(first["worst"], shape=first["label"])
+        what = first.get("message") or f"out of tolerance, {(first.get('worst') or {}).get('output')}"
+        primary = result.get("message")
+        result["message"] = f"at {first['label']}: {what}" + (f"; at the primary shape: {primary}" if primary else "")
 
 
 def stage_reference(ctx: CellContext, plan: StagePlan, labels: List[str]) -> Tuple[Reference, List[np.ndarray], str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -48,9 +48,10 @@ class Runtime(abc.ABC):
 
     @abc.abstractmethod
     def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
-                scratch: Path) -> Session:
-        """Build the program in ``files`` under ``config``. ``feeds`` give the shapes a runtime with
-        shape profiles needs; ``scratch`` is a path prefix for files the build writes."""
+                scratch: Path, variants: Sequence[Dict[str, np.ndarray]] = ()) -> Session:
+        """Build the program in ``files`` under ``config``, once for every shape it will run: the
+        primary ``feeds`` and the ``variants`` give the shapes a runtime with shape profiles needs
+        (min/opt/max); ``scratch`` is a path prefix for files the build writes."""
 
     @abc.abstractmethod
     def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:

@@ -7,12 +7,13 @@ The version logic (which config call is the real lever, PIR vs legacy, TensorRT 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...shared.backends import LEGACY, Requirement, SearchSpace, StagePlan
 from ...shared.config import PredictorConfig, TensorRT
+from ...shared.shapes import shape_range
 from .base import Runtime, Session
 
 
@@ -44,12 +45,13 @@ class PaddleInference(Runtime):
         return self.compat.unmet(requirement)
 
     def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
-                scratch: Path) -> PaddleSession:
-        shapes = {k: list(v.shape) for k, v in feeds.items()} if config.trt else None
+                scratch: Path, variants: Sequence[Dict[str, np.ndarray]] = ()) -> PaddleSession:
+        every = [feeds, *variants]
+        shapes = shape_range([{k: list(v.shape) for k, v in one.items()} for one in every]) if config.trt else None
         shape_file = None
         if config.trt is not None and files["format"] == LEGACY:
-            # Legacy TensorRT's dynamic shapes, collected the way Paddle documents.
-            shape_file = self.compat.collect_shape_range(files, config, feeds,
+            # Legacy TensorRT's dynamic shapes, collected the way Paddle documents, over every shape.
+            shape_file = self.compat.collect_shape_range(files, config, every,
                                                          scratch.with_name(scratch.name + ".shape_range.pbtxt"))
         predictor, evidence = self.compat.build_predictor(files, config, shapes, shape_file)
         return PaddleSession(self.compat, predictor, evidence)
