@@ -71,6 +71,21 @@ def _modes(posargs):
     return chosen or None
 
 
+def _models(posargs):
+    chosen = [posargs[i + 1] for i, arg in enumerate(posargs[:-1]) if arg == "--model"]
+    chosen += [arg.split("=", 1)[1] for arg in posargs if arg.startswith("--model=")]
+    return chosen or None
+
+
+def _install_families(s: nox.Session, models, version: str) -> None:
+    """The model families' packages (the zoo's), only where their models run."""
+    families = MATRIX.family_packages(models, version)
+    if families["no_deps"]:
+        s.install("--no-deps", *families["no_deps"], silent=True)
+    if families["packages"]:
+        s.install(*families["packages"], silent=True)
+
+
 def _runner(session, posargs) -> str:
     for i, arg in enumerate(posargs):
         if arg == "--runner" and i + 1 < len(posargs):
@@ -80,8 +95,9 @@ def _runner(session, posargs) -> str:
     return session.runner
 
 
-def _cell_session(name: str, version: str):
+def _cell_session(name: str, version: str, zoo: bool = False):
     session = MATRIX.session(name)
+    forced = ["--model", _matrix.ZOO] if zoo else []
 
     def run(s: nox.Session) -> None:
         if session.device == "gpu":
@@ -97,7 +113,7 @@ def _cell_session(name: str, version: str):
                     s.skip(f"{name}: {out.strip()}")
             extra = [] if "--runner" in " ".join(s.posargs) else ["--runner", "docker"]
             _run_harness(s, "run", "--matrix", str(MATRIX_PATH), "--session", name, "--paddle", version,
-                         *extra, *s.posargs)
+                         *forced, *extra, *s.posargs)
             return
         packages = [*MATRIX.packages(session, version), *MATRIX.mode_packages(_modes(s.posargs))]
         try:
@@ -105,9 +121,11 @@ def _cell_session(name: str, version: str):
         except CommandFailed:
             _user_error(f"{MATRIX_PATH}: paddle.\"{version}\": cannot install {' '.join(packages)} for "
                         f"Python {s.python} here (installer output above); fix the version or its python.")
-        _run_harness(s, "run", "--matrix", str(MATRIX_PATH), "--session", name, "--paddle", version, *s.posargs)
+        _install_families(s, [_matrix.ZOO] if zoo else _models(s.posargs), version)
+        _run_harness(s, "run", "--matrix", str(MATRIX_PATH), "--session", name, "--paddle", version, *forced,
+                     *s.posargs)
 
-    run.__doc__ = f"{session.description or name} · Paddle {version}"
+    run.__doc__ = f"{session.description or name} · Paddle {version}" + (" · the zoo's real architectures" if zoo else "")
     return run
 
 
@@ -123,6 +141,24 @@ for _session in MATRIX.sessions.values():
             python=MATRIX.version(_version)["python"],
             tags=_tags,
         )(_cell_session(_session.name, _version))
+
+
+# The zoo: every CPU session at the versions [zoo] names, on the zoo's real architectures
+# (`nox -t zoo`; `<session>-zoo` at the default version, `<session>-zoo@<version>` at the others).
+# Tagged zoo only (not cpu/paddle-X): `nox -t cpu` stays the fast built-in matrix. The int8
+# session is left out: it runs quantized programs, and the zoo's models are trained normal.
+for _session in MATRIX.sessions.values():
+    if _session.device != "cpu" or _session.precision == "int8" or not MATRIX.zoo["models"]:
+        continue
+    for _version in MATRIX.zoo["versions"]:
+        if _version not in _session.versions:
+            continue
+        _default = _version == MATRIX.run["default_paddle"]
+        nox.session(
+            name=f"{_session.name}-zoo" if _default else f"{_session.name}-zoo@{_version}",
+            python=MATRIX.version(_version)["python"],
+            tags=["zoo", f"zoo-{_version}", "cells"],
+        )(_cell_session(_session.name, _version, zoo=True))
 
 
 def _portability_session(version: str):
@@ -187,6 +223,7 @@ def tests(s: nox.Session) -> None:
     # With the PACT mode's packages (PaddleSlim and its pins, numpy<2 among them): its tests run here.
     s.install("pytest", "xmlschema", "nox", "uv", *MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS,
               *HOST_SIDE, *MATRIX.mode_packages(["pact"]))
+    _install_families(s, [_matrix.ZOO], default)  # the zoo's packages: its tests use a real architecture
     s.run("pytest", *(s.posargs or ["-q"]), env={"HARNESS_TEST_PADDLE": default})
 
 

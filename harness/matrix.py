@@ -36,7 +36,10 @@ _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([.\-+]?[0-9A-Za-z.]+)?$")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _FACTORY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
-_TOP_KEYS = {"run", "paddle", "sessions", "modes", "tolerances", "models", "docker", "qualify"}
+_TOP_KEYS = {"run", "paddle", "sessions", "modes", "tolerances", "models", "docker", "qualify", "families", "zoo"}
+_FAMILY_KEYS = {"packages", "no_deps", "requires_paddle", "description"}
+_ZOO_KEYS = {"models", "versions"}
+ZOO = "zoo"  # the name that selects the zoo's models (``--model zoo``)
 _QUALIFY_KEYS = {"sessions", "versions", "modes", "models"}
 RUNNERS = ("venv", "docker")
 _DOCKER_KEYS = {"cpu_base", "image_prefix", "memory", "pids"}
@@ -58,7 +61,7 @@ _SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tag
 _MODE_KEYS = {"description", "requires_device", "packages"}
 _TOL_KEYS = {"atol", "rtol", "scaled_atol"}
 _TOL_REQUIRED = {"atol", "rtol"}
-_MODEL_KEYS = {"factory", "inputs", "tolerances", "description", "derive_shapes"}
+_MODEL_KEYS = {"factory", "inputs", "tolerances", "description", "derive_shapes", "family"}
 _INPUT_KEYS = {"shape", "shapes", "low", "high"}
 
 
@@ -162,6 +165,36 @@ class Matrix:
         self.version(version)
         return f"{self.docker['image_prefix']}:{version}-{device}"
 
+    @property
+    def zoo(self) -> Dict[str, List[str]]:
+        """``[zoo]``: the real architectures (``models``) and the Paddle versions their sessions run."""
+        return self.data.get("zoo", {"models": [], "versions": []})
+
+    def select_models(self, models: Optional[List[str]]) -> List[str]:
+        """``--model`` names, with ``zoo`` standing for the zoo's models."""
+        chosen: List[str] = []
+        for name in models or self.run["models"]:
+            for model in (self.zoo["models"] if name == ZOO else [name]):
+                if model not in chosen:
+                    chosen.append(model)
+        return chosen
+
+    def family_packages(self, models: List[str], version: str) -> Dict[str, List[str]]:
+        """What the models' families install at this Paddle version: ``packages`` (with their
+        dependencies) and ``no_deps`` (without: a package whose pins fight Paddle's). Families
+        that need another Paddle install nothing there (their cells say why they skip)."""
+        out: Dict[str, List[str]] = {"packages": [], "no_deps": []}
+        for model in self.select_models(models):
+            family = self.data["models"].get(model, {}).get("family")
+            if not family:
+                continue
+            entry = self.data["families"][family]
+            if not version_at_least(version, entry.get("requires_paddle")):
+                continue
+            for key in out:
+                out[key] += [p for p in entry.get(key, []) if p not in out[key]]
+        return out
+
     def mode_packages(self, modes: Optional[List[str]] = None) -> List[str]:
         """Extra pip packages of the modes that will run (``modes.<name>.packages``)."""
         chosen = modes or self.run["modes"]
@@ -187,7 +220,7 @@ class Matrix:
                 f"(sessions.{session.name}.paddle lists {', '.join(session.versions)})."
             )
         modes = list(modes or self.run["modes"])
-        models = list(models or self.run["models"])
+        models = self.select_models(models)
         for mode in modes:
             if mode not in self.data["modes"]:
                 raise UserError(
@@ -209,9 +242,18 @@ class Matrix:
         mode_table = self.data["modes"][mode]
         return self._spec(session, version, mode, model,
                           {"factory": raw_model["factory"], "inputs": copy.deepcopy(raw_model.get("inputs", {})),
-                           "derive_shapes": raw_model.get("derive_shapes", self.run["derive_shapes"])},
+                           "derive_shapes": raw_model.get("derive_shapes", self.run["derive_shapes"]),
+                           **self._family(raw_model.get("family"))},
                           raw_model.get("tolerances", {}), mode_table.get("requires_device"),
                           list(mode_table.get("packages", [])))
+
+    def _family(self, name: Optional[str]) -> Dict[str, Any]:
+        """The model family's facts the cell side needs: its name, packages, the Paddle it needs."""
+        if not name:
+            return {}
+        entry = self.data["families"][name]
+        return {"family": {"name": name, "packages": [*entry.get("packages", []), *entry.get("no_deps", [])],
+                           "requires_paddle": entry.get("requires_paddle")}}
 
     def capture_cell(self, session: str, version: str, mode: str, model: str, capture: "str | Path") -> CellSpec:
         """A cell whose model is an export someone else made (a TIPC command's ``jit.save``): no
@@ -265,6 +307,15 @@ _RUN_DEFAULTS = {
     # Run every stage at shapes derived from the InputSpec's free dims too (harness.shared.shapes).
     "derive_shapes": True,
 }
+
+
+def version_at_least(version: str, lowest: Optional[str]) -> bool:
+    """Whether Paddle ``version`` is at least ``lowest`` (release numbers; None: any)."""
+    if not lowest:
+        return True
+    def parts(text: str) -> List[int]:
+        return [int(p) for p in re.findall(r"\d+", text)[:3]]
+    return parts(version) >= parts(lowest)
 
 
 def load(path: "str | Path") -> Matrix:
@@ -338,6 +389,30 @@ def _validate(path: Path, data: Dict[str, Any]) -> None:
     for model in run["models"]:
         if model not in data["models"]:
             _fail(path, "run.models", f"{model!r} is not declared in [models].")
+    families = data.get("families", {})
+    for name, entry in families.items():
+        _check_keys(path, f"families.{name}", entry, _FAMILY_KEYS)
+        for key in ("packages", "no_deps"):
+            _str_list(path, f"families.{name}.{key}", entry.get(key, []))
+        if "requires_paddle" in entry and not re.fullmatch(r"\d+(\.\d+)*", str(entry["requires_paddle"])):
+            _fail(path, f"families.{name}.requires_paddle", "expected a version like \"3.0.0\" (the lowest it needs).")
+    for name, raw in data["models"].items():
+        if raw.get("family") is not None and raw["family"] not in families:
+            _fail(path, f"models.{name}.family", f"{raw['family']!r} is not declared in [families].")
+    zoo = data.get("zoo", {})
+    _check_keys(path, "zoo", zoo, _ZOO_KEYS)
+    zoo.setdefault("models", [])
+    zoo.setdefault("versions", [run["default_paddle"]])
+    for key in ("models", "versions"):
+        _str_list(path, f"zoo.{key}", zoo[key])
+    for model in zoo["models"]:
+        if model not in data["models"]:
+            _fail(path, "zoo.models", f"{model!r} is not declared in [models].")
+    for version in zoo["versions"]:
+        if version not in data["paddle"]:
+            _fail(path, "zoo.versions", f"{version!r} is not in [paddle].")
+    if ZOO in data["models"]:
+        _fail(path, f"models.{ZOO}", f"{ZOO!r} names the zoo's models; give the model another name.")
 
 
 def _validate_paddle(path: Path, versions: Dict[str, Any]) -> None:

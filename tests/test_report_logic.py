@@ -101,3 +101,13 @@ def test_outputs_file_round_trip(tmp_path):
     back = OUTPUTS.load(tmp_path / "o.npz")
     assert len(back) == 2 and all(np.array_equal(a, b) for a, b in zip(arrays, back))
     assert len(OUTPUTS.load(tmp_path / "o.npz", 1)) == 1
+
+
+def test_an_ops_error_inside_a_program_is_named_by_the_ops_words_not_by_the_user_code_header():
+    from harness.shared.causes import paddle_message
+
+    raised = ValueError("In user code:\n\n\n    InvalidArgumentError: Input dimension size should be equal to 5, "
+                        "but received dimension size is 4.\n      [Hint: Expected arity(dims) == D]")
+    assert paddle_message(raised) == ("ValueError: InvalidArgumentError: Input dimension size should be equal to 5, "
+                                      "but received dimension size is 4.")
+    assert paddle_message(ValueError("plain message")) == "ValueError: plain message"

@@ -50,6 +50,14 @@ def _version_tuple() -> Tuple[int, int, int]:
 VERSION = _version_tuple()
 
 
+def at_least(lowest: Optional[str]) -> bool:
+    """Whether this Paddle is at least release ``lowest`` (e.g. "3.0.0"; None: any)."""
+    if not lowest:
+        return True
+    wanted = tuple(int(p) for p in re.findall(r"\d+", lowest)[:3])
+    return VERSION >= wanted + (0,) * (3 - len(wanted))
+
+
 def pir_default() -> bool:
     """Whether ``jit.save`` writes a PIR program (``.json``) by default."""
     if VERSION < (3, 0, 0):

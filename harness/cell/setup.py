@@ -116,6 +116,13 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     reason = ctx.mode.unsupported(compat)
     if reason is None and cell.mode_requires_device == "gpu" and not compat.gpu_available():
         reason = f"train mode {cell.mode} needs a GPU"
+    family = cell.model.get("family")
+    if reason is None and family and not compat.at_least(family.get("requires_paddle")):
+        reason = (f"model family {family['name']} ({', '.join(family['packages'])}) needs Paddle >= "
+                  f"{family['requires_paddle']}; this environment has {paddle.__version__}")
+    if reason is None and family:
+        check_packages(ctx, family["packages"], f"families.{family['name']}.packages",
+                       "nox installs a family's packages in its zoo sessions")
     if reason:
         return {"status": Status.SKIP, "paddle": info, "message": reason}
 
@@ -223,19 +230,23 @@ def train(ctx: CellContext, layer: Any, input_spec: List[Any], arrays: Dict[str,
 
 
 def check_mode_packages(ctx: CellContext) -> None:
-    """The mode's declared packages must be installed: a missing one is the matrix's (or the
-    environment's) fault, said in one line, not an ImportError deep in the mode."""
+    check_packages(ctx, ctx.cell.mode_packages, f"modes.{ctx.cell.mode}.packages", "nox installs a mode's packages")
+
+
+def check_packages(ctx: CellContext, requirements: List[str], key: str, how: str) -> None:
+    """Declared packages must be installed: a missing one is the matrix's (or the environment's)
+    fault, said in one line, not an ImportError deep in a mode or a model factory."""
     from importlib import metadata
 
-    for requirement in ctx.cell.mode_packages:
+    for requirement in requirements:
         dist = requirement.split(";")[0].strip()
         for sep in ("==", ">=", "<=", "~=", "!=", "<", ">", "["):
             dist = dist.split(sep)[0]
         try:
             metadata.version(dist.strip())
         except metadata.PackageNotFoundError:
-            raise UserError(f"{ctx.cell.matrix or 'matrix'}: modes.{ctx.cell.mode}.packages: {dist.strip()!r} "
-                            f"is not installed in this Paddle environment; nox installs a mode's packages "
+            raise UserError(f"{ctx.cell.matrix or 'matrix'}: {key}: {dist.strip()!r} "
+                            f"is not installed in this Paddle environment; {how} "
                             f"(or pip install {requirement!r}).") from None
 
 

@@ -1,0 +1,208 @@
+"""Real architectures from the Paddle suites' own packages, as matrix models (cell side).
+
+No downloads: every model is built from its package's own code with random init, and the
+harness's lite training (BatchNorm recalibration + a few steps towards unit-scale targets) gives
+its outputs meaningful magnitudes. What is exported is what a deployment exports:
+
+* **PaddleX 3.7.2** (``paddlex.inference.models.*.modeling``): the model classes' ``forward``
+  takes numpy and returns numpy (post-processing around the network), so each factory here wraps
+  the network parts in a layer whose ``forward`` is the tensor part of the original, up to the
+  last activation: classification and recognition logits before the softmax, the OCR detector's
+  probability map before the sigmoid (a random-init sigmoid head saturates to 0/1, where a
+  comparison says nothing), RT-DETR's last decoder layer (boxes and class logits) before the
+  top-k post-processing. Each wrapper's docstring says which lines of the package it follows.
+* **PaddleClas 2.6.0** legendary backbones (``paddleclas.ppcls.arch.backbone``): plain layers,
+  exported whole (logits).
+
+Families declare their packages in the matrix (``[families.<name>]``); a family that needs
+another Paddle than the cell's is ``skip`` with the reason (``requires_paddle``), not an error.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, List, Tuple
+
+import paddle
+import paddle.nn as nn
+from paddle.static import InputSpec
+
+_PX = "paddlex.inference.models"
+
+
+def _load(module: str, *names: str) -> List[Any]:
+    loaded = importlib.import_module(module)
+    return [getattr(loaded, name) for name in names]
+
+
+def _image(channels: int = 3, height: "int | None" = None, width: "int | None" = None) -> List[InputSpec]:
+    return [InputSpec([None, channels, height, width], "float32", "image")]
+
+
+# -- PaddleX: classification -------------------------------------------------------------------
+
+class PPLCNetLogits(nn.Layer):
+    """PaddleX ``PPLCNet.forward`` (image_classification/modeling/pplcnet.py) up to the softmax."""
+
+    def __init__(self, model: Any):
+        super().__init__()
+        self.net = model
+
+    def forward(self, image):
+        net = self.net
+        hidden = net.avg_pool(net.encoder(image))
+        hidden = net.act_fn(net.last_convolution(hidden)) * (1 - net.hidden_dropout_prob)
+        return net.head(net.flatten(hidden))
+
+
+def pp_lcnet() -> Tuple[nn.Layer, List[InputSpec]]:
+    """PP-LCNet x1.0 (PaddleX), 1000 classes."""
+    model_cls, config_cls = _load(f"{_PX}.image_classification.modeling.pplcnet", "PPLCNet", "PPLCNetConfig")
+    return PPLCNetLogits(model_cls(config_cls())), _image()
+
+
+class HGNetV2Logits(nn.Layer):
+    """PaddleX ``HGNetV2ForImageClassification.forward`` (hgnetv2.py) up to ``out_act``."""
+
+    def __init__(self, model: Any):
+        super().__init__()
+        self.net = model
+
+    def forward(self, image):
+        net = self.net
+        hidden, _ = net.encoder(net.embedder(image))
+        for layer in net.classifier:
+            hidden = layer(hidden)
+        return net.fc(hidden)
+
+
+def pp_hgnetv2() -> Tuple[nn.Layer, List[InputSpec]]:
+    """PP-HGNetV2 (PaddleX's default config), 1000 classes."""
+    model_cls, config_cls = _load(f"{_PX}.image_classification.modeling.hgnetv2", "HGNetV2ForImageClassification",
+                                  "HGNetV2Config")
+    return HGNetV2Logits(model_cls(config_cls())), _image()
+
+
+# -- PaddleX: OCR --------------------------------------------------------------------------------
+
+class MobileDetLogits(nn.Layer):
+    """PaddleX ``PPOCRV5MobileDet.forward`` (text_detection/modeling/pp_ocrv5_mobile_det.py):
+    backbone + neck, then the head's ``conv_down``, ``conv_up``, ``conv_final``: the probability
+    map before its sigmoid. Contains ``F.interpolate(scale_factor=2)`` in the neck."""
+
+    def __init__(self, model: Any):
+        super().__init__()
+        self.model = model.model
+        self.head = model.head
+
+    def forward(self, image):
+        hidden = self.model(image)
+        return self.head.conv_final(self.head.conv_up(self.head.conv_down(hidden)))
+
+
+def pp_ocrv5_mobile_det() -> Tuple[nn.Layer, List[InputSpec]]:
+    """PP-OCRv5 mobile text detector (PP-LCNetV3 backbone, RSE-FPN neck, DB head)."""
+    model_cls, config_cls = _load(f"{_PX}.text_detection.modeling.pp_ocrv5_mobile_det", "PPOCRV5MobileDet",
+                                  "PPOCRV5MobileDetConfig")
+    return MobileDetLogits(model_cls(config_cls())), _image()
+
+
+class ServerDet(nn.Layer):
+    """PaddleX ``PPOCRV5ServerDet.forward`` (pp_ocrv5_server_det.py) on tensors: its head mixes a
+    binarization branch with a sigmoid-refined one (0.5·(a + σ(b))), kept whole."""
+
+    def __init__(self, model: Any):
+        super().__init__()
+        self.model = model.model
+        self.head = model.head
+
+    def forward(self, image):
+        return self.head(self.model(image))
+
+
+def pp_ocrv5_server_det() -> Tuple[nn.Layer, List[InputSpec]]:
+    """PP-OCRv5 server text detector (PP-HGNetV2 backbone)."""
+    model_cls, config_cls = _load(f"{_PX}.text_detection.modeling.pp_ocrv5_server_det", "PPOCRV5ServerDet",
+                                  "PPOCRV5ServerDetConfig")
+    return ServerDet(model_cls(config_cls())), _image()
+
+
+class RecLogits(nn.Layer):
+    """PaddleX ``PPOCRV5{Mobile,Server}Rec.forward`` (text_recognition/modeling): backbone, then
+    the head's SVTR encoder and linear layer: per-step character logits ``[N, T, C]`` before the
+    softmax (CTC decoding is outside the program)."""
+
+    def __init__(self, model: Any):
+        super().__init__()
+        self.model = model.model
+        self.encoder = model.head.encoder
+        self.linear = model.head.head
+
+    def forward(self, image):
+        return self.linear(self.encoder(self.model(image)))
+
+
+def pp_ocrv5_mobile_rec() -> Tuple[nn.Layer, List[InputSpec]]:
+    """PP-OCRv5 mobile text recognizer (sequence output)."""
+    model_cls, config_cls = _load(f"{_PX}.text_recognition.modeling.pp_ocrv5_mobile_rec", "PPOCRV5MobileRec",
+                                  "PPOCRV5MobileRecConfig")
+    return RecLogits(model_cls(config_cls())), _image(height=48)
+
+
+def pp_ocrv5_server_rec() -> Tuple[nn.Layer, List[InputSpec]]:
+    """PP-OCRv5 server text recognizer (PP-HGNetV2 backbone, sequence output)."""
+    model_cls, config_cls = _load(f"{_PX}.text_recognition.modeling.pp_ocrv5_server_rec", "PPOCRV5ServerRec",
+                                  "PPOCRV5ServerRecConfig")
+    return RecLogits(model_cls(config_cls())), _image(height=48)
+
+
+# -- PaddleX: detection with attention -----------------------------------------------------------
+
+class RTDETRHead(nn.Layer):
+    """PaddleX ``RTDETR.forward`` (object_detection/modeling/rt_detr.py) up to the post-process:
+    the last decoder layer's boxes and class logits."""
+
+    def __init__(self, model: Any):
+        super().__init__()
+        self.model = model.model
+
+    def forward(self, image):
+        out = self.model(image)
+        return {"boxes": out["intermediate_reference_points"][:, -1], "logits": out["intermediate_logits"][:, -1]}
+
+
+def rt_detr() -> Tuple[nn.Layer, List[InputSpec]]:
+    """RT-DETR (PaddleX's default config: ResNet backbone, hybrid encoder, deformable decoder)."""
+    model_cls, config_cls = _load(f"{_PX}.object_detection.modeling.rt_detr", "RTDETR", "RTDETRConfig")
+    return RTDETRHead(model_cls(config_cls())), _image()
+
+
+# -- PaddleClas 2.6.0 legendary backbones ----------------------------------------------------------
+
+def _paddleclas(name: str, **kwargs: Any) -> Tuple[nn.Layer, List[InputSpec]]:
+    (build,) = _load("paddleclas.ppcls.arch.backbone", name)
+    return build(class_num=kwargs.pop("class_num", 1000), **kwargs), _image()
+
+
+def clas_resnet50_vd() -> Tuple[nn.Layer, List[InputSpec]]:
+    """PaddleClas ResNet50_vd."""
+    return _paddleclas("ResNet50_vd")
+
+
+def clas_pplcnet_x1_0() -> Tuple[nn.Layer, List[InputSpec]]:
+    """PaddleClas PPLCNet_x1_0."""
+    return _paddleclas("PPLCNet_x1_0")
+
+
+def clas_mobilenetv3_large() -> Tuple[nn.Layer, List[InputSpec]]:
+    """PaddleClas MobileNetV3_large_x1_0 (hardswish, SE)."""
+    return _paddleclas("MobileNetV3_large_x1_0")
+
+
+def clas_swin_tiny() -> Tuple[nn.Layer, List[InputSpec]]:
+    """PaddleClas SwinTransformer_tiny_patch4_window7_224 (window attention; fixed 224 input)."""
+    layer, _ = _paddleclas("SwinTransformer_tiny_patch4_window7_224")
+    return layer, [InputSpec([None, 3, 224, 224], "float32", "image")]
+
+
+__all__ = ["paddle"]

@@ -1,0 +1,56 @@
+"""The zoo on real Paddle: a real architecture from a suite's own package meets a real Paddle
+finding, and a family that needs a newer Paddle is a skip with the reason, not an error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import NOX, ROOT, installed_paddle, load_record, nox_run, run_harness, stages_by_name
+
+MATRIX = ROOT / "matrix" / "default.toml"
+
+
+def test_ppocrv5_mobile_det_meets_the_onednn_interpolate_error_as_one_cause(tmp_path, paddle_version):
+    """PP-OCRv5 mobile det from PaddleX's own model code: native CPU kernels agree with dygraph;
+    oneDNN (Paddle's default CPU path) raises on the neck's F.interpolate(scale_factor=2) under
+    PIR (measured on 3.3.1; Paddle issue #79749)."""
+    pytest.importorskip("paddlex", reason="families.paddlex.packages are installed by `nox -s tests`")
+    if not paddle_version.startswith("3."):
+        pytest.skip("PaddleX needs Paddle 3.x")
+    results = tmp_path / "r"
+    for session in ("cpu_fp32", "cpu_onednn_fp32"):
+        proc = run_harness("run", "--matrix", str(MATRIX), "--session", session, "--model", "pp_ocrv5_mobile_det",
+                           "--results", str(results), "--paddle", paddle_version)
+        assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    native = load_record(results / "default", f"cpu_fp32/{paddle_version}/normal/pp_ocrv5_mobile_det")
+    assert stages_by_name(native)["baseline"]["status"] == "pass"
+    assert native["setup"]["weights"]["source"] in ("trained", "checkpoint")
+    # The exported map is the head's output before its sigmoid: real magnitudes, not 0/1.
+    assert stages_by_name(native)["baseline"]["worst"]["ref_absmax"] > 1.0
+    onednn = load_record(results / "default", f"cpu_onednn_fp32/{paddle_version}/normal/pp_ocrv5_mobile_det")
+    stage = stages_by_name(onednn)["onednn_fp32"]
+    assert stage["status"] == "error"
+    assert "ConvertPirAttribute2RuntimeAttribute not support [pir::ArrayAttribute<pir::DoubleAttribute>]" in stage["message"]
+    report = run_harness("report", "--results", str(results))
+    assert report.returncode == 0, report.stderr
+    causes = [line for line in report.stdout.splitlines() if "cell(s):" in line and "ConvertPirAttribute2Runtime" in line]
+    assert len(causes) == 1 and "error x1 in 1 cell(s)" in causes[0], causes  # one cause, the cell it hit
+    assert "cpu_onednn_fp32/" in causes[0]
+
+
+@pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")
+def test_a_family_that_needs_a_newer_paddle_is_a_skip_with_the_reason(tmp_path, nox_envdir):
+    head = installed_paddle()
+    text = MATRIX.read_text()
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(text)
+    results = tmp_path / "r"
+    proc = nox_run("-s", "cpu_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--model", "pp_lcnet",
+                   "--results", str(results), matrix=matrix)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    record = json.loads((results / "default" / "cpu_fp32" / "2.6.2" / "normal" / "pp_lcnet.json").read_text())
+    assert record["verdict"]["status"] == "skip" and record["setup"]["status"] == "skip"
+    assert record["setup"]["message"].startswith("model family paddlex (paddlex==3.7.2) needs Paddle >= 3.0.0")
+    assert "2.6.2" in record["setup"]["message"] and head != "2.6.2"
