@@ -247,6 +247,7 @@ def bench(s: nox.Session) -> None:
     default = MATRIX.run["default_paddle"]
     s.install(*MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS, *HOST_SIDE)
     s.run("python", "-m", "harness.bench.cell", *s.posargs)
+    s.run("python", "-m", "harness.bench.shapes")  # k shapes per cell against one
     s.run("python", "-m", "harness.bench.diff_memory")
     s.run("python", "-m", "harness.bench.tipc")  # a TIPC chain: the harness against a bash driver
     # Needs DOCKER_HOST and the image (`nox -s images`); says why it skips otherwise.

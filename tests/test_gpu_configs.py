@@ -109,11 +109,11 @@ def test_legacy_tensorrt_dynamic_shapes_come_from_a_collected_shape_range_file(e
 
 
 def _shape_ranges(text: str):
-    """The text proto collect_shape_range_info writes: shape_info { name min_shape* max_shape* opt_shape* }."""
+    """The text proto collect_shape_range_info writes: shape_range_info { name min_shape* max_shape* opt_shape* }."""
     import re
 
     found = {}
-    for block in re.findall(r"shape_info\s*\{(.*?)\}", text, re.S):
+    for block in re.findall(r"shape_range_info\s*\{(.*?)\}", text, re.S):
         name = re.search(r'name:\s*"([^"]+)"', block).group(1)
         found[name] = {key: [int(v) for v in re.findall(rf"{key}:\s*(-?\d+)", block)]
                        for key in ("min_shape", "max_shape", "opt_shape")}
