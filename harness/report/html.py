@@ -140,7 +140,7 @@ def render(model: RunModel, title: str) -> str:
     hazards = [{"kind": h.kind, "message": h.message, "places": h.places, "calls": details.get(h.kind, {}).get("calls", ""),
                 "issue": details.get(h.kind, {}).get("issue")} for h in model.hazards()]
     numeric = [{"place": f.place, "stage": f.stage, "output": f.output, "max_abs": fmt_number(f.max_abs),
-                "of_scale": f"{f.relative_to_scale:.2%}" if f.relative_to_scale is not None else "-",
+                "of_scale": f"{100 * f.relative_to_scale:.3g}%" if f.relative_to_scale is not None else "-",
                 "cosine": fmt_number(f.cosine, 5), "culprits": ", ".join(f.culprits)} for f in model.numeric_failures()]
     return env.get_template("report.html.j2").render(
         title=title, harness=__version__, n_cells=len(model.records),

@@ -82,7 +82,8 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
     if numeric:
         lines.append(f"Numeric failures ({len(numeric)}):")
         for f in numeric:
-            scale = f", {f.relative_to_scale:.2%} of the output's scale" if f.relative_to_scale is not None else ""
+            scale = (f", {100 * f.relative_to_scale:.3g}% of the output's scale" if f.relative_to_scale is not None
+                     else "")
             culprit = f"; culprit: {', '.join(f.culprits)}" if f.culprits else ""
             lines.append(f"{bullet}{f.place} {f.stage}: {f.output} max abs {fmt_number(f.max_abs)}{scale}, "
                          f"cosine {fmt_number(f.cosine, 5)}{culprit}")

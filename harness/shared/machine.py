@@ -118,7 +118,9 @@ def label(machine: Optional[Dict[str, Any]]) -> str:
     parts.append("flags " + (" ".join(flags) if flags else "none of " + "/".join(NUMERIC_FLAGS[:5])))
     onednn = machine.get("onednn") or {}
     if onednn.get("isa"):
-        parts.append(f"oneDNN {onednn.get('version') or ''} isa {onednn['isa']}".replace("  ", " "))
+        # oneDNN's version is Paddle's (each release bundles its own): the record keeps it; the
+        # machine line names the ISA, which is the machine's.
+        parts.append(f"oneDNN isa {onednn['isa']}")
     parts.append(f"{machine.get('usable_cores')}/{machine.get('cores')} cores")
     if machine.get("env"):
         parts.append(" ".join(f"{k}={v}" for k, v in sorted(machine["env"].items())))
