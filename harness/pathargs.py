@@ -33,28 +33,26 @@ def folder_to_write(text: str) -> Path:
     return path
 
 
-def folder_to_read(text: str) -> Path:
-    """An existing folder the harness reads."""
+def _existing(text: str, folder: bool) -> Path:
+    want, other = ("folder", "file") if folder else ("file", "folder")
     path = Path(text)
     if not path.exists():
-        raise argparse.ArgumentTypeError(f"{text} does not exist; give an existing folder")
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder; give the folder")
-    if not os.access(path, os.R_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"{text}: no permission to read this folder")
+        raise argparse.ArgumentTypeError(f"{text} does not exist; give an existing {want}")
+    if path.is_dir() != folder:
+        raise argparse.ArgumentTypeError(f"{text} is a {other}, not a {want}; give the {want}")
+    if not os.access(path, os.R_OK | (os.X_OK if folder else 0)):
+        raise argparse.ArgumentTypeError(f"{text}: no permission to read this {want}")
     return path
+
+
+def folder_to_read(text: str) -> Path:
+    """An existing folder the harness reads."""
+    return _existing(text, folder=True)
 
 
 def file_to_read(text: str) -> Path:
     """An existing regular file the harness reads."""
-    path = Path(text)
-    if not path.exists():
-        raise argparse.ArgumentTypeError(f"{text} does not exist; give an existing file")
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file; give the file")
-    if not os.access(path, os.R_OK):
-        raise argparse.ArgumentTypeError(f"{text}: no permission to read this file")
-    return path
+    return _existing(text, folder=False)
 
 
 def relative_file(text: str) -> Path:
