@@ -157,3 +157,20 @@ class FixedSizePool(nn.Layer):
 
 def fixed_size_pool():
     return FixedSizePool(), [InputSpec([None, 3, 16, 16], "float32", "image")]
+
+
+class ConvInterpolate(nn.Layer):
+    """A conv followed by ``F.interpolate(scale_factor=2)``: Paddle 3.3.1 runs it on native CPU
+    kernels and raises under oneDNN (``ConvertPirAttribute2RuntimeAttribute not support
+    [pir::ArrayAttribute<pir::DoubleAttribute>]``, Paddle issue #79749)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2D(3, 4, 3, padding=1)
+
+    def forward(self, image):
+        return nn.functional.interpolate(self.conv(image), scale_factor=2, mode="nearest")
+
+
+def conv_interpolate():
+    return ConvInterpolate(), [InputSpec([None, 3, None, None], "float32", "image")]

@@ -1,9 +1,11 @@
-"""Root cause of the first numeric failure (cell side): the per-tensor diff against the baseline
-and the culprit search over the failing stage's search space, both on the stage's runtime.
+"""Root cause (cell side): for the first non-baseline stage that failed on numbers, the per-tensor
+diff against the baseline and the culprit search over its search space, both on the stage's
+runtime; for the first stage that failed on numbers or raised (the baseline included), a
+reproducer folder with a plain-Paddle script, run once to verify it (``reproducer.py``).
 
 ``baseline`` failing means dygraph and the predictor disagree: there is no second predictor to
-diff against, so nothing runs here. ``vacuous`` and ``noop`` stages start nothing either: there
-is no divergence to look for. Errors and crashes have Paddle's message.
+diff against (its reproducer compares with the dygraph outputs). ``vacuous`` and ``noop`` stages
+start nothing: there is no divergence to look for. A cell that passes pays nothing here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ..shared.compare import compare_tol
 from ..shared.errors import UserError
 from ..shared.search import build_budget, find_culprits
 from ..shared.vocab import SETUP, Analysis, Probe, Reference, Stage, Status
+from . import reproducer
 from .context import CellContext
 from .runtimes import runtime
 
@@ -25,25 +28,33 @@ from .runtimes import runtime
 def analyse(ctx: CellContext, done: Dict[str, Dict[str, Any]]) -> None:
     """Diff and search for the first non-baseline stage that failed on numbers, each journalled
     as an analysis entry (a crash inside one is recorded like a stage's)."""
-    plans = {p.name: p for p in ctx.plan(done[SETUP])}
+    if not ctx.cell.root_cause:
+        return
+    ordered = ctx.plan(done[SETUP])
+    plans = {p.name: p for p in ordered}
     target = next((name for name in plans
                    if name != Stage.BASELINE.value and Status.of(done.get(name, {}).get("status")) is Status.FAIL),
                   None)
-    if target is None or Stage.BASELINE.value not in plans or not ctx.cell.root_cause:
-        return
-    for kind, fn in ((Analysis.DIFF, tensor_diff), (Analysis.BISECT, bisect)):
+    steps = []
+    if target is not None and Stage.BASELINE.value in plans:
+        steps += [(Analysis.DIFF, target, lambda: tensor_diff(ctx, plans[target], plans[Stage.BASELINE.value], done)),
+                  (Analysis.BISECT, target, lambda: bisect(ctx, plans[target], plans[Stage.BASELINE.value], done))]
+    failing = reproducer.first_failing(ordered, done)
+    if failing is not None:
+        steps.append((Analysis.REPRODUCER, failing.name, lambda: reproducer.write_and_verify(ctx, failing, done)))
+    for kind, stage, fn in steps:
         if kind.journal_key in done:
             continue
         ctx.journal.start(kind.journal_key)
         started = time.perf_counter()
         try:
-            result = fn(ctx, plans[target], plans[Stage.BASELINE.value], done)
+            result = fn()
         except UserError as exc:
             result = {"status": Status.ERROR, "message": str(exc)}
         except Exception as exc:
             traceback.print_exc()
             result = {"status": Status.ERROR, "message": paddle_message(exc)}
-        result["stage"] = target
+        result["stage"] = stage
         result["seconds"] = round(time.perf_counter() - started, 3)
         ctx.journal.finish(kind.journal_key, result)
         done[kind.journal_key] = result

@@ -234,19 +234,51 @@ def precision_type(precision: str) -> Any:
     return getattr(paddle_infer.PrecisionType, _PRECISION[precision])
 
 
+class _Recorded:
+    """A Config whose method calls are also written down as the plain Paddle code making them
+    (what a reproducer replays: the same calls, in the same order, no harness)."""
+
+    def __init__(self, config: Any, calls: List[str]):
+        self._config, self._calls = config, calls
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._config, name)
+        if not callable(method):
+            return method
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            words = [_code(a) for a in args] + [f"{k}={_code(v)}" for k, v in kwargs.items()]
+            self._calls.append(f"config.{name}({', '.join(words)})")
+            return method(*args, **kwargs)
+
+        return call
+
+
+def _code(value: Any) -> str:
+    if isinstance(value, paddle_infer.PrecisionType):
+        return f"paddle.inference.{value}"  # e.g. PrecisionType.Half
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(repr(v) for v in value)) + "}" if value else "set()"
+    return repr(value)
+
+
 def make_config(files: Dict[str, str], cfg: PredictorConfig,
                 input_shapes: Optional[Dict[str, Dict[str, List[int]]]] = None,
-                shape_file: Optional[Path] = None) -> "paddle_infer.Config":
+                shape_file: Optional[Path] = None, calls: Optional[List[str]] = None) -> "paddle_infer.Config":
     """The one place a ``PredictorConfig`` becomes a ``paddle.inference.Config``. ``input_shapes``:
     TensorRT's dynamic-shape profile per input (``{"min", "opt", "max"}``, from the shapes the
     cell runs: ``harness.shared.shapes.shape_range``); ``shape_file``: legacy TensorRT's dynamic
-    shapes, collected by ``collect_shape_range``."""
+    shapes, collected by ``collect_shape_range``. ``calls``: when given, every call made on the
+    config is appended to it as plain Paddle code."""
     if cfg.device == "gpu" and cfg.trt is not None and files.get("format") == ProgramFormat.PIR:
         files = pir_trt_convert(files, cfg.trt, input_shapes or {})
     if files.get("params"):
         config = paddle_infer.Config(files["program"], files["params"])
     else:
         config = paddle_infer.Config(files["program"])
+    real = config
+    if calls is not None:
+        config = _Recorded(config, calls)
     config.switch_ir_optim(cfg.ir)
     if cfg.new_ir is not None:
         _require_method(config, "enable_new_ir")(cfg.new_ir)
@@ -276,7 +308,7 @@ def make_config(files: Dict[str, str], cfg: PredictorConfig,
         config.set_cpu_math_library_num_threads(cfg.threads)
     for name in cfg.deleted_passes:
         config.delete_pass(name)
-    return config
+    return real
 
 
 def _require_method(config: Any, name: str):

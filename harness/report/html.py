@@ -145,7 +145,9 @@ def render(model: RunModel, title: str) -> str:
     return env.get_template("report.html.j2").render(
         title=title, harness=__version__, n_cells=len(model.records),
         counts=[(str(s), counts[s]) for s in STATUS_ORDER if counts.get(s)],
-        columns=model.columns, rows=rows, causes=model.causes(), hazards=hazards, numeric=numeric,
+        columns=model.columns, rows=rows, hazards=hazards, numeric=numeric,
+        causes=[{"kind": c.kind, "count": c.count, "message": c.message, "places": c.places,
+                 "reproducer": model.reproducer(c)} for c in model.causes()],
         machines=[{"key": m.key, "label": m.label, "cells": len(m.cells),
                    "columns": ", ".join(f"{a}@{b}" for a, b in m.columns)} for m in model.machines()],
         unreadable=[{"path": u.path, "reason": u.reason} for u in model.unreadable],

@@ -160,6 +160,16 @@ class RunModel:
                                             list(bisect.get("culprits") or []) if bisect.get("stage") == stage.name else []))
         return found
 
+    def reproducer(self, cause: Cause) -> Optional[Dict[str, Any]]:
+        """The reproducer of a cell this cause hit (a verified one first), for the cause's line."""
+        found = []
+        for record in self.records:
+            if record["id"] in cause.places:
+                repro = (record.get("analysis") or {}).get("reproducer")
+                if repro and repro.get("script"):
+                    found.append(repro)
+        return next((r for r in found if r.get("verified")), found[0] if found else None)
+
     def stage_counts(self) -> Dict[Status, int]:
         return dict(collections.Counter(Status.of(s["status"]) for r in self.records for s in stage_results(r)))
 

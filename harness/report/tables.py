@@ -64,8 +64,11 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
         for label, cause in zip(_cause_labels(causes).values(), causes):
             more = len(cause.places) - limit
             where = ", ".join(cause.places[:limit]) + (f", +{more} more" if more > 0 else "")
+            repro = model.reproducer(cause)
+            found = (f" — reproducer: {repro['script']} ({'verified' if repro.get('verified') else 'NOT verified'})"
+                     if repro else "")
             lines.append(f"{bullet}[{label}] {cause.kind} x{cause.count} in {len(cause.places)} cell(s): "
-                         f"{clip(cause.message, 220)} — {where}")
+                         f"{clip(cause.message, 220)} — {where}{found}")
     hazards = model.hazards()
     details = model.hazard_details()
     if hazards:

@@ -135,6 +135,7 @@ ANALYSIS_PREFIX = "analysis:"  # journal entries of the root-cause step
 class Analysis(str, enum.Enum):
     DIFF = "diff"
     BISECT = "bisect"
+    REPRODUCER = "reproducer"
 
     @property
     def journal_key(self) -> str:

@@ -1,0 +1,197 @@
+"""A reproducer per failing stage (cell side): a folder a Paddle developer can run without us.
+
+For the first stage of a cell that failed on numbers or raised, ``<work>/reproducer/`` holds the
+saved program and params, the inputs of the shape it failed at, the outputs it was compared with
+(numeric failures), and ``repro.py``: a short script using only Paddle's public API and numpy
+that builds the same ``paddle.inference.Config`` — the calls are the ones the harness made, in its
+order, recorded as it made them (``compat.make_config(calls=...)``) — feeds the inputs by name and
+runs. An error is let through (the script dies with Paddle's own message); a numeric failure is
+printed per output (max abs against the allowed difference) and the script exits 1. ``README.md``
+says the Paddle version and build, the machine and its oneDNN ISA, the stage's config in words
+and the message.
+
+The harness runs the script once in a fresh interpreter and records whether it reproduced:
+``verified`` when it exits non-zero with the same cause (the same normalized message) or the same
+numeric failure. The reproducer is the whole exported model for now; reducing it to the smallest
+failing sublayer is the next step.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import numpy as np
+
+from ..shared.backends import StagePlan
+from ..shared.causes import cause_of
+from ..shared.machine import label
+from ..shared.notes import clip
+from ..shared.vocab import SETUP, Reference, Stage, Status
+from .context import CellContext
+
+SCRIPT = "repro.py"
+TIMEOUT = 300.0
+
+
+def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    started = time.perf_counter()
+    setup = done[SETUP]
+    stage = done[plan.name]
+    status = Status.of(stage["status"])
+    shape = stage.get("failing_shape", 0)
+    folder = ctx.work / "reproducer"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    files = setup["export"]
+    program = Path(files["program"])
+    model = folder / f"model{program.suffix}"
+    shutil.copyfile(program, model)
+    params = ""
+    if files.get("params"):
+        params = f"model{Path(files['params']).suffix}"
+        shutil.copyfile(files["params"], folder / params)
+    feeds = ctx.feeds(shape)
+    np.savez(folder / "inputs.npz", **feeds)
+    calls: List[str] = []
+    ctx.compat.make_config(files, plan.config, None, None, calls=calls)
+    expected = None
+    if status is Status.FAIL:
+        labels = setup["outputs"]
+        suffix = "" if shape == 0 else f"_s{shape}"
+        reference = ("dygraph" if plan.reference == Reference.DYGRAPH or not (ctx.work / f"baseline{suffix}.npz").exists()
+                     else "baseline")
+        arrays = ctx.load_outputs(f"{reference}{suffix}.npz", labels)
+        np.savez(folder / "expected.npz", **{f"o{i}": a for i, a in enumerate(arrays)})
+        expected = {"reference": reference, "labels": labels,
+                    "tolerances": [ctx.tolerance(plan.precision, label) for label in labels]}
+    (folder / SCRIPT).write_text(_script(model.name, params, calls, expected), encoding="utf-8")
+    (folder / "README.md").write_text(_readme(ctx, plan, setup, stage, shape, expected), encoding="utf-8")
+    run = _run(folder, ctx.cell.stage_timeout)
+    verified = _verified(status, stage, run)
+    return {"status": Status.PASS, "stage": plan.name, "folder": str(folder), "script": str(folder / SCRIPT),
+            "shape": shape, "verified": verified, "exit": run["exit"], "last_line": run["last_line"],
+            "seconds": round(time.perf_counter() - started, 3)}
+
+
+def _script(model: str, params: str, calls: List[str], expected: "Dict[str, Any] | None") -> str:
+    config_lines = "\n".join(calls)
+    params_arg = f", {params!r}" if params else ""
+    compare = ""
+    if expected is not None:
+        tolerances = json.dumps(expected["tolerances"])
+        compare = textwrap.dedent(f'''
+            # Compared with what the stage was compared with ({expected["reference"]} outputs), element-wise:
+            # |got - ref| <= atol + scaled_atol * max|ref| + rtol * |ref|
+            tolerances = {tolerances}
+            ref = np.load(os.path.join(here, "expected.npz"))
+            failed = False
+            for i, (name, got) in enumerate(zip(predictor.get_output_names(), outputs)):
+                want = ref[f"o{{i}}"]
+                tol = tolerances[i]
+                if got.shape != want.shape:
+                    print(f"output {{i}} ({{name}}): shape {{got.shape}}, expected {{want.shape}}")
+                    failed = True
+                    continue
+                diff = np.abs(got.astype("float64") - want.astype("float64"))
+                allowed = tol["atol"] + tol.get("scaled_atol", 0.0) * np.abs(want).max() + tol["rtol"] * np.abs(want)
+                bad = int((diff > allowed).sum())
+                print(f"output {{i}} ({{name}}): max abs {{diff.max():.6g}}, {{bad}}/{{diff.size}} beyond the tolerance")
+                failed = failed or bad > 0
+            print("MISMATCH: reproduced" if failed else "match: not reproduced")
+            sys.exit(1 if failed else 0)
+            ''')
+    return textwrap.dedent('''\
+        """Reproducer written by the Paddle qualification harness: Paddle's public API and numpy only.
+        Run it with the Python of a Paddle environment: python repro.py (exits non-zero when it reproduces)."""
+        import os
+        import sys
+
+        import numpy as np
+        import paddle  # noqa: F401  (paddle.inference below)
+        import paddle.inference
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        config = paddle.inference.Config(os.path.join(here, {model!r}){params_path})
+        ''').format(model=model, params_path=f", os.path.join(here, {params!r})" if params else "") + config_lines + textwrap.dedent('''
+
+        predictor = paddle.inference.create_predictor(config)
+        inputs = np.load(os.path.join(here, "inputs.npz"))
+        for name in predictor.get_input_names():
+            handle = predictor.get_input_handle(name)
+            handle.reshape(list(inputs[name].shape))
+            handle.copy_from_cpu(inputs[name])
+        predictor.run()
+        outputs = [predictor.get_output_handle(n).copy_to_cpu() for n in predictor.get_output_names()]
+        ''') + (compare or 'print("ran without error: not reproduced")\n') + ("" if params_arg else "")
+
+
+def _readme(ctx: CellContext, plan: StagePlan, setup: Dict[str, Any], stage: Dict[str, Any], shape: int,
+            expected: "Dict[str, Any] | None") -> str:
+    paddle_info = ctx.compat.paddle_info()
+    machine = ctx.compat.machine()
+    shapes = {name: list(np.load(ctx.work / ("inputs.npz" if shape == 0 else f"inputs_s{shape}.npz"))[name].shape)
+              for name in ctx.feeds(shape)}
+    what = (f"Paddle raises: `{clip(stage.get('message', ''), 400)}`" if expected is None else
+            f"The outputs differ from the {expected['reference']} outputs beyond the {plan.precision} tolerance: "
+            f"{clip(stage.get('message', ''), 300)}")
+    return textwrap.dedent(f"""\
+        # Reproducer: {ctx.cell.id}, stage `{plan.name}`
+
+        {what}
+
+        * Paddle {paddle_info.get('version')} (commit {paddle_info.get('commit')}), CUDA {paddle_info.get('cuda') or 'none'},
+          TensorRT {paddle_info.get('tensorrt') or 'none'}
+        * Machine: {label(machine)}
+        * Program: `{Path(setup['export']['program']).name}` ({setup['export']['format']}), inputs {shapes}
+        * Stage `{plan.name}`: {plan.lever}; config {json.dumps(plan.config.to_dict())}
+
+        Run: `python repro.py` with the Python of a Paddle {paddle_info.get('version')} environment. It builds the
+        same `paddle.inference.Config` (the calls are the harness's own, in its order), feeds `inputs.npz` by
+        name and runs; it exits non-zero when the failure reproduces.
+        """)
+
+
+def _run(folder: Path, timeout: float) -> Dict[str, Any]:
+    try:
+        proc = subprocess.run([sys.executable, SCRIPT], cwd=folder, capture_output=True, text=True,
+                              timeout=min(timeout, TIMEOUT), stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"exit": None, "last_line": f"ran over {min(timeout, TIMEOUT):g} s", "output": ""}
+    output = (proc.stdout or "") + (proc.stderr or "")
+    (folder / "repro.log").write_text(output, encoding="utf-8")
+    # The script's verdict is its last stdout line; an error is the last line of stderr.
+    out = [ln for ln in (proc.stdout or "").splitlines() if ln.strip()]
+    err = [ln for ln in (proc.stderr or "").splitlines() if ln.strip() and not ln.lstrip().startswith("\x1b")]
+    last = out[-1] if out and ("MISMATCH" in out[-1] or "not reproduced" in out[-1]) else (err[-1] if err else "")
+    return {"exit": proc.returncode, "last_line": last, "output": output}
+
+
+def _verified(status: Status, stage: Dict[str, Any], run: Dict[str, Any]) -> bool:
+    if not run["exit"]:
+        return False
+    if status is Status.FAIL:
+        return "MISMATCH: reproduced" in run["output"]
+    # The same cause: the stage's normalized message (its first words) stands in the script's output.
+    message = str(stage.get("message", ""))
+    message = message.split(": ", 1)[1] if message.startswith("at ") and ": " in message else message
+    key = cause_of(message.split(" (at ")[0])[:120]
+    return bool(key) and key in cause_of(run["output"])
+
+
+def first_failing(plans: List[StagePlan], done: Dict[str, Dict[str, Any]]) -> "StagePlan | None":
+    """The first stage that failed on numbers or raised (the baseline included)."""
+    for plan in plans:
+        if Status.of(done.get(plan.name, {}).get("status")) in (Status.FAIL, Status.ERROR):
+            return plan
+    return None
+
+
+__all__ = ["write_and_verify", "first_failing", "Stage"]
