@@ -34,9 +34,9 @@ from .shared.records import (RECORD_SCHEMA, Journal, atomic_write_json, cell_rec
 from .shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status, verdict_status
 
 # A worker that keeps dying is restarted once per stage it could still be in, plus setup and the
-# three analyses (diff, search, reproducer); past that something outside the stages kills it, and
+# four analyses (diff, search, triage, reproducer); past that something outside the stages kills it, and
 # the record says so.
-EXTRA_LAUNCHES = 4
+EXTRA_LAUNCHES = 5
 HAZARD_PROBE_TIMEOUT = DEFAULTS.hazard_probe_timeout
 
 

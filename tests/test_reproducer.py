@@ -47,6 +47,11 @@ def test_a_consistency_failure_gets_a_reproducer_that_compares_with_dygraph(writ
                                             "clean": "tests.factories:clean"}, "cpu_fp32")
     record = load_record(results, f"cpu_fp32/{paddle_version}/normal/stateful")
     assert stages_by_name(record)["baseline"]["status"] == "fail"
+    # Triage: Paddle's own executor (jit.load) runs the saved program as the predictor does, and
+    # neither computes what the Python forward computes: the export is where it broke.
+    triage = record["analysis"]["triage"]
+    assert triage["outcome"] == "export", triage
+    assert triage["executor_vs_dygraph"]["agree"] is False and triage["executor_vs_predictor"]["agree"] is True
     repro = record["analysis"]["reproducer"]
     assert repro["stage"] == "baseline" and repro["verified"] is True
     assert repro["last_line"] == "MISMATCH: reproduced"

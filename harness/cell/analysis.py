@@ -39,6 +39,9 @@ def analyse(ctx: CellContext, done: Dict[str, Dict[str, Any]]) -> None:
     if target is not None and Stage.BASELINE.value in plans:
         steps += [(Analysis.DIFF, target, lambda: tensor_diff(ctx, plans[target], plans[Stage.BASELINE.value], done)),
                   (Analysis.BISECT, target, lambda: bisect(ctx, plans[target], plans[Stage.BASELINE.value], done))]
+    baseline_status = Status.of(done.get(Stage.BASELINE.value, {}).get("status"))
+    if baseline_status in (Status.FAIL, Status.ERROR) and Stage.BASELINE.value in plans:
+        steps.append((Analysis.TRIAGE, Stage.BASELINE.value, lambda: triage(ctx, plans[Stage.BASELINE.value], done)))
     failing = reproducer.first_failing(ordered, done)
     if failing is not None:
         steps.append((Analysis.REPRODUCER, failing.name, lambda: reproducer.write_and_verify(ctx, failing, done)))
@@ -58,6 +61,44 @@ def analyse(ctx: CellContext, done: Dict[str, Dict[str, Any]]) -> None:
         result["seconds"] = round(time.perf_counter() - started, 3)
         ctx.journal.finish(kind.journal_key, result)
         done[kind.journal_key] = result
+
+
+def triage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """A failed consistency check, split three ways on the same inputs: the Python forward
+    (dygraph), the saved program run by Paddle's own executor (``jit.load``), and the inference
+    predictor (the baseline stage). Which pair agrees says where it broke."""
+    setup = done[SETUP]
+    stage = done[plan.name]
+    shape = stage.get("failing_shape", 0)
+    suffix = "" if shape == 0 else f"_s{shape}"
+    labels = setup["outputs"]
+    feeds = ctx.feeds(shape)
+    executor = ctx.compat.run_saved_program(setup["export"], feeds, setup["signature_order"])
+    dygraph = ctx.load_outputs(f"dygraph{suffix}.npz", labels)
+    predictor = (ctx.load_outputs(f"baseline{suffix}.npz", labels) if (ctx.work / f"baseline{suffix}.npz").exists()
+                 else None)
+
+    def agreement(a: List[Any], b: List[Any]) -> Dict[str, Any]:
+        if len(a) != len(b):
+            return {"agree": False, "note": f"{len(a)} outputs vs {len(b)}"}
+        stats = [compare_tol(x, y, ctx.tolerance(plan.precision, label)) for x, y, label in zip(a, b, labels)]
+        worst_abs = max((s.get("max_abs") or 0.0) for s in stats) if stats else 0.0
+        return {"agree": all(Status.of(s["status"]) is not Status.FAIL for s in stats), "max_abs": worst_abs}
+
+    vs_dygraph = agreement(dygraph, executor)
+    vs_predictor = agreement(executor, predictor) if predictor is not None else None
+    if not vs_dygraph["agree"] and (vs_predictor is None or vs_predictor["agree"]):
+        verdict, meaning = "export", ("the saved program does not compute what the Python forward computes "
+                                      "(Python state, control flow or randomness fixed at trace time, or an "
+                                      "export bug); Paddle's own executor agrees with the predictor")
+    elif vs_dygraph["agree"] and (vs_predictor is None or not vs_predictor["agree"]):
+        verdict, meaning = "engine", ("Paddle's own executor runs the saved program as dygraph does; the inference "
+                                      "predictor " + ("raises on it" if predictor is None else "computes otherwise"))
+    else:
+        verdict, meaning = "executor", ("Paddle's executor differs from dygraph and from the predictor: an op's "
+                                        "kernel differs between executors")
+    return {"status": Status.PASS, "outcome": verdict, "meaning": meaning, "shape": shape,
+            "executor_vs_dygraph": vs_dygraph, "executor_vs_predictor": vs_predictor}
 
 
 def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:

@@ -533,6 +533,19 @@ def run_with_evidence(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str],
                             "output_dtypes": dtypes}
 
 
+def run_saved_program(files: Dict[str, str], feeds: Dict[str, Any], order: List[str]) -> List[Any]:
+    """The saved program run by Paddle's own executor, not the inference engine: ``paddle.jit.load``
+    (a TranslatedLayer; .pdmodel in 2.6, PIR .json in 3.x), inputs in the forward's order, outputs
+    flattened as ``jit.save`` flattens them."""
+    from .structure import flatten_outputs
+
+    layer = paddle.jit.load(str(Path(files["program"]).with_suffix("")))
+    layer.eval()
+    with paddle.no_grad():
+        out = layer(*[paddle.to_tensor(feeds[name]) for name in order])
+    return [array for _, array in flatten_outputs(paddle, out)]
+
+
 def set_flags_for_determinism() -> None:
     """Deterministic kernels where Paddle offers the switch (cuDNN); harmless on CPU."""
     try:

@@ -67,6 +67,8 @@ def analysis_note(kind: str, result: Dict[str, Any]) -> str:
         text = (f"{stage}: culprit {what}: {culprits} ({result.get('builds')} builds over "
                 f"{result.get('candidates')} candidates)")
         return text + (f"; {result['message']}" if result.get("message") else "")
+    if kind == "triage":
+        return f"{stage}: {result.get('outcome')}: {result.get('meaning', '')}"
     if kind == "reproducer":
         state = "verified" if result.get("verified") else (f"NOT verified (exit {result.get('exit')}: "
                                                            f"{clip(result.get('last_line', ''), 120)})")

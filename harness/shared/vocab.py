@@ -136,6 +136,7 @@ class Analysis(str, enum.Enum):
     DIFF = "diff"
     BISECT = "bisect"
     REPRODUCER = "reproducer"
+    TRIAGE = "triage"
 
     @property
     def journal_key(self) -> str:
