@@ -26,7 +26,7 @@ from .shared.backends import DEVICES, QUANTIZED_MODES
 from .shared.vocab import backend_stage_name
 from .shared.config import PRECISIONS
 from .shared.errors import UserError
-from .shared.spec import DEFAULTS, CellSpec
+from .shared.spec import DEFAULTS, CellSpec, at_least
 from .shared.vocab import Stage
 
 # Modes the schema knows; which of them a cell side can run is decided there (harness.cell.modes).
@@ -189,7 +189,7 @@ class Matrix:
             if not family:
                 continue
             entry = self.data["families"][family]
-            if not version_at_least(version, entry.get("requires_paddle")):
+            if not at_least(version, entry.get("requires_paddle")):
                 continue
             for key in out:
                 out[key] += [p for p in entry.get(key, []) if p not in out[key]]
@@ -307,15 +307,6 @@ _RUN_DEFAULTS = {
     # Run every stage at shapes derived from the InputSpec's free dims too (harness.shared.shapes).
     "derive_shapes": True,
 }
-
-
-def version_at_least(version: str, lowest: Optional[str]) -> bool:
-    """Whether Paddle ``version`` is at least ``lowest`` (release numbers; None: any)."""
-    if not lowest:
-        return True
-    def parts(text: str) -> List[int]:
-        return [int(p) for p in re.findall(r"\d+", text)[:3]]
-    return parts(version) >= parts(lowest)
 
 
 def load(path: "str | Path") -> Matrix:

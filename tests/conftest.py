@@ -134,7 +134,9 @@ def nox_run(*args: str, matrix: Path = None, timeout: float = 900) -> subprocess
 
 def onednn_isa(record: dict) -> str:
     """The ISA oneDNN chose for the cell (the record's machine block), e.g. avx512_core_vnni."""
-    return ((record.get("machine") or {}).get("onednn") or {}).get("isa") or "unknown"
+    from harness.shared.machine import onednn_isa as recorded_isa
+
+    return recorded_isa(record.get("machine")) or "unknown"
 
 
 def has_vnni(isa: str) -> bool:

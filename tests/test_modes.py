@@ -146,7 +146,7 @@ def _int8_holds_everywhere(record):
 
 def test_pact_int8_on_this_cpu_ran_int8_and_its_status_is_its_numbers(tmp_path, paddle_version):
     record = _pact_int8(tmp_path, paddle_version)
-    assert record["machine"]["onednn"]["isa"] == onednn_isa(record) != "unknown"
+    assert onednn_isa(record) != "unknown"  # the record says which kernels oneDNN picked
     _int8_holds_everywhere(record)
 
 

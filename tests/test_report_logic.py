@@ -66,6 +66,9 @@ def _record(model, stages, verdict):
 def model():
     ok = _record("ok", [{"name": "baseline", "status": "pass", "worst": {"max_abs": 1e-6}}],
                  {"status": "pass", "first_failing_stage": None})
+    ok["setup"]["shape_variants"] = [{"index": 1, "label": "image=1x3x97x97", "status": "skip",
+                                      "message": "the dygraph model cannot take this shape: ValueError: concat"},
+                                     {"index": 2, "label": "image=1x3x16x16", "status": "pass"}]
     bad = _record("bad", [{"name": "baseline", "status": "pass"},
                           {"name": "ir", "status": "error", "message": "ValueError: (InvalidArgument) <script>x</script>"}],
                   {"status": "error", "first_failing_stage": "ir", "message": "ValueError"})
@@ -77,6 +80,9 @@ def test_renderers_show_verdicts_causes_machine_and_unreadable_records(model):
     assert "2 cells: 1 error, 1 pass" in text and "[C1]" in text and "FIRST FAILURE" in text
     assert text.count("Machine: Test CPU <x>") == 1 and "isa avx2" in text
     assert "Unreadable records (1;" in text and "cut.json: not valid JSON" in text
+    # A shape the dygraph model could not take is said, not dropped.
+    assert "Shapes not run: the dygraph model raised there (1):" in text
+    assert "cpu_fp32/3.3.1/normal/ok image=1x3x97x97: the dygraph model cannot take this shape" in text
     md = markdown_report(model, "T")
     assert md.startswith("# T") and "## Unreadable records" in md and "| ok · normal" in md
     summary = short_summary(model, "S")

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from .conftest import NOX, ROOT, installed_paddle, load_record, nox_run, run_harness, stages_by_name
+from .conftest import NOX, ROOT, load_record, nox_run, run_harness, stages_by_name
 
 MATRIX = ROOT / "matrix" / "default.toml"
 
@@ -42,7 +42,6 @@ def test_ppocrv5_mobile_det_meets_the_onednn_interpolate_error_as_one_cause(tmp_
 
 @pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")
 def test_a_family_that_needs_a_newer_paddle_is_a_skip_with_the_reason(tmp_path, nox_envdir):
-    head = installed_paddle()
     text = MATRIX.read_text()
     matrix = tmp_path / "matrix.toml"
     matrix.write_text(text)
@@ -53,4 +52,4 @@ def test_a_family_that_needs_a_newer_paddle_is_a_skip_with_the_reason(tmp_path, 
     record = json.loads((results / "default" / "cpu_fp32" / "2.6.2" / "normal" / "pp_lcnet.json").read_text())
     assert record["verdict"]["status"] == "skip" and record["setup"]["status"] == "skip"
     assert record["setup"]["message"].startswith("model family paddlex (paddlex==3.7.2) needs Paddle >= 3.0.0")
-    assert "2.6.2" in record["setup"]["message"] and head != "2.6.2"
+    assert "this environment has 2.6.2" in record["setup"]["message"]

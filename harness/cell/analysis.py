@@ -70,13 +70,11 @@ def triage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
     setup = done[SETUP]
     stage = done[plan.name]
     shape = stage.get("failing_shape", 0)
-    suffix = "" if shape == 0 else f"_s{shape}"
     labels = setup["outputs"]
-    feeds = ctx.feeds(shape)
-    executor = ctx.compat.run_saved_program(setup["export"], feeds, setup["signature_order"])
-    dygraph = ctx.load_outputs(f"dygraph{suffix}.npz", labels)
-    predictor = (ctx.load_outputs(f"baseline{suffix}.npz", labels) if (ctx.work / f"baseline{suffix}.npz").exists()
-                 else None)
+    executor = ctx.compat.run_saved_program(setup["export"], ctx.feeds(shape), setup["signature_order"])
+    dygraph = ctx.load_outputs(ctx.file("dygraph", shape), labels)
+    predictor = (ctx.load_outputs(ctx.file("baseline", shape), labels)
+                 if (ctx.work / ctx.file("baseline", shape)).exists() else None)
 
     def agreement(a: List[Any], b: List[Any]) -> Dict[str, Any]:
         if len(a) != len(b):
@@ -90,7 +88,8 @@ def triage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
     if not vs_dygraph["agree"] and (vs_predictor is None or vs_predictor["agree"]):
         verdict, meaning = "export", ("the saved program does not compute what the Python forward computes "
                                       "(Python state, control flow or randomness fixed at trace time, or an "
-                                      "export bug); Paddle's own executor agrees with the predictor")
+                                      "export bug); " + ("Paddle's own executor agrees with the predictor"
+                                                         if vs_predictor else "the predictor raised on it"))
     elif vs_dygraph["agree"] and (vs_predictor is None or not vs_predictor["agree"]):
         verdict, meaning = "engine", ("Paddle's own executor runs the saved program as dygraph does; the inference "
                                       "predictor " + ("raises on it" if predictor is None else "computes otherwise"))
@@ -124,7 +123,7 @@ def bisect(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Dict[st
     shape = done[plan.name].get("failing_shape", 0)  # search where the stage failed
     feeds = ctx.feeds(shape)
     labels = setup["outputs"]
-    reference = ctx.load_outputs("baseline.npz" if shape == 0 else f"baseline_s{shape}.npz", labels)
+    reference = ctx.load_outputs(ctx.file("baseline", shape), labels)
     items = engine.search_items(plan, done[plan.name].get("evidence") or {},
                                 done[Stage.BASELINE.value].get("evidence") or {})
     if not items:

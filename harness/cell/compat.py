@@ -37,6 +37,7 @@ import paddle.inference as paddle_infer  # noqa: E402
 
 from ..shared.backends import Requirement, program_format  # noqa: E402
 from ..shared.config import GPU_INITIAL_MEMORY_MB, PredictorConfig, TensorRT  # noqa: E402
+from ..shared.spec import release  # noqa: E402
 from ..shared.vocab import ProgramFormat  # noqa: E402
 
 
@@ -52,10 +53,7 @@ VERSION = _version_tuple()
 
 def at_least(lowest: Optional[str]) -> bool:
     """Whether this Paddle is at least release ``lowest`` (e.g. "3.0.0"; None: any)."""
-    if not lowest:
-        return True
-    wanted = tuple(int(p) for p in re.findall(r"\d+", lowest)[:3])
-    return VERSION >= wanted + (0,) * (3 - len(wanted))
+    return not lowest or VERSION >= release(lowest)
 
 
 def pir_default() -> bool:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..shared.backends import QUANTIZED_MODES, DeployOptions, StagePlan, plan_stages
 from ..shared.records import Journal
-from ..shared.spec import DEFAULTS, OUTPUTS, CellSpec
+from ..shared.spec import OUTPUTS, CellSpec
 from .modes import mode_for
 
 
@@ -41,8 +41,7 @@ class CellContext:
         cell = self.cell
         session = cell.session
         options = DeployOptions(reference_threads=cell.reference_threads, deploy_threads=cell.deploy_threads,
-                                trt_workspace_mb=cell.trt_workspace_mb or DEFAULTS.trt_workspace_mb,
-                                trt_min_subgraph_size=cell.trt_min_subgraph_size or DEFAULTS.trt_min_subgraph_size)
+                                trt_workspace_mb=cell.trt_workspace_mb, trt_min_subgraph_size=cell.trt_min_subgraph_size)
         return plan_stages(session["device"], session["backend"], session["precision"],
                            setup["export"]["format"], options, quantized=cell.mode in QUANTIZED_MODES)
 
@@ -53,9 +52,14 @@ class CellContext:
             tol.update((self.cell.output_tolerances or {}).get(precision, {}).get(label, {}))
         return tol
 
+    @staticmethod
+    def file(kind: str, shape: int = 0) -> str:
+        """``inputs``, ``dygraph`` or ``baseline`` arrays at the primary shape (0) or variant ``shape``."""
+        return f"{kind}.npz" if shape == 0 else f"{kind}_s{shape}.npz"
+
     def feeds(self, shape: int = 0) -> Dict[str, np.ndarray]:
         """The inputs at the primary shape (0) or at shape variant ``shape``."""
-        return dict(np.load(self.work / ("inputs.npz" if shape == 0 else f"inputs_s{shape}.npz")))
+        return dict(np.load(self.work / self.file("inputs", shape)))
 
     def save_outputs(self, name: str, arrays: List[np.ndarray]) -> None:
         OUTPUTS.save(self.work / name, arrays)

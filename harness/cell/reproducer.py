@@ -4,7 +4,7 @@ For the first stage of a cell that failed on numbers or raised, ``<work>/reprodu
 saved program and params, the inputs of the shape it failed at, the outputs it was compared with
 (numeric failures), and ``repro.py``: a short script using only Paddle's public API and numpy
 that builds the same ``paddle.inference.Config`` — the calls are the ones the harness made, in its
-order, recorded as it made them (``compat.make_config(calls=...)``) — feeds the inputs by name and
+order, recorded as it made them (the runtime's ``config_calls``) — feeds the inputs by name and
 runs. An error is let through (the script dies with Paddle's own message); a numeric failure is
 printed per output (max abs against the allowed difference) and the script exits 1. ``README.md``
 says the Paddle version and build, the machine and its oneDNN ISA, the stage's config in words
@@ -33,8 +33,11 @@ from ..shared.backends import StagePlan
 from ..shared.causes import cause_of
 from ..shared.machine import label
 from ..shared.notes import clip
-from ..shared.vocab import SETUP, Reference, Stage, Status
+from ..shared.spec import OUTPUTS
+from ..shared.vocab import SETUP, Status
 from .context import CellContext
+from .runtimes import runtime
+from .stages import stage_reference
 
 SCRIPT = "repro.py"
 TIMEOUT = 300.0
@@ -51,29 +54,24 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     files = setup["export"]
-    program = Path(files["program"])
-    model = folder / f"model{program.suffix}"
-    shutil.copyfile(program, model)
+    model = f"model{Path(files['program']).suffix}"
+    shutil.copyfile(files["program"], folder / model)
     params = ""
     if files.get("params"):
         params = f"model{Path(files['params']).suffix}"
         shutil.copyfile(files["params"], folder / params)
     feeds = ctx.feeds(shape)
     np.savez(folder / "inputs.npz", **feeds)
-    calls: List[str] = []
-    ctx.compat.make_config(files, plan.config, None, None, calls=calls)
+    calls = runtime(plan.runtime).config_calls(files, plan.config)
     expected = None
     if status is Status.FAIL:
         labels = setup["outputs"]
-        suffix = "" if shape == 0 else f"_s{shape}"
-        reference = ("dygraph" if plan.reference == Reference.DYGRAPH or not (ctx.work / f"baseline{suffix}.npz").exists()
-                     else "baseline")
-        arrays = ctx.load_outputs(f"{reference}{suffix}.npz", labels)
-        np.savez(folder / "expected.npz", **{f"o{i}": a for i, a in enumerate(arrays)})
-        expected = {"reference": reference, "labels": labels,
-                    "tolerances": [ctx.tolerance(plan.precision, label) for label in labels]}
-    (folder / SCRIPT).write_text(_script(model.name, params, calls, expected), encoding="utf-8")
-    (folder / "README.md").write_text(_readme(ctx, plan, setup, stage, shape, expected), encoding="utf-8")
+        reference, arrays, _ = stage_reference(ctx, plan, labels, shape)  # what the stage was compared with
+        OUTPUTS.save(folder / "expected.npz", arrays)
+        expected = {"reference": str(reference), "tolerances": [ctx.tolerance(plan.precision, label) for label in labels]}
+    (folder / SCRIPT).write_text(_script(model, params, calls, expected), encoding="utf-8")
+    shapes = {name: list(array.shape) for name, array in feeds.items()}
+    (folder / "README.md").write_text(_readme(ctx, plan, setup, stage, shapes, expected), encoding="utf-8")
     run = _run(folder, ctx.cell.stage_timeout)
     verified = _verified(status, stage, run)
     return {"status": Status.PASS, "stage": plan.name, "folder": str(folder), "script": str(folder / SCRIPT),
@@ -83,7 +81,6 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
 
 def _script(model: str, params: str, calls: List[str], expected: "Dict[str, Any] | None") -> str:
     config_lines = "\n".join(calls)
-    params_arg = f", {params!r}" if params else ""
     compare = ""
     if expected is not None:
         tolerances = json.dumps(expected["tolerances"])
@@ -130,15 +127,13 @@ def _script(model: str, params: str, calls: List[str], expected: "Dict[str, Any]
             handle.copy_from_cpu(inputs[name])
         predictor.run()
         outputs = [predictor.get_output_handle(n).copy_to_cpu() for n in predictor.get_output_names()]
-        ''') + (compare or 'print("ran without error: not reproduced")\n') + ("" if params_arg else "")
+        ''') + (compare or 'print("ran without error: not reproduced")\n')
 
 
-def _readme(ctx: CellContext, plan: StagePlan, setup: Dict[str, Any], stage: Dict[str, Any], shape: int,
-            expected: "Dict[str, Any] | None") -> str:
-    paddle_info = ctx.compat.paddle_info()
-    machine = ctx.compat.machine()
-    shapes = {name: list(np.load(ctx.work / ("inputs.npz" if shape == 0 else f"inputs_s{shape}.npz"))[name].shape)
-              for name in ctx.feeds(shape)}
+def _readme(ctx: CellContext, plan: StagePlan, setup: Dict[str, Any], stage: Dict[str, Any],
+            shapes: Dict[str, List[int]], expected: "Dict[str, Any] | None") -> str:
+    paddle_info = setup.get("paddle") or {}
+    machine = setup.get("machine")
     what = (f"Paddle raises: `{clip(stage.get('message', ''), 400)}`" if expected is None else
             f"The outputs differ from the {expected['reference']} outputs beyond the {plan.precision} tolerance: "
             f"{clip(stage.get('message', ''), 300)}")
@@ -194,4 +189,4 @@ def first_failing(plans: List[StagePlan], done: Dict[str, Dict[str, Any]]) -> "S
     return None
 
 
-__all__ = ["write_and_verify", "first_failing", "Stage"]
+__all__ = ["write_and_verify", "first_failing"]

@@ -17,17 +17,13 @@ import numpy as np
 
 from ..models import sources
 from ..shared import shapes
+from ..shared.causes import paddle_message
 from ..shared.errors import UserError
 from ..shared.inputs import InputSpec, synthesize
 from ..shared.vocab import Status
 from .context import CellContext
 from .modes import ModeUnsupported
 from .structure import build_call_args, flatten_outputs, flatten_spec
-
-
-def make_inputs(input_spec: List[Any], declared: Dict[str, Dict[str, Any]], seed: int, where: str) -> Dict[str, np.ndarray]:
-    """Seeded synthetic arrays for every named InputSpec; ``None`` dims sized by the matrix."""
-    return synthesize(input_specs(input_spec, declared, where), seed)
 
 
 def input_specs(input_spec: List[Any], declared: Dict[str, Dict[str, Any]], where: str) -> List[InputSpec]:
@@ -89,13 +85,11 @@ def variant_references(ctx: CellContext, layer: Any, input_spec: List[Any], spec
             with paddle.no_grad():
                 outputs = flatten_outputs(paddle, layer(*build_call_args(paddle, input_spec, arrays)))
         except Exception as exc:
-            from ..shared.causes import paddle_message
-
             found.append(dict(entry, status=Status.SKIP,
                               message=f"the dygraph model cannot take this shape: {paddle_message(exc)}"))
             continue
-        np.savez(ctx.work / f"inputs_s{k}.npz", **arrays)
-        ctx.save_outputs(f"dygraph_s{k}.npz", [a for _, a in outputs])
+        np.savez(ctx.work / ctx.file("inputs", k), **arrays)
+        ctx.save_outputs(ctx.file("dygraph", k), [a for _, a in outputs])
         found.append(dict(entry, status=Status.PASS))
     return found
 

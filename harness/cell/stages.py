@@ -56,9 +56,9 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
     reference_name, reference, note = stage_reference(ctx, plan, labels)
 
     variants = [v for v in setup.get("shape_variants") or [] if Status.of(v["status"]) is Status.PASS]
+    variant_feeds = [ctx.feeds(v["index"]) for v in variants]
     t = time.perf_counter()
-    session = runtime(plan.runtime).session(setup["export"], plan.config, feeds, ctx.work / plan.name,
-                                            [ctx.feeds(v["index"]) for v in variants])
+    session = runtime(plan.runtime).session(setup["export"], plan.config, feeds, ctx.work / plan.name, variant_feeds)
     build_s = time.perf_counter() - t
     t = time.perf_counter()
     out_names, got, ran = session.run_with_evidence(feeds)
@@ -71,7 +71,7 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
                     message=f"the predictor returns {len(got)} outputs ({out_names}) but the dygraph "
                             f"forward returns {len(labels)} ({labels}); they cannot be matched")
     if plan.name == Stage.BASELINE.value:
-        ctx.save_outputs("baseline.npz", got)
+        ctx.save_outputs(ctx.file("baseline"), got)
     outputs = {}
     for i, label in enumerate(labels):
         stats = compare_tol(reference[i], got[i], ctx.tolerance(plan.precision, label))
@@ -89,22 +89,22 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
     if note:
         result["message"] = note
     if variants:
-        at_shapes(ctx, plan, session, variants, labels, result)
+        at_shapes(ctx, plan, session, list(zip(variants, variant_feeds)), labels, result)
     return result
 
 
-def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Dict[str, Any]], labels: List[str],
-              result: Dict[str, Any]) -> None:
+def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tuple[Dict[str, Any], Dict[str, Any]]],
+              labels: List[str], result: Dict[str, Any]) -> None:
     """The same session run at every other shape the cell declares, each compared with its own
     reference at that shape. The stage fails (or errs) at the first shape that does, and says which;
     its ``shapes`` list keeps every shape's statistics."""
     started = time.perf_counter()
     found = []
-    for variant in variants:
+    for variant, feeds in variants:
         k = variant["index"]
         entry: Dict[str, Any] = {"index": k, "label": variant["label"]}
         try:
-            names, got = session.run(ctx.feeds(k))
+            names, got = session.run(feeds)
         except Exception as exc:
             found.append(dict(entry, status=Status.ERROR, message=paddle_message(exc)))
             continue
@@ -113,14 +113,14 @@ def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Di
                               message=f"{len(got)} outputs at this shape, the dygraph forward returns {len(labels)}"))
             continue
         if plan.name == Stage.BASELINE.value:
-            ctx.save_outputs(f"baseline_s{k}.npz", got)
-        reference = (ctx.load_outputs(f"dygraph_s{k}.npz", labels) if result["reference"] == Reference.DYGRAPH
-                     or not (ctx.work / f"baseline_s{k}.npz").exists() else ctx.load_outputs(f"baseline_s{k}.npz", labels))
+            ctx.save_outputs(ctx.file("baseline", k), got)
+        reference_name, reference, note = stage_reference(ctx, plan, labels, k)
         outputs = {label: compare_tol(reference[i], got[i], ctx.tolerance(plan.precision, label))
                    for i, label in enumerate(labels)}
         statuses = {Status.of(o["status"]) for o in outputs.values()}
         status = Status.FAIL if Status.FAIL in statuses else Status.VACUOUS if Status.VACUOUS in statuses else Status.PASS
-        found.append(dict(entry, status=status, worst=worst(outputs), outputs=outputs))
+        found.append(dict(entry, status=status, reference=reference_name, worst=worst(outputs), outputs=outputs,
+                          **({"message": note} if note else {})))
     result["shapes"] = found
     result.setdefault("timings", {})["shapes"] = round(time.perf_counter() - started, 4)
     first = next((v for v in found if Status.of(v["status"]).blocks), None)
@@ -134,15 +134,16 @@ def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Di
         result["message"] = f"at {first['label']}: {what}" + (f"; at the primary shape: {primary}" if primary else "")
 
 
-def stage_reference(ctx: CellContext, plan: StagePlan, labels: List[str]) -> Tuple[Reference, List[np.ndarray], str]:
-    """What the stage's outputs are compared with: its planned reference, or dygraph (said so)
-    when the baseline predictor never produced outputs (it crashed or raised)."""
+def stage_reference(ctx: CellContext, plan: StagePlan, labels: List[str],
+                    shape: int = 0) -> Tuple[Reference, List[np.ndarray], str]:
+    """What the stage's outputs at ``shape`` are compared with: its planned reference, or dygraph
+    (said so) when the baseline predictor never produced outputs at that shape (it crashed or raised)."""
     if plan.reference == Reference.DYGRAPH:
-        return Reference.DYGRAPH, ctx.load_outputs("dygraph.npz", labels), ""
-    if not (ctx.work / "baseline.npz").exists():
-        return (Reference.DYGRAPH, ctx.load_outputs("dygraph.npz", labels),
+        return Reference.DYGRAPH, ctx.load_outputs(ctx.file("dygraph", shape), labels), ""
+    if not (ctx.work / ctx.file("baseline", shape)).exists():
+        return (Reference.DYGRAPH, ctx.load_outputs(ctx.file("dygraph", shape), labels),
                 "no baseline predictor outputs; compared with dygraph")
-    return Reference.BASELINE, ctx.load_outputs("baseline.npz", labels), ""
+    return Reference.BASELINE, ctx.load_outputs(ctx.file("baseline", shape), labels), ""
 
 
 def stage_status(plan: StagePlan, outputs: Dict[str, Dict[str, Any]], evidence: Dict[str, Any],

@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, List, Optional, Protocol, Sequence
 
 from ..shared.logs import log_tail, signal_name
 from ..shared.protocol import EXIT_PADDLE_RAISED as PADDLE_RAISED
@@ -49,7 +49,6 @@ class Child(Protocol):
     def poll(self) -> Optional[int]: ...
 
 
-@runtime_checkable
 class Launcher(Protocol):
     """Where cell-side processes run. ``LocalLauncher`` and ``containers.DockerLauncher`` are the
     two; a new place (a remote machine, a batch queue) is one class with these verbs."""

@@ -39,14 +39,19 @@ def _image(channels: int = 3, height: "int | None" = None, width: "int | None" =
     return [InputSpec([None, channels, height, width], "float32", "image")]
 
 
-# -- PaddleX: classification -------------------------------------------------------------------
-
-class PPLCNetLogits(nn.Layer):
-    """PaddleX ``PPLCNet.forward`` (image_classification/modeling/pplcnet.py) up to the softmax."""
+class Deployed(nn.Layer):
+    """A package's model whose ``forward`` (numpy in, numpy out) is rewritten on tensors by a
+    subclass, up to the last activation: ``self.net`` is the package's model, its parameters as they are."""
 
     def __init__(self, model: Any):
         super().__init__()
         self.net = model
+
+
+# -- PaddleX: classification -------------------------------------------------------------------
+
+class PPLCNetLogits(Deployed):
+    """PaddleX ``PPLCNet.forward`` (image_classification/modeling/pplcnet.py) up to the softmax."""
 
     def forward(self, image):
         net = self.net
@@ -61,12 +66,8 @@ def pp_lcnet() -> Tuple[nn.Layer, List[InputSpec]]:
     return PPLCNetLogits(model_cls(config_cls())), _image()
 
 
-class HGNetV2Logits(nn.Layer):
+class HGNetV2Logits(Deployed):
     """PaddleX ``HGNetV2ForImageClassification.forward`` (hgnetv2.py) up to ``out_act``."""
-
-    def __init__(self, model: Any):
-        super().__init__()
-        self.net = model
 
     def forward(self, image):
         net = self.net

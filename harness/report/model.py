@@ -170,6 +170,12 @@ class RunModel:
                     found.append(repro)
         return next((r for r in found if r.get("verified")), found[0] if found else None)
 
+    def skipped_shapes(self) -> List[Tuple[str, str, str]]:
+        """(cell, shape, why) of every shape variant a cell did not run because its dygraph model
+        raised there: listed in the findings, never dropped."""
+        return [(r["id"], v["label"], v.get("message", "")) for r in self.records
+                for v in (r["setup"].get("shape_variants") or []) if Status.of(v.get("status")) is Status.SKIP]
+
     def stage_counts(self) -> Dict[Status, int]:
         return dict(collections.Counter(Status.of(s["status"]) for r in self.records for s in stage_results(r)))
 

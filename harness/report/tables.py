@@ -81,6 +81,12 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
     for probe in model.hazard_probe_failures():
         lines.append(f"{bullet}hazard probe of {probe.get('session')}@{probe.get('paddle')} did not finish: "
                      f"{probe['probe'].get('status')}: {clip(probe['probe'].get('message', ''), 160)}")
+    skipped = model.skipped_shapes()
+    if skipped:
+        lines.append(f"Shapes not run: the dygraph model raised there ({len(skipped)}):")
+        lines.extend(f"{bullet}{place} {shape}: {clip(why, 200)}" for place, shape, why in skipped[:limit])
+        if len(skipped) > limit:
+            lines.append(f"{bullet}... and {len(skipped) - limit} more (each record's setup.shape_variants)")
     numeric = model.numeric_failures()
     if numeric:
         lines.append(f"Numeric failures ({len(numeric)}):")

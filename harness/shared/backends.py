@@ -39,6 +39,7 @@ import enum
 from typing import Dict, List, Optional, Tuple
 
 from .config import PredictorConfig, TensorRT
+from .spec import DEFAULTS
 from .vocab import ProgramFormat, Reference, Stage, backend_stage_name, session_name
 
 PIR, LEGACY = ProgramFormat.PIR, ProgramFormat.LEGACY
@@ -90,8 +91,8 @@ class DeployOptions:
 
     reference_threads: int = 1
     deploy_threads: int = 2
-    trt_workspace_mb: int = 1024
-    trt_min_subgraph_size: int = 3
+    trt_workspace_mb: int = DEFAULTS.trt_workspace_mb
+    trt_min_subgraph_size: int = DEFAULTS.trt_min_subgraph_size
 
 
 class Backend:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Optional, Tuple
 
+from .spec import DEFAULTS
+
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 
 # enable_use_gpu's first argument: the initial GPU memory pool in MB. Paddle grows the pool on
@@ -26,8 +28,8 @@ class TensorRT:
 
     precision: str = "fp32"
     # Paddle's documented defaults; user-facing, so the matrix can override them ([run]).
-    workspace_mb: int = 1024
-    min_subgraph_size: int = 3
+    workspace_mb: int = DEFAULTS.trt_workspace_mb
+    min_subgraph_size: int = DEFAULTS.trt_min_subgraph_size
     max_batch: int = 1
     # int8 on a quantized (QAT/PACT) program uses the model's scales; otherwise calibration.
     calibration: bool = False

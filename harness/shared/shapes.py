@@ -33,10 +33,9 @@ def label(shapes: Shapes) -> str:
 def derive(free: Dict[str, Sequence[Optional[int]]], primary: Shapes) -> List[Shapes]:
     """Variants from the free dims (``None`` in ``free[name]``) of each input's InputSpec."""
     variants: List[Shapes] = []
-    batch_free = any(len(dims) and dims[0] is None for dims in free.values())
-    if batch_free and any(primary[name][0] != 1 for name, dims in free.items() if len(dims) and dims[0] is None):
-        variants.append({name: ([1] + list(shape[1:]) if free[name] and free[name][0] is None else list(shape))
-                         for name, shape in primary.items()})
+    batched = [name for name, dims in free.items() if dims and dims[0] is None]
+    if any(primary[name][0] != 1 for name in batched):
+        variants.append({name: [1, *shape[1:]] if name in batched else list(shape) for name, shape in primary.items()})
     other: Shapes = {}
     changed = False
     for name, shape in primary.items():

@@ -10,10 +10,22 @@ record keeps it under ``cell``. Standard library + numpy only.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import numpy as np
+
+
+def release(version: str) -> "tuple[int, int, int]":
+    """A release's numbers (``3.0.0`` from "3.0.0", "3.0", "3.0.0rc1"), missing parts 0."""
+    parts = [int(p) for p in re.findall(r"\d+", version)[:3]]
+    return tuple(parts + [0] * (3 - len(parts)))  # type: ignore[return-value]
+
+
+def at_least(version: str, lowest: Optional[str]) -> bool:
+    """Whether release ``version`` is at least ``lowest`` (None: any)."""
+    return not lowest or release(version) >= release(lowest)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,7 +36,6 @@ class Defaults:
     hazard_probe_timeout: float = 300.0
     trt_workspace_mb: int = 1024
     trt_min_subgraph_size: int = 3
-    trt_max_batch: int = 64
 
 
 DEFAULTS = Defaults()

@@ -63,6 +63,11 @@ class Runtime(abc.ABC):
         """The stage's config with ``disabled`` items of its search space switched off."""
 
     @abc.abstractmethod
+    def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
+        """The runtime's own API calls that configure ``config``, as lines of code on a variable
+        ``config`` (what a reproducer replays), recorded as the session builder makes them."""
+
+    @abc.abstractmethod
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
                     test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
         """Every intermediate tensor of two sessions, matched and compared (the per-tensor table)."""

@@ -69,6 +69,11 @@ class PaddleInference(Runtime):
             return plan.config.replace(deleted_passes=tuple(disabled))
         return plan.config.replace(trt=TensorRT(**{**plan.config.trt.__dict__, "disabled_ops": tuple(disabled)}))
 
+    def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
+        calls: List[str] = []
+        self.compat.make_config(files, config, None, None, calls=calls)
+        return calls
+
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
                     test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
         from .. import layerwise
