@@ -95,15 +95,18 @@ def test_qat_at_2_6_2_passes_its_consistency_and_shows_the_real_int8_diff(tmp_pa
                    "--results", str(results), matrix=matrix)
     assert proc.returncode in (0, 1), proc.stdout[-3000:]
     pact = json.loads((results / "default" / "cpu_onednn_int8" / "2.6.2" / "pact" / "clean.json").read_text())
-    findings = {f["finding"]: f["workaround"] for f in pact["setup"]["findings"]}
-    # The signal Paddle's own handler names (it sometimes ends the process with abort()).
-    assert findings["`import paddle, paddleslim` dies with SIGSEGV"].startswith("import cv2 before paddle")
+    findings = {f["finding"]: f for f in pact["setup"]["findings"]}
+    crash = findings["`import paddle, paddleslim` kills the interpreter"]
+    assert crash["workaround"].startswith("import cv2 before paddle")
+    # How it ended varies from run to run (measured: SIGSEGV mostly, SIGABRT/SIGTERM or a hang
+    # in Paddle's fatal-signal handler sometimes); that it ended is the finding.
+    assert crash["how"].startswith(("SIG", "a hang")), crash
     assert any("static mode" in f for f in findings)
     assert {s["name"]: s for s in pact["stages"]}["baseline"]["status"] == "pass"
     report = run_harness("report", "--results", str(results))
     text = (results / "default" / "report.md").read_text()
     assert "clean · qat" in text and "clean · pact" in text and report.returncode == 0
-    assert "finding x1" in report.stdout and "dies with SIGSEGV" in report.stdout
+    assert "finding x1" in report.stdout and "kills the interpreter" in report.stdout
 
 
 def test_a_modes_missing_package_is_one_line_and_exit_2(tmp_path, paddle_version):
