@@ -159,18 +159,93 @@ def fixed_size_pool():
     return FixedSizePool(), [InputSpec([None, 3, 16, 16], "float32", "image")]
 
 
-class ConvInterpolate(nn.Layer):
+class Upsample(nn.Layer):
     """A conv followed by ``F.interpolate(scale_factor=2)``: Paddle 3.3.1 runs it on native CPU
     kernels and raises under oneDNN (``ConvertPirAttribute2RuntimeAttribute not support
     [pir::ArrayAttribute<pir::DoubleAttribute>]``, Paddle issue #79749)."""
 
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2D(3, 4, 3, padding=1)
+        self.conv = nn.Conv2D(4, 4, 3, padding=1)
+
+    def forward(self, x):
+        return nn.functional.interpolate(self.conv(x), scale_factor=2, mode="nearest")
+
+
+class ConvInterpolate(nn.Layer):
+    """A stem, a decoder that upsamples (the failing piece: ``decoder``, op ``nearest_interp``) and a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2D(3, 4, 3, padding=1)
+        self.decoder = Upsample()
+        self.head = nn.Conv2D(4, 2, 1)
 
     def forward(self, image):
-        return nn.functional.interpolate(self.conv(image), scale_factor=2, mode="nearest")
+        return self.head(self.decoder(nn.functional.relu(self.stem(image))))
 
 
 def conv_interpolate():
     return ConvInterpolate(), [InputSpec([None, 3, None, None], "float32", "image")]
+
+
+class Block(nn.Layer):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2D(channels, channels, 3, padding=1)
+        self.bn = nn.BatchNorm2D(channels)
+
+    def forward(self, x):
+        return x + nn.functional.relu(self.bn(self.conv(x)))
+
+
+class CountingBlock(Block):
+    """Reads Python state: scales by how often it ran, which to_static fixes at trace time."""
+
+    def __init__(self, channels):
+        super().__init__(channels)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return super().forward(x) * (1.0 + 0.5 * self.calls)
+
+
+class Stage(nn.Layer):
+    def __init__(self, channels, blocks):
+        super().__init__()
+        self.blocks = nn.LayerList(blocks)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+class Backbone(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2D(3, 8, 3, padding=1)
+        self.stages = nn.LayerList([Stage(8, [Block(8), Block(8)]), Stage(8, [Block(8), CountingBlock(8), Block(8)])])
+
+    def forward(self, x):
+        x = self.stem(x)
+        for stage in self.stages:
+            x = stage(x)
+        return x
+
+
+class DeepPythonState(nn.Layer):
+    """A consistency failure three levels down: ``backbone.stages.1.blocks.1`` reads Python state."""
+
+    def __init__(self):
+        super().__init__()
+        self.backbone = Backbone()
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, image):
+        return self.head(self.backbone(image).mean(axis=[2, 3]))
+
+
+def deep_python_state():
+    return DeepPythonState(), _image_spec()

@@ -1,51 +1,69 @@
-"""Root cause (cell side): for the first non-baseline stage that failed on numbers, the per-tensor
-diff against the baseline and the culprit search over its search space, both on the stage's
-runtime; for the first stage that failed on numbers or raised (the baseline included), a
-reproducer folder with a plain-Paddle script, run once to verify it (``reproducer.py``).
+"""Root cause (cell side), for the stages that failed on numbers or raised:
 
-``baseline`` failing means dygraph and the predictor disagree: there is no second predictor to
-diff against (its reproducer compares with the dygraph outputs). ``vacuous`` and ``noop`` stages
-start nothing: there is no divergence to look for. A cell that passes pays nothing here.
+* ``diff``: the per-tensor table of the first non-baseline stage that failed on numbers, against
+  the baseline, on the stage's runtime;
+* ``bisect``: the culprit search over that stage's search space (passes, TensorRT op types), for a
+  numeric failure ("fixed" = within tolerance again) and for an error ("fixed" = it no longer
+  raises that cause; raising otherwise says nothing: an invalid set);
+* ``exclude``: for a oneDNN stage, the op types oneDNN may take (``set_mkldnn_op``) — first one
+  build with no op type on the list, which says whether this Paddle honours the list at all (the
+  record says so either way), then the search over the op types the program runs;
+* ``triage``: a failed or raising ``baseline`` (dygraph vs the predictor) split three ways;
+* ``reduce``: the first failing stage (the baseline included) localized to the smallest sublayer
+  that reproduces it (``reduction.py``);
+* ``reproducer``: that stage's failure on the smallest piece found, as a plain-Paddle script, run
+  once to verify it (``reproducer.py``).
+
+``vacuous`` and ``noop`` stages start nothing. A cell that passes pays nothing here.
 """
 
 from __future__ import annotations
 
 import time
 import traceback
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
-from ..shared.backends import StagePlan
-from ..shared.causes import paddle_message
+from ..shared.backends import SearchSpace, StagePlan
+from ..shared.causes import paddle_message, stage_cause
 from ..shared.compare import compare_tol
 from ..shared.errors import UserError
 from ..shared.search import build_budget, find_culprits
 from ..shared.vocab import SETUP, Analysis, Probe, Reference, Stage, Status
-from . import reproducer
+from . import reduction, reproducer
 from .context import CellContext
 from .runtimes import runtime
+from .stages import stage_reference
+
+FAILED = (Status.FAIL, Status.ERROR)
 
 
 def analyse(ctx: CellContext, done: Dict[str, Dict[str, Any]]) -> None:
-    """Diff and search for the first non-baseline stage that failed on numbers, each journalled
-    as an analysis entry (a crash inside one is recorded like a stage's)."""
+    """Each step journalled as an analysis entry (a crash inside one is recorded like a stage's)."""
     if not ctx.cell.root_cause:
         return
     ordered = ctx.plan(done[SETUP])
     plans = {p.name: p for p in ordered}
-    target = next((name for name in plans
-                   if name != Stage.BASELINE.value and Status.of(done.get(name, {}).get("status")) is Status.FAIL),
-                  None)
-    steps = []
-    if target is not None and Stage.BASELINE.value in plans:
-        steps += [(Analysis.DIFF, target, lambda: tensor_diff(ctx, plans[target], plans[Stage.BASELINE.value], done)),
-                  (Analysis.BISECT, target, lambda: bisect(ctx, plans[target], plans[Stage.BASELINE.value], done))]
-    baseline_status = Status.of(done.get(Stage.BASELINE.value, {}).get("status"))
-    if baseline_status in (Status.FAIL, Status.ERROR) and Stage.BASELINE.value in plans:
-        steps.append((Analysis.TRIAGE, Stage.BASELINE.value, lambda: triage(ctx, plans[Stage.BASELINE.value], done)))
+    baseline = plans.get(Stage.BASELINE.value)
+
+    def status(name: str) -> Status:
+        return Status.of(done.get(name, {}).get("status"))
+
+    target = next((p for p in ordered if p.name != Stage.BASELINE.value and status(p.name) in FAILED), None)
+    steps: List[Any] = []
+    if target is not None and baseline is not None:
+        if status(target.name) is Status.FAIL:
+            steps.append((Analysis.DIFF, target, lambda: tensor_diff(ctx, target, baseline, done)))
+        steps.append((Analysis.BISECT, target, lambda: bisect(ctx, target, done)))
+        if target.config.onednn and target.config.device == "cpu":
+            steps.append((Analysis.EXCLUDE, target, lambda: exclude_onednn_ops(ctx, target, done)))
+    if baseline is not None and status(baseline.name) in FAILED:
+        steps.append((Analysis.TRIAGE, baseline, lambda: triage(ctx, baseline, done)))
     failing = reproducer.first_failing(ordered, done)
     if failing is not None:
-        steps.append((Analysis.REPRODUCER, failing.name, lambda: reproducer.write_and_verify(ctx, failing, done)))
-    for kind, stage, fn in steps:
+        steps.append((Analysis.REDUCE, failing, lambda: reduce(ctx, failing, plans, done)))
+        steps.append((Analysis.REPRODUCER, failing, lambda: reproducer.write_and_verify(
+            ctx, failing, done, (done.get(Analysis.REDUCE.journal_key) or {}).get("piece"))))
+    for kind, plan, fn in steps:
         if kind.journal_key in done:
             continue
         ctx.journal.start(kind.journal_key)
@@ -57,10 +75,22 @@ def analyse(ctx: CellContext, done: Dict[str, Dict[str, Any]]) -> None:
         except Exception as exc:
             traceback.print_exc()
             result = {"status": Status.ERROR, "message": paddle_message(exc)}
-        result["stage"] = stage
+        result["stage"] = plan.name
         result["seconds"] = round(time.perf_counter() - started, 3)
         ctx.journal.finish(kind.journal_key, result)
         done[kind.journal_key] = result
+
+
+def reduce(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan], done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    if ctx.cell.captured:
+        return {"status": Status.SKIP, "message": "a captured export (TIPC) has no model source here to take apart"}
+    if not ctx.mode.reducible:
+        return {"status": Status.SKIP,
+                "message": f"train mode {ctx.cell.mode} converts the model when it exports; its sublayers do not "
+                           f"export alone the way the cell's program was made"}
+    shape = done[plan.name].get("failing_shape", 0)
+    model, args = reduction.model_and_args(ctx, done[SETUP], shape)
+    return reduction.reduce_failure(ctx, plan, plans, done, model, args)
 
 
 def triage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
@@ -116,37 +146,96 @@ def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Di
     }
 
 
-def bisect(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
-    engine = runtime(plan.runtime)
+def failure_probe(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]], messages: List[str],
+                  shape: int) -> Callable[[Any], Probe]:
+    """``probe(config) -> Probe`` for the stage's failure at ``shape``: PASS when the config no
+    longer shows it, FAIL when it does, INVALID when it raises something else."""
     setup = done[SETUP]
-    files = setup["export"]
-    shape = done[plan.name].get("failing_shape", 0)  # search where the stage failed
+    engine = runtime(plan.runtime)
     feeds = ctx.feeds(shape)
     labels = setup["outputs"]
-    reference = ctx.load_outputs(ctx.file("baseline", shape), labels)
-    items = engine.search_items(plan, done[plan.name].get("evidence") or {},
-                                done[Stage.BASELINE.value].get("evidence") or {})
-    if not items:
-        return {"status": Status.SKIP, "message": f"{plan.name} ran no IR passes or TensorRT ops to search"}
-    messages: List[str] = []
+    stage = done[plan.name]
+    raised = Status.of(stage["status"]) is Status.ERROR
+    cause = stage_cause(stage.get("message", ""))
+    _, reference, _ = stage_reference(ctx, plan, labels, shape)
     tolerances = [ctx.tolerance(plan.precision, label) for label in labels]
 
-    def probe(disabled: List[str]) -> Probe:
+    def probe(config: Any) -> Probe:
         try:
-            session = engine.session(files, engine.without(plan, disabled), feeds, ctx.work / f"{plan.name}.search")
+            session = engine.session(setup["export"], config, feeds, ctx.work / f"{plan.name}.search")
             _, got = session.run(feeds)
         except Exception as exc:
-            messages.append(paddle_message(exc))
+            message = paddle_message(exc)
+            if raised and stage_cause(message) == cause:
+                return Probe.FAIL
+            messages.append(message)
             return Probe.INVALID
+        if raised:
+            return Probe.PASS
         ok = len(got) == len(reference) and all(
             Status.of(compare_tol(r, g, tol)["status"]) is Status.PASS for r, g, tol in zip(reference, got, tolerances))
         return Probe.PASS if ok else Probe.FAIL
 
-    found = find_culprits(items, probe)
+    return probe
+
+
+def bisect(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    engine = runtime(plan.runtime)
+    stage = done[plan.name]
+    items = engine.search_items(plan, stage.get("evidence") or {}, done[Stage.BASELINE.value].get("evidence") or {})
+    if not items:
+        return {"status": Status.SKIP, "message": f"{plan.name} ran no IR passes or TensorRT ops to search"}
+    messages: List[str] = []
+    probe = failure_probe(ctx, plan, done, messages, stage.get("failing_shape", 0))
+    found = find_culprits(items, lambda disabled: probe(engine.without(plan, disabled)))
+    raised = Status.of(stage["status"]) is Status.ERROR
     return {
         "status": Status.PASS, "outcome": found.status, "kind": plan.search.value, "candidates": len(items),
+        "predicate": "raises the same cause" if raised else "out of tolerance",
         "items": items, "culprits": found.culprits, "builds": found.builds,
         "budget": build_budget(len(items), max(len(found.culprits), 1)),
         "message": found.message, "invalid_sets": len(found.invalid),
         "invalid_messages": list(dict.fromkeys(messages))[:5], "reference": Reference.BASELINE,
+        "verdict": _verdict(plan, found.culprits, "when pass {} runs" if plan.search is SearchSpace.PASSES
+                            else "when op type {} runs in TensorRT", raised),
     }
+
+
+# What stands in for "no op type" on oneDNN's list: a name no op has.
+NO_OP_TYPE = "__no_op_type__"
+
+
+def exclude_onednn_ops(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """Op exclusion on oneDNN (``set_mkldnn_op``): measured first, then searched."""
+    stage = done[plan.name]
+    raised = Status.of(stage["status"]) is Status.ERROR
+    types = list(dict.fromkeys(t.split(".", 1)[-1] for t in
+                               (done[Stage.BASELINE.value].get("evidence") or {}).get("op_types") or {}))
+    types = [t for t in types if t not in reduction.BOOKKEEPING]
+    if not types:
+        return {"status": Status.SKIP, "message": "the baseline recorded no op types to exclude"}
+    messages: List[str] = []
+    probe = failure_probe(ctx, plan, done, messages, stage.get("failing_shape", 0))
+    nothing = probe(plan.config.replace(onednn_ops=(NO_OP_TYPE,)))
+    if nothing is not Probe.PASS:
+        return {"status": Status.PASS, "outcome": "knob ignored", "honoured": False, "builds": 1,
+                "message": (f"set_mkldnn_op with no op type listed changes nothing here ({nothing.value}: the failure "
+                            f"persists{'; ' + messages[-1] if messages else ''}): this Paddle does not honour the "
+                            f"oneDNN op list for this program, so no op can be excluded this way")}
+
+    def probe_without(disabled: List[str]) -> Probe:
+        return probe(plan.config.replace(onednn_ops=tuple(t for t in types if t not in disabled) or (NO_OP_TYPE,)))
+
+    found = find_culprits(types, probe_without)
+    return {"status": Status.PASS, "outcome": found.status, "honoured": True, "candidates": len(types),
+            "items": types, "culprits": found.culprits, "builds": found.builds + 1,
+            "budget": build_budget(len(types), max(len(found.culprits), 1)) + 1,
+            "message": found.message, "invalid_messages": list(dict.fromkeys(messages))[:5],
+            "verdict": _verdict(plan, found.culprits, "when op type {} runs on oneDNN", raised)}
+
+
+def _verdict(plan: StagePlan, culprits: List[str], where: str, raised: bool) -> str:
+    if not culprits:
+        return ""
+    what = "raises" if raised else "fails"
+    return f"{plan.name} {what} " + " and ".join(where.format(c) for c in culprits)

@@ -301,6 +301,8 @@ def make_config(files: Dict[str, str], cfg: PredictorConfig,
                 config.enable_mkldnn_bfloat16()
             if cfg.int8:
                 config.enable_mkldnn_int8()
+            if cfg.onednn_ops is not None:
+                config.set_mkldnn_op(set(cfg.onednn_ops))
         else:
             config.disable_mkldnn()
         config.set_cpu_math_library_num_threads(cfg.threads)

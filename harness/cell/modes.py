@@ -40,6 +40,9 @@ class ModeUnsupported(Exception):
 
 class TrainMode:
     name = "normal"
+    #: Whether a sublayer of the trained model exports on its own as the model did (plain
+    #: ``to_static`` + ``jit.save``): what the reduction needs. Quantization modes convert first.
+    reducible = True
 
     def __init__(self) -> None:
         # Paddle behaviour met on the way, each {"finding": Paddle's words, "workaround": what ran}.
@@ -117,6 +120,7 @@ class Amp(TrainMode):
 
 class Qat(TrainMode):
     name = "qat"
+    reducible = False
 
     def __init__(self):
         super().__init__()
@@ -148,6 +152,7 @@ PACT_CONFIG = {
 
 class Pact(TrainMode):
     name = "pact"
+    reducible = False
 
     def __init__(self):
         super().__init__()

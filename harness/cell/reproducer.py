@@ -12,8 +12,8 @@ and the message.
 
 The harness runs the script once in a fresh interpreter and records whether it reproduced:
 ``verified`` when it exits non-zero with the same cause (the same normalized message) or the same
-numeric failure. The reproducer is the whole exported model for now; reducing it to the smallest
-failing sublayer is the next step.
+numeric failure. The program is the smallest piece of the model the reduction found reproducing
+(``reduction.py``; README names it), else the whole exported model.
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from ..shared.backends import StagePlan
-from ..shared.causes import cause_of
+from ..shared.causes import cause_of, stage_cause
 from ..shared.machine import label
 from ..shared.notes import clip
 from ..shared.spec import OUTPUTS
-from ..shared.vocab import SETUP, Status
+from ..shared.vocab import SETUP, Analysis, Reference, Status
 from .context import CellContext
 from .runtimes import runtime
 from .stages import stage_reference
@@ -43,7 +43,10 @@ SCRIPT = "repro.py"
 TIMEOUT = 300.0
 
 
-def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]],
+                     piece: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The reproducer of stage ``plan``'s failure: on ``piece`` (the smallest piece the reduction
+    found: its program, inputs and expected outputs) when there is one, else on the whole model."""
     started = time.perf_counter()
     setup = done[SETUP]
     stage = done[plan.name]
@@ -53,29 +56,37 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    files = setup["export"]
+    files = piece["files"] if piece else setup["export"]
     model = f"model{Path(files['program']).suffix}"
     shutil.copyfile(files["program"], folder / model)
     params = ""
     if files.get("params"):
         params = f"model{Path(files['params']).suffix}"
         shutil.copyfile(files["params"], folder / params)
-    feeds = ctx.feeds(shape)
+    feeds = dict(np.load(piece["inputs"])) if piece else ctx.feeds(shape)
     np.savez(folder / "inputs.npz", **feeds)
     calls = runtime(plan.runtime).config_calls(files, plan.config)
     expected = None
     if status is Status.FAIL:
-        labels = setup["outputs"]
-        reference, arrays, _ = stage_reference(ctx, plan, labels, shape)  # what the stage was compared with
-        OUTPUTS.save(folder / "expected.npz", arrays)
-        expected = {"reference": str(reference), "tolerances": [ctx.tolerance(plan.precision, label) for label in labels]}
+        if piece:
+            shutil.copyfile(piece["expected"], folder / "expected.npz")
+            reference = plan.reference if plan.reference == Reference.BASELINE else Reference.DYGRAPH
+            tolerances = [ctx.tolerance(plan.precision)] * piece["outputs"]
+        else:
+            labels = setup["outputs"]
+            reference, arrays, _ = stage_reference(ctx, plan, labels, shape)  # what the stage was compared with
+            OUTPUTS.save(folder / "expected.npz", arrays)
+            tolerances = [ctx.tolerance(plan.precision, label) for label in labels]
+        expected = {"reference": str(reference), "tolerances": tolerances}
     (folder / SCRIPT).write_text(_script(model, params, calls, expected), encoding="utf-8")
     shapes = {name: list(array.shape) for name, array in feeds.items()}
-    (folder / "README.md").write_text(_readme(ctx, plan, setup, stage, shapes, expected), encoding="utf-8")
+    where = (done.get(Analysis.REDUCE.journal_key) or {}) if piece else {}
+    (folder / "README.md").write_text(_readme(ctx, plan, setup, stage, shapes, expected, where), encoding="utf-8")
     run = _run(folder, ctx.cell.stage_timeout)
     verified = _verified(status, stage, run)
     return {"status": Status.PASS, "stage": plan.name, "folder": str(folder), "script": str(folder / SCRIPT),
-            "shape": shape, "verified": verified, "exit": run["exit"], "last_line": run["last_line"],
+            "shape": shape, "program": "piece" if piece else "model", "path": where.get("path"),
+            "verified": verified, "exit": run["exit"], "last_line": run["last_line"],
             "seconds": round(time.perf_counter() - started, 3)}
 
 
@@ -131,7 +142,7 @@ def _script(model: str, params: str, calls: List[str], expected: "Dict[str, Any]
 
 
 def _readme(ctx: CellContext, plan: StagePlan, setup: Dict[str, Any], stage: Dict[str, Any],
-            shapes: Dict[str, List[int]], expected: "Dict[str, Any] | None") -> str:
+            shapes: Dict[str, List[int]], expected: "Dict[str, Any] | None", where: Dict[str, Any]) -> str:
     paddle_info = setup.get("paddle") or {}
     machine = setup.get("machine")
     what = (f"Paddle raises: `{clip(stage.get('message', ''), 400)}`" if expected is None else
@@ -145,13 +156,23 @@ def _readme(ctx: CellContext, plan: StagePlan, setup: Dict[str, Any], stage: Dic
         * Paddle {paddle_info.get('version')} (commit {paddle_info.get('commit')}), CUDA {paddle_info.get('cuda') or 'none'},
           TensorRT {paddle_info.get('tensorrt') or 'none'}
         * Machine: {label(machine)}
-        * Program: `{Path(setup['export']['program']).name}` ({setup['export']['format']}), inputs {shapes}
+        * Program: {_program_words(setup, where)}, inputs {shapes}
         * Stage `{plan.name}`: {plan.lever}; config {json.dumps(plan.config.to_dict())}
 
         Run: `python repro.py` with the Python of a Paddle {paddle_info.get('version')} environment. It builds the
         same `paddle.inference.Config` (the calls are the harness's own, in its order), feeds `inputs.npz` by
         name and runs; it exits non-zero when the failure reproduces.
         """)
+
+
+def _program_words(setup: Dict[str, Any], where: Dict[str, Any]) -> str:
+    whole = f"`{Path(setup['export']['program']).name}` ({setup['export']['format']})"
+    if not where.get("piece"):
+        return f"the whole model, {whole}"
+    members = ", ".join(f"`{m}`" for m in where.get("members") or []) or f"`{where.get('path')}`"
+    return (f"the smallest piece of the model that reproduces — {members} ({where.get('layer')}), exported alone "
+            f"on the inputs it had in the model's dygraph forward; its op types: "
+            f"{', '.join(sorted(where.get('op_types') or {})) or 'not recorded'}")
 
 
 def _run(folder: Path, timeout: float) -> Dict[str, Any]:
@@ -175,9 +196,7 @@ def _verified(status: Status, stage: Dict[str, Any], run: Dict[str, Any]) -> boo
     if status is Status.FAIL:
         return "MISMATCH: reproduced" in run["output"]
     # The same cause: the stage's normalized message (its first words) stands in the script's output.
-    message = str(stage.get("message", ""))
-    message = message.split(": ", 1)[1] if message.startswith("at ") and ": " in message else message
-    key = cause_of(message.split(" (at ")[0])[:120]
+    key = stage_cause(str(stage.get("message", "")))[:120]
     return bool(key) and key in cause_of(run["output"])
 
 

@@ -61,7 +61,11 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
     session = runtime(plan.runtime).session(setup["export"], plan.config, feeds, ctx.work / plan.name, variant_feeds)
     build_s = time.perf_counter() - t
     t = time.perf_counter()
-    out_names, got, ran = session.run_with_evidence(feeds)
+    try:
+        out_names, got, ran = session.run_with_evidence(feeds)
+    except Exception as exc:  # built, then raised running: what the build ran is the search's space
+        return planned(plan, status=Status.ERROR, message=paddle_message(exc), evidence=session.build_evidence,
+                       timings={"build": round(build_s, 4)})
     run_s = time.perf_counter() - t
     evidence = dict(session.build_evidence, **ran)
     result = planned(plan, reference=reference_name, evidence=evidence, feed_order=session.input_names(),

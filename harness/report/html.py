@@ -16,7 +16,7 @@ from .. import __version__
 from ..shared.logs import log_tail
 from ..shared.records import atomic_write_text
 from ..shared.vocab import STATUS_ORDER, cell_id
-from .model import RunModel, stage_results, version_key
+from .model import Diagnosis, RunModel, stage_results, version_key
 from ..shared.notes import analysis_note, evidence_note, fmt_number, stage_note
 from .tensors import row_cells
 
@@ -117,6 +117,14 @@ def _cell(record: Dict[str, Any]) -> Dict[str, Any]:
             "log_tail": log_tail(work / "worker.log", lines=20) if work else ""}
 
 
+def _diagnosis(found: Optional[Diagnosis]) -> Optional[Dict[str, Any]]:
+    """Where a failure was localized, as the template shows it (every field escaped there)."""
+    if found is None:
+        return None
+    return {"layer": found.layer, "op": found.op, "searches": found.searches, "triage": found.triage,
+            "reproducer": found.reproducer}
+
+
 def render(model: RunModel, title: str) -> str:
     import jinja2
 
@@ -141,13 +149,14 @@ def render(model: RunModel, title: str) -> str:
                 "issue": details.get(h.kind, {}).get("issue")} for h in model.hazards()]
     numeric = [{"place": f.place, "stage": f.stage, "output": f.output, "max_abs": fmt_number(f.max_abs),
                 "of_scale": f"{100 * f.relative_to_scale:.3g}%" if f.relative_to_scale is not None else "-",
-                "cosine": fmt_number(f.cosine, 5), "culprits": ", ".join(f.culprits)} for f in model.numeric_failures()]
+                "cosine": fmt_number(f.cosine, 5), "culprits": ", ".join(f.culprits),
+                "diagnosis": _diagnosis(f.diagnosis)} for f in model.numeric_failures()]
     return env.get_template("report.html.j2").render(
         title=title, harness=__version__, n_cells=len(model.records),
         counts=[(str(s), counts[s]) for s in STATUS_ORDER if counts.get(s)],
         columns=model.columns, rows=rows, hazards=hazards, numeric=numeric,
         causes=[{"kind": c.kind, "count": c.count, "message": c.message, "places": c.places,
-                 "reproducer": model.reproducer(c)} for c in model.causes()],
+                 "diagnosis": _diagnosis(model.diagnosis(c))} for c in model.causes()],
         machines=[{"key": m.key, "label": m.label, "cells": len(m.cells),
                    "columns": ", ".join(f"{a}@{b}" for a, b in m.columns)} for m in model.machines()],
         unreadable=[{"path": u.path, "reason": u.reason} for u in model.unreadable],

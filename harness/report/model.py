@@ -37,6 +37,68 @@ def stage_results(record: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 @dataclasses.dataclass
+class Diagnosis:
+    """Where a cell's first failure was localized, in the record's own words: the smallest piece
+    that reproduces it (layer path, the op by elimination), the culprit searches' verdicts, the
+    triage of a consistency failure, and the reproducer."""
+
+    stage: str
+    layer: str = ""
+    op: str = ""
+    searches: List[str] = dataclasses.field(default_factory=list)
+    triage: str = ""
+    reproducer: Optional[Dict[str, Any]] = None
+
+    @classmethod
+    def of(cls, record: Dict[str, Any], stage: Optional[str] = None) -> Optional["Diagnosis"]:
+        analysis = record.get("analysis") or {}
+        reduce = analysis.get("reduce") or {}
+        repro = analysis.get("reproducer") or {}
+        first = reduce.get("stage") or repro.get("stage")
+        if not first or (stage is not None and first != stage):
+            return None
+        found = cls(stage=first)
+        if Status.of(reduce.get("status")) is Status.PASS:
+            members = ", ".join(reduce.get("members") or []) or reduce.get("path")
+            found.layer = (f"{members} ({reduce.get('layer')})" if reduce.get("outcome") == "localized"
+                           else "the whole model (no sublayer reproduces alone)")
+            own = reduce.get("own_op_types") or []
+            found.op = reduce.get("op") or (f"one of {', '.join(own)}" if own else "")
+        elif reduce.get("message"):
+            found.layer = f"not reduced: {reduce['message']}"
+        for key in ("bisect", "exclude"):
+            entry = analysis.get(key) or {}
+            if entry.get("stage") != first:
+                continue
+            if entry.get("verdict"):
+                found.searches.append(entry["verdict"])
+            elif entry.get("outcome") == "knob ignored":
+                found.searches.append("oneDNN op list (set_mkldnn_op) not honoured here: no op exclusion")
+            elif entry.get("outcome"):
+                found.searches.append(f"{key}: {entry['outcome']}")
+        triage = analysis.get("triage") or {}
+        if triage.get("outcome"):
+            found.triage = f"triage: {triage['outcome']}"
+        if repro.get("script"):
+            found.reproducer = repro
+        return found
+
+    def words(self) -> str:
+        parts = []
+        if self.layer:
+            parts.append(f"layer {self.layer}")
+        if self.op:
+            parts.append(f"op {self.op}")
+        parts += self.searches
+        if self.triage:
+            parts.append(self.triage)
+        if self.reproducer:
+            verified = "verified" if self.reproducer.get("verified") else "NOT verified"
+            parts.append(f"reproducer: {self.reproducer['script']} ({verified})")
+        return "; ".join(parts)
+
+
+@dataclasses.dataclass
 class NumericFailure:
     place: str
     stage: str
@@ -45,6 +107,7 @@ class NumericFailure:
     scale: Optional[float]
     cosine: Optional[float]
     culprits: List[str]
+    diagnosis: Optional["Diagnosis"] = None
 
     @property
     def relative_to_scale(self) -> Optional[float]:
@@ -157,18 +220,14 @@ class RunModel:
                 worst = stage.worst
                 found.append(NumericFailure(cell_place(r), stage.name, str(worst.get("output", "-")),
                                             worst.get("max_abs"), worst.get("ref_absmax"), worst.get("cosine"),
-                                            list(bisect.get("culprits") or []) if bisect.get("stage") == stage.name else []))
+                                            list(bisect.get("culprits") or []) if bisect.get("stage") == stage.name else [],
+                                            Diagnosis.of(r, stage.name)))
         return found
 
-    def reproducer(self, cause: Cause) -> Optional[Dict[str, Any]]:
-        """The reproducer of a cell this cause hit (a verified one first), for the cause's line."""
-        found = []
-        for record in self.records:
-            if record["id"] in cause.places:
-                repro = (record.get("analysis") or {}).get("reproducer")
-                if repro and repro.get("script"):
-                    found.append(repro)
-        return next((r for r in found if r.get("verified")), found[0] if found else None)
+    def diagnosis(self, cause: Cause) -> Optional[Diagnosis]:
+        """Where a cell this cause hit was localized (one with a verified reproducer first)."""
+        found = [d for r in self.records if r["id"] in cause.places for d in [Diagnosis.of(r)] if d is not None]
+        return next((d for d in found if d.reproducer and d.reproducer.get("verified")), found[0] if found else None)
 
     def skipped_shapes(self) -> List[Tuple[str, str, str]]:
         """(cell, shape, why) of every shape variant a cell did not run because its dygraph model

@@ -64,9 +64,8 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
         for label, cause in zip(_cause_labels(causes).values(), causes):
             more = len(cause.places) - limit
             where = ", ".join(cause.places[:limit]) + (f", +{more} more" if more > 0 else "")
-            repro = model.reproducer(cause)
-            found = (f" — reproducer: {repro['script']} ({'verified' if repro.get('verified') else 'NOT verified'})"
-                     if repro else "")
+            diagnosis = model.diagnosis(cause)
+            found = f" — {diagnosis.words()}" if diagnosis and diagnosis.words() else ""
             lines.append(f"{bullet}[{label}] {cause.kind} x{cause.count} in {len(cause.places)} cell(s): "
                          f"{clip(cause.message, 220)} — {where}{found}")
     hazards = model.hazards()
@@ -94,8 +93,9 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
             scale = (f", {100 * f.relative_to_scale:.3g}% of the output's scale" if f.relative_to_scale is not None
                      else "")
             culprit = f"; culprit: {', '.join(f.culprits)}" if f.culprits else ""
+            where = f" — {f.diagnosis.words()}" if f.diagnosis and f.diagnosis.words() else ""
             lines.append(f"{bullet}{f.place} {f.stage}: {f.output} max abs {fmt_number(f.max_abs)}{scale}, "
-                         f"cosine {fmt_number(f.cosine, 5)}{culprit}")
+                         f"cosine {fmt_number(f.cosine, 5)}{culprit}{where}")
     return lines
 
 

@@ -53,6 +53,15 @@ def cause_of(message: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+def stage_cause(message: str) -> str:
+    """The cause of a stage's message: without the shape the ladder names first (``at <shape>:``)
+    and without Paddle's source location (`` (at <file>:<line>)``)."""
+    text = str(message or "")
+    if text.startswith("at ") and ": " in text:
+        text = text.split(": ", 1)[1]
+    return cause_of(text.split(" (at ")[0])
+
+
 @dataclasses.dataclass
 class Cause:
     """One distinct cause: its kind (a status or ``hazard``), a sample message, how many results

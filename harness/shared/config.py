@@ -56,6 +56,9 @@ class PredictorConfig:
     fp32_ops: Tuple[str, ...] = ()
     trt: Optional[TensorRT] = None
     deleted_passes: Tuple[str, ...] = ()
+    # set_mkldnn_op: the op types oneDNN may take (None: not called, every op). Whether a version
+    # honours it is measured where it is used (under PIR 3.3.1 it changes nothing).
+    onednn_ops: Optional[Tuple[str, ...]] = None
 
     @property
     def low_precision(self) -> Optional[str]:
@@ -77,6 +80,8 @@ class PredictorConfig:
         data = dataclasses.asdict(self)
         for key in ("fp32_ops", "deleted_passes"):
             data[key] = list(data[key])
+        if data["onednn_ops"] is not None:
+            data["onednn_ops"] = list(data["onednn_ops"])
         if data["trt"] is not None:
             data["trt"]["disabled_ops"] = list(data["trt"]["disabled_ops"])
         return data
@@ -92,6 +97,8 @@ class PredictorConfig:
         for key in ("fp32_ops", "deleted_passes"):
             if key in data:
                 data[key] = tuple(data[key])
+        if data.get("onednn_ops") is not None:
+            data["onednn_ops"] = tuple(data["onednn_ops"])
         if trt is not None:
             trt = TensorRT(**dict(trt, disabled_ops=tuple(trt.get("disabled_ops", ()))))
         return cls(trt=trt, **data)

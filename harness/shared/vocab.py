@@ -137,6 +137,8 @@ class Analysis(str, enum.Enum):
     BISECT = "bisect"
     REPRODUCER = "reproducer"
     TRIAGE = "triage"
+    REDUCE = "reduce"
+    EXCLUDE = "exclude"
 
     @property
     def journal_key(self) -> str:
