@@ -16,12 +16,16 @@ sublayers, in call order, into two halves of about equal leaf count: the half th
 descended into; when neither does, the failure needs the layer's own ops (an op its forward calls
 directly, such as ``F.interpolate``) or ops across its sublayers (a fusion), and the layer is the
 answer — said so, never pinned on a sublayer. Each level costs at most two sub-exports per
-halving, so a path of ``depth`` layers in a model of ``L`` leaves costs at most
+halving (the halves split the leaves, so the halvings down a path add up to about ``log2 L``) and at
+most two at the answer to show that no half of its sublayers reproduces: a path of ``depth`` layers
+(the model and the answer included) in a model of ``L`` leaves costs at most
 ``2·⌈log2 L⌉ + 2·depth`` sub-exports; the count is recorded beside that budget.
 
 The op types the answer's program contains are read from a run of it under the reference config;
 those not in any of its sublayers' programs are its own ops, and when exactly one op type is left
-it is named as the op (by elimination: its sublayers do not reproduce).
+it is named as the op (by elimination: its sublayers do not reproduce). Elimination cannot tell an
+own op from a fusion across sublayers; when the culprit search named a fusion pass (``*fuse*``)
+for the same stage, the answer says the fusion instead and names no op.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from ..shared.backends import StagePlan
 from ..shared.causes import paddle_message, stage_cause
 from ..shared.compare import compare_tol
 from ..shared.spec import OUTPUTS
-from ..shared.vocab import SETUP, Reference, Stage, Status
+from ..shared.vocab import Analysis, Reference, Stage, Status
 from .context import CellContext
 from .runtimes import runtime
 from .structure import build_call_args, flatten_tensors
@@ -247,7 +251,7 @@ def descend(calls: Dict[str, Call], reproduces: Callable[[List[str]], Trial]) ->
         if not kids:
             why = ("it calls no sublayer" if not unreplayable else
                    f"its sublayers cannot be replayed alone ({unreplayable[0]}: {calls[unreplayable[0]].unreplayable})")
-            return {"node": node, "members": [node], "depth": depth, "why": why, "trials": trials, "below": []}
+            return {"node": node, "members": [node], "depth": depth + 1, "why": why, "trials": trials, "below": []}
         group, below = kids, []
         while len(group) > 1:
             first, second = split(group, calls)
@@ -266,11 +270,11 @@ def descend(calls: Dict[str, Call], reproduces: Callable[[List[str]], Trial]) ->
             why = ((f"neither half of its {len(kids)} sublayers reproduces alone: the failure needs this "
                     f"layer's own ops or ops across its sublayers (a fusion)") if whole else
                    f"{', '.join(group)} reproduce together, neither half alone: the failure crosses them (a fusion)")
-            return {"node": node, "members": [node] if whole else group, "depth": depth, "why": why,
+            return {"node": node, "members": [node] if whole else group, "depth": depth + 1, "why": why,
                     "trials": trials, "below": below if (whole and not unreplayable) or not whole else []}
         alone = test(group)
         if not alone.reproduces:
-            return {"node": node, "members": [node], "depth": depth, "trials": trials,
+            return {"node": node, "members": [node], "depth": depth + 1, "trials": trials,
                     "below": [alone] if not unreplayable else [],
                     "why": f"its sublayer {group[0]} does not reproduce alone: the failure needs this layer's own ops"}
         node, depth = group[0], depth + 1
@@ -374,7 +378,15 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
     }
     baseline_types = (done.get(Stage.BASELINE.value, {}).get("evidence") or {}).get("op_types") or {}
     result["op_types"] = dict(answer.op_types if answer is not None else baseline_types)
-    if found["below"]:
+    fusions = [c for c in ((done.get(Analysis.BISECT.journal_key) or {}).get("culprits") or [])
+               if "fuse" in c and (done.get(Analysis.BISECT.journal_key) or {}).get("stage") == plan.name]
+    if fusions and answer is not None and found["below"]:
+        # Its sublayers do not reproduce alone and a fusion pass is the culprit: the failure is
+        # the fusion across them, not an op of this layer's own.
+        result["why_here"] = (f"its sublayers do not reproduce alone and the culprit search names "
+                              f"{', '.join(fusions)}: the fusion across its sublayers")
+        result["fusion"] = fusions
+    elif found["below"]:
         own = own_op_types(result["op_types"], found["below"])
         result["own_op_types"] = own
         if len(own) == 1:

@@ -121,7 +121,7 @@ def _diagnosis(found: Optional[Diagnosis]) -> Optional[Dict[str, Any]]:
     """Where a failure was localized, as the template shows it (every field escaped there)."""
     if found is None:
         return None
-    return {"layer": found.layer, "op": found.op, "searches": found.searches, "triage": found.triage,
+    return {"layer": found.layer, "op": found.op or found.fusion, "searches": found.searches, "triage": found.triage,
             "reproducer": found.reproducer}
 
 

@@ -45,6 +45,7 @@ class Diagnosis:
     stage: str
     layer: str = ""
     op: str = ""
+    fusion: str = ""
     searches: List[str] = dataclasses.field(default_factory=list)
     triage: str = ""
     reproducer: Optional[Dict[str, Any]] = None
@@ -64,6 +65,8 @@ class Diagnosis:
                            else "the whole model (no sublayer reproduces alone)")
             own = reduce.get("own_op_types") or []
             found.op = reduce.get("op") or (f"one of {', '.join(own)}" if own else "")
+            if reduce.get("fusion"):
+                found.op, found.fusion = "", f"the fusion by {', '.join(reduce['fusion'])} across its sublayers"
         elif reduce.get("message"):
             found.layer = f"not reduced: {reduce['message']}"
         for key in ("bisect", "exclude"):
@@ -89,6 +92,8 @@ class Diagnosis:
             parts.append(f"layer {self.layer}")
         if self.op:
             parts.append(f"op {self.op}")
+        if self.fusion:
+            parts.append(self.fusion)
         parts += self.searches
         if self.triage:
             parts.append(self.triage)
