@@ -248,6 +248,8 @@ def bench(s: nox.Session) -> None:
     s.install(*MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS, *HOST_SIDE)
     s.run("python", "-m", "harness.bench.cell", *s.posargs)
     s.run("python", "-m", "harness.bench.shapes")  # k shapes per cell against one
+    _install_families(s, [_matrix.ZOO], default)  # the reduction's bench runs the zoo's largest models
+    s.run("python", "-m", "harness.bench.reduction")  # sub-exports vs budget; a passing cell pays nothing
     s.run("python", "-m", "harness.bench.diff_memory")
     s.run("python", "-m", "harness.bench.tipc")  # a TIPC chain: the harness against a bash driver
     # Needs DOCKER_HOST and the image (`nox -s images`); says why it skips otherwise.

@@ -159,34 +159,11 @@ def fixed_size_pool():
     return FixedSizePool(), [InputSpec([None, 3, 16, 16], "float32", "image")]
 
 
-class Upsample(nn.Layer):
-    """A conv followed by ``F.interpolate(scale_factor=2)``: Paddle 3.3.1 runs it on native CPU
-    kernels and raises under oneDNN (``ConvertPirAttribute2RuntimeAttribute not support
-    [pir::ArrayAttribute<pir::DoubleAttribute>]``, Paddle issue #79749)."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2D(4, 4, 3, padding=1)
-
-    def forward(self, x):
-        return nn.functional.interpolate(self.conv(x), scale_factor=2, mode="nearest")
-
-
-class ConvInterpolate(nn.Layer):
-    """A stem, a decoder that upsamples (the failing piece: ``decoder``, op ``nearest_interp``) and a head."""
-
-    def __init__(self):
-        super().__init__()
-        self.stem = nn.Conv2D(3, 4, 3, padding=1)
-        self.decoder = Upsample()
-        self.head = nn.Conv2D(4, 2, 1)
-
-    def forward(self, image):
-        return self.head(self.decoder(nn.functional.relu(self.stem(image))))
-
-
 def conv_interpolate():
-    return ConvInterpolate(), [InputSpec([None, 3, None, None], "float32", "image")]
+    """The built-in upsampling decoder (a conv and ``F.interpolate(scale_factor=2)`` in ``decoder``)."""
+    from harness.models import upsample_decoder
+
+    return upsample_decoder()
 
 
 class Block(nn.Layer):

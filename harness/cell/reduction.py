@@ -85,6 +85,7 @@ class Trial:
     members: List[str]
     reproduces: bool
     note: str = ""
+    untestable: bool = False  # the piece could not be exported or run alone: it says nothing
     op_types: Dict[str, int] = dataclasses.field(default_factory=dict)
     margin: Optional[float] = None
     files: Optional[Dict[str, str]] = None
@@ -252,28 +253,47 @@ def descend(calls: Dict[str, Call], reproduces: Callable[[List[str]], Trial]) ->
             why = ("it calls no sublayer" if not unreplayable else
                    f"its sublayers cannot be replayed alone ({unreplayable[0]}: {calls[unreplayable[0]].unreplayable})")
             return {"node": node, "members": [node], "depth": depth + 1, "why": why, "trials": trials, "below": []}
-        group, below = kids, []
+        # ``known``: the group was seen to reproduce (the node's own sublayers: the node did).
+        group, below, known, unknown = kids, [], True, []
         while len(group) > 1:
             first, second = split(group, calls)
             a = test(first)
             if a.reproduces:
-                group = first
+                group, known = first, True
                 continue
             b = test(second)
             if b.reproduces:
-                group = second
+                group, known = second, True
+                continue
+            # A half that could not be exported alone says nothing: look inside it.
+            blind = next((h for h, t in ((second, b), (first, a)) if t.untestable and len(h) > 1), None)
+            if blind is not None:
+                unknown.append(", ".join(blind))
+                group, known = blind, False
                 continue
             below = [a, b]
             break
-        if len(group) > 1:
+        untested = [t for t in below if t.untestable]
+        if len(group) > 1 or (not known and test(group).untestable):
+            if not known or untested:
+                cannot = untested[0] if untested else test(group)
+                why = (f"{', '.join(cannot.members)} could not be exported alone ({cannot.note}); the failure "
+                       f"may be inside it, so this layer is the smallest piece shown to reproduce")
+                return {"node": node, "members": [node], "depth": depth + 1, "why": why, "trials": trials, "below": []}
             whole = group == kids
             why = ((f"neither half of its {len(kids)} sublayers reproduces alone: the failure needs this "
                     f"layer's own ops or ops across its sublayers (a fusion)") if whole else
                    f"{', '.join(group)} reproduce together, neither half alone: the failure crosses them (a fusion)")
             return {"node": node, "members": [node] if whole else group, "depth": depth + 1, "why": why,
-                    "trials": trials, "below": below if (whole and not unreplayable) or not whole else []}
+                    "trials": trials, "below": below if not unreplayable or not whole else []}
         alone = test(group)
         if not alone.reproduces:
+            if alone.untestable or not known:
+                why = (f"its sublayer {group[0]} could not be exported alone ({alone.note}); the failure may be "
+                       f"inside it, so this layer is the smallest piece shown to reproduce") if alone.untestable else (
+                       f"none of its sublayers reproduces alone (the halves that could not be exported were "
+                       f"looked into: {'; '.join(unknown)})")
+                return {"node": node, "members": [node], "depth": depth + 1, "trials": trials, "below": [], "why": why}
             return {"node": node, "members": [node], "depth": depth + 1, "trials": trials,
                     "below": [alone] if not unreplayable else [],
                     "why": f"its sublayer {group[0]} does not reproduce alone: the failure needs this layer's own ops"}
@@ -327,6 +347,7 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
             files = ctx.compat.export(piece, _specs(paddle, arrays), where / "model")
         except Exception as exc:
             trial.note = f"could not be exported alone: {paddle_message(exc)[:300]}"
+            trial.untestable = True
             return trial
         trial.files, trial.feeds = files, feeds
         # The reference: the baseline config on the piece, or (baseline's own failure) dygraph.

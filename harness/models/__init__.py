@@ -104,3 +104,35 @@ class TinyEncoder(nn.Layer):
 
 def encoder():
     return TinyEncoder(), [InputSpec([None, None], "int64", "tokens")]
+
+
+class Upsample(nn.Layer):
+    """A decoder step as segmentation and detection necks write it: a conv, then
+    ``F.interpolate(scale_factor=2)``."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv = nn.Conv2D(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        return F.interpolate(self.conv(x), scale_factor=2, mode="bilinear")
+
+
+class UpsampleDecoder(nn.Layer):
+    """Stem, one upsampling decoder step, a 1x1 head: the smallest model with the pattern. Paddle
+    3.3.1 raises on it under oneDNN (``ConvertPirAttribute2RuntimeAttribute not support
+    [pir::ArrayAttribute<pir::DoubleAttribute>]``, Paddle issue #79749); the reduction localizes
+    it to ``decoder``. Declared in the matrix, not in its default models: ``-- --model upsample``."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2D(3, 8, 3, padding=1)
+        self.decoder = Upsample(8)
+        self.head = nn.Conv2D(8, 2, 1)
+
+    def forward(self, image):
+        return self.head(self.decoder(F.relu(self.stem(image))))
+
+
+def upsample_decoder():
+    return UpsampleDecoder(), [InputSpec([None, 3, None, None], "float32", "image")]

@@ -53,13 +53,18 @@ def cause_of(message: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+_PREFIX = re.compile(r"^(?:[A-Za-z]*(?:Error|Exception):\s*|\([A-Za-z]+\)\s*)+")
+
+
 def stage_cause(message: str) -> str:
-    """The cause of a stage's message: without the shape the ladder names first (``at <shape>:``)
-    and without Paddle's source location (`` (at <file>:<line>)``)."""
+    """The cause of a stage's message, comparable with the same error met another way (a probe,
+    a script run alone): without the shape the ladder names first (``at <shape>:``), without
+    Paddle's source location (`` (at <file>:<line>)``) and without the exception type and
+    category prefixes, which differ by how the error reached Python."""
     text = str(message or "")
     if text.startswith("at ") and ": " in text:
         text = text.split(": ", 1)[1]
-    return cause_of(text.split(" (at ")[0])
+    return cause_of(_PREFIX.sub("", text.split(" (at ")[0].strip()))
 
 
 @dataclasses.dataclass
