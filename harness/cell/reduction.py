@@ -169,30 +169,40 @@ def _parent(path: str, calls: Dict[str, Call]) -> str:
 
 # -- a piece: members exported as one program ------------------------------------------------------
 
-def _spell(value: Any, offset: int) -> str:
+def _spell(value: Any, offset: int, names: Dict[int, str]) -> str:
     if isinstance(value, Slot):
-        return f"in{value.index + offset}"
+        return names[value.index + offset]
     if isinstance(value, tuple):
-        inner = ", ".join(_spell(v, offset) for v in value)
+        inner = ", ".join(_spell(v, offset, names) for v in value)
         return f"({inner}{',' if len(value) == 1 else ''})"
     if isinstance(value, list):
-        return "[" + ", ".join(_spell(v, offset) for v in value) + "]"
+        return "[" + ", ".join(_spell(v, offset, names) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_spell(v, offset)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k!r}: {_spell(v, offset, names)}" for k, v in value.items()) + "}"
     return repr(value)
 
 
-def piece_source(members: Sequence[Call]) -> Tuple[str, List[np.ndarray]]:
+def piece_source(members: Sequence[Call], unused: "Set[int] | frozenset" = frozenset()) -> Tuple[str, List[np.ndarray]]:
     """The generated module of a piece (a real file: ``to_static`` reads the forward's source in
-    every version) and its inputs in forward order."""
-    arrays: List[np.ndarray] = []
-    lines = []
+    every version) and the inputs it is fed, in forward order. Captured inputs in ``unused`` (no
+    output depends on them; Paddle refuses a feed no output needs) are made inside the forward as
+    zeros of their shape and dtype instead of being fed."""
+    captured: List[np.ndarray] = [a for call in members for a in call.arrays]
+    names: Dict[int, str] = {}
+    fed: List[np.ndarray] = []
+    for k, array in enumerate(captured):
+        if k in unused:
+            names[k] = f"paddle.zeros({list(array.shape)}, dtype={str(array.dtype)!r})"
+        else:
+            names[k] = f"in{len(fed)}"
+            fed.append(array)
+    lines, offset = [], 0
     for i, call in enumerate(members):
-        args = ", ".join([_spell(a, len(arrays)) for a in call.args] +
-                         [f"{k}={_spell(v, len(arrays))}" for k, v in call.kwargs.items()])
+        args = ", ".join([_spell(a, offset, names) for a in call.args] +
+                         [f"{k}={_spell(v, offset, names)}" for k, v in call.kwargs.items()])
         lines.append(f"        outputs.append(self.members[{i}]({args}))")
-        arrays.extend(call.arrays)
-    params = ", ".join(f"in{k}" for k in range(len(arrays)))
+        offset += len(call.arrays)
+    params = ", ".join(f"in{k}" for k in range(len(fed)))
     source = (
         '"""A piece of the model, written by the harness\'s reduction: its members called on the\n'
         'inputs they had in the dygraph forward."""\n'
@@ -203,7 +213,33 @@ def piece_source(members: Sequence[Call]) -> Tuple[str, List[np.ndarray]]:
         "        self.members = paddle.nn.LayerList(members)\n\n"
         f"    def forward(self{', ' if params else ''}{params}):\n"
         "        outputs = []\n" + "\n".join(lines) + "\n        return outputs\n")
-    return source, arrays
+    return source, fed
+
+
+def unused_inputs(paddle: Any, piece: Any, arrays: List[np.ndarray]) -> Set[int]:
+    """Floating inputs no floating output depends on (autograd says None), by index."""
+    tensors = [paddle.to_tensor(a) for a in arrays]
+    floating = [k for k, t in enumerate(tensors) if t.dtype in (paddle.float16, paddle.float32, paddle.float64)]
+    for k in floating:
+        tensors[k].stop_gradient = False
+    outputs = [t for _, t in flatten_tensors(paddle, piece(*tensors))
+               if t.dtype in (paddle.float16, paddle.float32, paddle.float64) and not t.stop_gradient]
+    if not outputs or not floating:
+        return set()
+    total = paddle.add_n([o.astype("float32").sum() for o in outputs])
+    grads = paddle.grad([total], [tensors[k] for k in floating], allow_unused=True)
+    return {k for k, g in zip(floating, grads) if g is None}
+
+
+def unique_tensors(paddle: Any, value: Any) -> List[Any]:
+    """The tensors of ``value`` in Paddle's flattening order, each once: a program returns a
+    tensor returned twice (e.g. a backbone's last stage also in its list of stages) once."""
+    seen, found = set(), []
+    for _, tensor in flatten_tensors(paddle, value):
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            found.append(tensor)
+    return found
 
 
 def _load_piece(source: str, folder: Path, members: Sequence[Call]) -> Any:
@@ -338,23 +374,38 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
     counter = [0]
     exports = [0]
 
+    def export_piece(piece: Any, arrays: List[np.ndarray], where: Path):
+        with paddle.no_grad():
+            traced = [t.numpy() for t in unique_tensors(paddle, piece(*[paddle.to_tensor(a) for a in arrays]))]
+        exports[0] += 1
+        return ctx.compat.export(piece, _specs(paddle, arrays), where / "model"), arrays, traced
+
     def reproduces(paths: List[str]) -> Trial:
         counter[0] += 1
         members = [calls[p] for p in paths]
         where = folder / f"piece{counter[0]}"
         trial = Trial(members=list(paths), reproduces=False)
         source, arrays = piece_source(members)
-        feeds = {f"in{k}": a for k, a in enumerate(arrays)}
         try:
             piece = _load_piece(source, where, members)
-            with paddle.no_grad():
-                traced = [t.numpy() for _, t in flatten_tensors(paddle, piece(*[paddle.to_tensor(a) for a in arrays]))]
-            exports[0] += 1
-            files = ctx.compat.export(piece, _specs(paddle, arrays), where / "model")
+            try:
+                files, arrays, traced = export_piece(piece, arrays, where)
+            except Exception as exc:
+                if "not involved in the target_vars" not in str(exc):
+                    raise
+                # A captured input no output needs: made inside the piece instead of fed.
+                captured = [a for m in members for a in m.arrays]
+                unused = unused_inputs(paddle, _load_piece(source, where, members), captured)
+                if not unused:
+                    raise
+                source, arrays = piece_source(members, unused)
+                files, arrays, traced = export_piece(_load_piece(source, where / "fed", members), arrays, where / "fed")
+                trial.note = f"{len(unused)} captured input(s) no output needs made inside the piece; "
         except Exception as exc:
             trial.note = f"could not be exported alone: {paddle_message(exc)[:300]}"
             trial.untestable = True
             return trial
+        feeds = {f"in{k}": a for k, a in enumerate(arrays)}
         trial.files, trial.feeds = files, feeds
         # The reference: the baseline config on the piece, or (baseline's own failure) dygraph.
         expected: Optional[List[np.ndarray]] = traced
@@ -367,7 +418,7 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
                 expected = ref_out
         except Exception as exc:
             if reference_plan is not None and failed is Status.FAIL:
-                trial.note = f"the reference config raised on it: {paddle_message(exc)[:300]}"
+                trial.note += f"the reference config raised on it: {paddle_message(exc)[:300]}"
                 return trial
         trial.expected = expected
         try:
@@ -375,19 +426,19 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
         except Exception as exc:
             message = paddle_message(exc)
             trial.reproduces = failed is Status.ERROR and bool(cause) and stage_cause(message) == cause
-            trial.note = "raises the same cause" if trial.reproduces else f"raises otherwise: {message[:300]}"
+            trial.note += "raises the same cause" if trial.reproduces else f"raises otherwise: {message[:300]}"
             return trial
         if failed is Status.ERROR:
-            trial.note = "runs without raising"
+            trial.note += "runs without raising"
             return trial
         if len(got) != len(expected):  # outputs that cannot be paired say nothing either way
-            trial.note = f"could not be compared alone: the program returns {len(got)} outputs, dygraph {len(expected)}"
+            trial.note += f"could not be compared alone: the program returns {len(got)} outputs, dygraph {len(expected)}"
             trial.untestable = True
             return trial
         stats = [compare_tol(e, g, tolerance) for e, g in zip(expected, got)]
         trial.reproduces = any(Status.of(s["status"]) is Status.FAIL for s in stats)
         trial.margin = max((s.get("max_abs") or 0.0) for s in stats) if stats else None
-        trial.note = "out of tolerance" if trial.reproduces else "within tolerance"
+        trial.note += "out of tolerance" if trial.reproduces else "within tolerance"
         return trial
 
     found = descend(calls, reproduces)
