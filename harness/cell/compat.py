@@ -270,10 +270,9 @@ def make_config(files: Dict[str, str], cfg: PredictorConfig,
     config is appended to it as plain Paddle code."""
     if cfg.device == "gpu" and cfg.trt is not None and files.get("format") == ProgramFormat.PIR:
         files = pir_trt_convert(files, cfg.trt, input_shapes or {})
-    if files.get("params"):
-        config = paddle_infer.Config(files["program"], files["params"])
-    else:
-        config = paddle_infer.Config(files["program"])
+    # A program without parameters still names an (empty) params file: Config(path) alone reads
+    # the path as a model directory (measured on 2.6.2 and 3.3.1).
+    config = paddle_infer.Config(files["program"], files.get("params") or "")
     real = config
     if calls is not None:
         config = _Recorded(config, calls)

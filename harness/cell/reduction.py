@@ -182,17 +182,25 @@ def _spell(value: Any, offset: int, names: Dict[int, str]) -> str:
     return repr(value)
 
 
-def piece_source(members: Sequence[Call], unused: "Set[int] | frozenset" = frozenset()) -> Tuple[str, List[np.ndarray]]:
+# An integer input this small (shapes, level offsets) can be written into a piece as its value.
+SMALL_INT_INPUT = 64
+
+
+def piece_source(members: Sequence[Call], unused: "Set[int] | frozenset" = frozenset(),
+                 constants: "Set[int] | frozenset" = frozenset()) -> Tuple[str, List[np.ndarray]]:
     """The generated module of a piece (a real file: ``to_static`` reads the forward's source in
     every version) and the inputs it is fed, in forward order. Captured inputs in ``unused`` (no
     output depends on them; Paddle refuses a feed no output needs) are made inside the forward as
-    zeros of their shape and dtype instead of being fed."""
+    zeros of their shape and dtype, those in ``constants`` (small integer tensors) as their captured
+    value, instead of being fed."""
     captured: List[np.ndarray] = [a for call in members for a in call.arrays]
     names: Dict[int, str] = {}
     fed: List[np.ndarray] = []
     for k, array in enumerate(captured):
         if k in unused:
             names[k] = f"paddle.zeros({list(array.shape)}, dtype={str(array.dtype)!r})"
+        elif k in constants:
+            names[k] = f"paddle.to_tensor({array.tolist()!r}, dtype={str(array.dtype)!r})"
         else:
             names[k] = f"in{len(fed)}"
             fed.append(array)
@@ -385,7 +393,11 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
         members = [calls[p] for p in paths]
         where = folder / f"piece{counter[0]}"
         trial = Trial(members=list(paths), reproduces=False)
-        source, arrays = piece_source(members)
+        # Small integer inputs (shapes, level offsets) are written in as the values the piece was
+        # called with, in every piece alike: fed or folded, they would make different programs.
+        captured = [a for m in members for a in m.arrays]
+        constants = {k for k, a in enumerate(captured) if a.dtype.kind in "iub" and a.size <= SMALL_INT_INPUT}
+        source, arrays = piece_source(members, constants=constants)
         try:
             piece = _load_piece(source, where, members)
             try:
@@ -393,14 +405,14 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
             except Exception as exc:
                 if "not involved in the target_vars" not in str(exc):
                     raise
-                # A captured input no output needs: made inside the piece instead of fed.
-                captured = [a for m in members for a in m.arrays]
-                unused = unused_inputs(paddle, _load_piece(source, where, members), captured)
+                # A floating input no output needs (autograd says which): made inside the piece.
+                fed_at = [k for k in range(len(captured)) if k not in constants]  # fed index -> captured index
+                unused = {fed_at[i] for i in unused_inputs(paddle, _load_piece(source, where, members), arrays)}
                 if not unused:
                     raise
-                source, arrays = piece_source(members, unused)
+                source, arrays = piece_source(members, unused, constants)
                 files, arrays, traced = export_piece(_load_piece(source, where / "fed", members), arrays, where / "fed")
-                trial.note = f"{len(unused)} captured input(s) no output needs made inside the piece; "
+                trial.note = f"{len(unused)} unused input(s) made as zeros inside the piece (Paddle refuses unused feeds); "
         except Exception as exc:
             trial.note = f"could not be exported alone: {paddle_message(exc)[:300]}"
             trial.untestable = True

@@ -128,7 +128,7 @@ def _script(model: str, params: str, calls: List[str], expected: "Dict[str, Any]
 
         here = os.path.dirname(os.path.abspath(__file__))
         config = paddle.inference.Config(os.path.join(here, {model!r}){params_path})
-        ''').format(model=model, params_path=f", os.path.join(here, {params!r})" if params else "") + config_lines + textwrap.dedent('''
+        ''').format(model=model, params_path=f", os.path.join(here, {params!r})" if params else ', ""') + config_lines + textwrap.dedent('''
 
         predictor = paddle.inference.create_predictor(config)
         inputs = np.load(os.path.join(here, "inputs.npz"))
