@@ -22,12 +22,11 @@ except ModuleNotFoundError:  # Python < 3.11: the host side runs on any Python
     import tomli as tomllib  # type: ignore[no-redef]
 
 from .shared import vocab
-from .shared.backends import DEVICES, QUANTIZED_MODES
-from .shared.vocab import backend_stage_name
+from .shared.backends import DEVICES, QUANTIZED_MODES, DeployOptions, plan_stages
 from .shared.config import PRECISIONS
 from .shared.errors import UserError
 from .shared.spec import DEFAULTS, CellSpec, at_least
-from .shared.vocab import Stage
+from .shared.vocab import ProgramFormat
 
 # Modes the schema knows; which of them a cell side can run is decided there (harness.cell.modes).
 MODES = ("normal", "amp_o1", "amp_o2", "qat", "pact")
@@ -57,7 +56,8 @@ _RUN_KEYS = {
     "derive_shapes",
 }
 _PADDLE_KEYS = {"python", "packages", "gpu_packages", "gpu_base", "note"}
-_SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tags", "runner"}
+_SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tags", "runner", "packages",
+                 "requires_paddle"}
 _MODE_KEYS = {"description", "requires_device", "packages"}
 _TOL_KEYS = {"atol", "rtol", "scaled_atol"}
 _TOL_REQUIRED = {"atol", "rtol"}
@@ -84,7 +84,9 @@ class Session:
 
     @property
     def stages(self) -> List[str]:
-        return [*(s.value for s in Stage), backend_stage_name(self.device, self.backend, self.precision)]
+        """The stage names of the session's ladder (the same for either program format)."""
+        return [p.name for p in plan_stages(self.device, self.backend, self.precision, ProgramFormat.PIR,
+                                            DeployOptions())]
 
 
 @dataclasses.dataclass
@@ -146,7 +148,11 @@ class Matrix:
                 f"{self.path}: [paddle.\"{version}\"] has no {key}; session {session.name} "
                 f"cannot install Paddle {version}. Add {key} or remove {version} from the session."
             )
-        return list(entry[key])
+        runtime = self.data["sessions"][session.name]
+        # A session's runtime packages (pinned in the matrix: nothing installs itself at run time),
+        # only from the Paddle version they work with; below it the stages skip with the reason.
+        extra = list(runtime.get("packages", [])) if at_least(version, runtime.get("requires_paddle")) else []
+        return list(entry[key]) + extra
 
     @property
     def fingerprint(self) -> str:
@@ -500,6 +506,10 @@ def _validate_session(path: Path, data: Dict[str, Any], name: str, raw: Any) -> 
                 _fail(path, f"{where}.paddle", f"{version!r} is not in [paddle].")
     if "tags" in raw:
         _str_list(path, f"{where}.tags", raw["tags"])
+    if "packages" in raw:
+        _str_list(path, f"{where}.packages", raw["packages"])
+    if "requires_paddle" in raw and not re.fullmatch(r"\d+\.\d+(\.\d+)?", str(raw["requires_paddle"])):
+        _fail(path, f"{where}.requires_paddle", f"{raw['requires_paddle']!r} is not a release like \"3.0.0\".")
     if raw.get("runner", "venv") not in RUNNERS:
         _fail(path, f"{where}.runner", f"{raw['runner']!r} unknown; known: {', '.join(RUNNERS)}.")
 

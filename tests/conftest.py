@@ -41,6 +41,12 @@ precision = "fp32"
 device = "cpu"
 backend = "onednn"
 precision = "bf16"
+
+[sessions.cpu_ort_fp32]
+device = "cpu"
+backend = "ort"
+precision = "fp32"
+requires_paddle = "3.0.0"
 """
 
 

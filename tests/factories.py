@@ -226,3 +226,16 @@ class DeepPythonState(nn.Layer):
 
 def deep_python_state():
     return DeepPythonState(), _image_spec()
+
+
+class Unconvertible(SmallConvNet):
+    """A cumulative product after the conv: Paddle runs it, paddle2onnx 2.1.0 has no converter for
+    ``cumprod`` and aborts its process on it."""
+
+    def forward(self, image):
+        x = nn.functional.relu(self.bn(self.conv(image)))
+        return self.fc(paddle.cumprod(x, dim=1).mean(axis=[2, 3]))
+
+
+def unconvertible():
+    return Unconvertible(), _image_spec()

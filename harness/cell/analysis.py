@@ -133,6 +133,9 @@ def triage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
 def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
     out = ctx.work / "tensors"
     shape = done[plan.name].get("failing_shape", 0)  # the shape the stage failed at
+    if plan.runtime != baseline.runtime:
+        return {"status": Status.SKIP, "message": f"the per-tensor diff pairs two {baseline.runtime} predictors; "
+                                                  f"{plan.name} runs on {plan.runtime} (not built yet)"}
     result = runtime(plan.runtime).tensor_diff(done[SETUP]["export"], ctx.feeds(shape), baseline.config, plan.config,
                                                out, ctx.tolerance(plan.precision))
     first = result.get("first_divergence")

@@ -423,7 +423,7 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
         expected: Optional[List[np.ndarray]] = traced
         try:
             ref_plan = reference_plan or plans.get(Stage.BASELINE.value) or plan
-            ref = engine.session(files, ref_plan.config, feeds, where / "reference")
+            ref = runtime(ref_plan.runtime).session(files, ref_plan.config, feeds, where / "reference")
             _, ref_out, evidence = ref.run_with_evidence(feeds)
             trial.op_types = dict(evidence.get("op_types") or {})
             if reference_plan is not None:

@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from ..shared.backends import StagePlan
-from ..shared.causes import cause_of, stage_cause
+from ..shared.causes import cause_of
 from ..shared.machine import label
 from ..shared.notes import clip
 from ..shared.spec import OUTPUTS
@@ -65,7 +65,8 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
         shutil.copyfile(files["params"], folder / params)
     feeds = dict(np.load(piece["inputs"])) if piece else ctx.feeds(shape)
     np.savez(folder / "inputs.npz", **feeds)
-    calls = runtime(plan.runtime).config_calls(files, plan.config)
+    engine = runtime(plan.runtime)
+    run_lines = engine.reproducer_lines(model, params, plan.config, files)
     expected = None
     if status is Status.FAIL:
         if piece:
@@ -78,20 +79,21 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
             OUTPUTS.save(folder / "expected.npz", arrays)
             tolerances = [ctx.tolerance(plan.precision, label) for label in labels]
         expected = {"reference": str(reference), "tolerances": tolerances}
-    (folder / SCRIPT).write_text(_script(model, params, calls, expected), encoding="utf-8")
+    (folder / SCRIPT).write_text(_script(engine.reproducer_imports, run_lines, expected), encoding="utf-8")
     shapes = {name: list(array.shape) for name, array in feeds.items()}
     where = (done.get(Analysis.REDUCE.journal_key) or {}) if piece else {}
     (folder / "README.md").write_text(_readme(ctx, plan, setup, stage, shapes, expected, where), encoding="utf-8")
     run = _run(folder, ctx.cell.stage_timeout)
-    verified = _verified(status, stage, run)
+    verified = _verified(status, engine.cause_words(str(stage.get("message", ""))), run)
     return {"status": Status.PASS, "stage": plan.name, "folder": str(folder), "script": str(folder / SCRIPT),
             "shape": shape, "program": "piece" if piece else "model", "path": where.get("path"),
             "verified": verified, "exit": run["exit"], "last_line": run["last_line"],
             "seconds": round(time.perf_counter() - started, 3)}
 
 
-def _script(model: str, params: str, calls: List[str], expected: "Dict[str, Any] | None") -> str:
-    config_lines = "\n".join(calls)
+def _script(imports: str, run_lines: str, expected: "Dict[str, Any] | None") -> str:
+    """The script: the runtime's own calls (``run_lines`` set ``names`` and ``outputs``), then the
+    comparison with what the stage was compared with, or the error let through."""
     compare = ""
     if expected is not None:
         tolerances = json.dumps(expected["tolerances"])
@@ -101,7 +103,7 @@ def _script(model: str, params: str, calls: List[str], expected: "Dict[str, Any]
             tolerances = {tolerances}
             ref = np.load(os.path.join(here, "expected.npz"))
             failed = False
-            for i, (name, got) in enumerate(zip(predictor.get_output_names(), outputs)):
+            for i, (name, got) in enumerate(zip(names, outputs)):
                 want = ref[f"o{{i}}"]
                 tol = tolerances[i]
                 if got.shape != want.shape:
@@ -117,28 +119,16 @@ def _script(model: str, params: str, calls: List[str], expected: "Dict[str, Any]
             sys.exit(1 if failed else 0)
             ''')
     return textwrap.dedent('''\
-        """Reproducer written by the Paddle qualification harness: Paddle's public API and numpy only.
-        Run it with the Python of a Paddle environment: python repro.py (exits non-zero when it reproduces)."""
+        """Reproducer written by the Paddle qualification harness: the runtime's public API and numpy only.
+        Run it with the Python of the stage's environment: python repro.py (exits non-zero when it reproduces)."""
         import os
         import sys
 
         import numpy as np
-        import paddle  # noqa: F401  (paddle.inference below)
-        import paddle.inference
-
+        ''') + imports + textwrap.dedent('''
         here = os.path.dirname(os.path.abspath(__file__))
-        config = paddle.inference.Config(os.path.join(here, {model!r}){params_path})
-        ''').format(model=model, params_path=f", os.path.join(here, {params!r})" if params else ', ""') + config_lines + textwrap.dedent('''
-
-        predictor = paddle.inference.create_predictor(config)
         inputs = np.load(os.path.join(here, "inputs.npz"))
-        for name in predictor.get_input_names():
-            handle = predictor.get_input_handle(name)
-            handle.reshape(list(inputs[name].shape))
-            handle.copy_from_cpu(inputs[name])
-        predictor.run()
-        outputs = [predictor.get_output_handle(n).copy_to_cpu() for n in predictor.get_output_names()]
-        ''') + (compare or 'print("ran without error: not reproduced")\n')
+        ''') + run_lines + (compare or 'print("ran without error: not reproduced")\n')
 
 
 def _readme(ctx: CellContext, plan: StagePlan, setup: Dict[str, Any], stage: Dict[str, Any],
@@ -159,9 +149,9 @@ def _readme(ctx: CellContext, plan: StagePlan, setup: Dict[str, Any], stage: Dic
         * Program: {_program_words(setup, where)}, inputs {shapes}
         * Stage `{plan.name}`: {plan.lever}; config {json.dumps(plan.config.to_dict())}
 
-        Run: `python repro.py` with the Python of a Paddle {paddle_info.get('version')} environment. It builds the
-        same `paddle.inference.Config` (the calls are the harness's own, in its order), feeds `inputs.npz` by
-        name and runs; it exits non-zero when the failure reproduces.
+        Run: `python repro.py` with the Python of the stage's Paddle {paddle_info.get('version')} environment. It
+        makes the same runtime calls the harness made (in its order), feeds `inputs.npz` by name and runs; it
+        exits non-zero when the failure reproduces.
         """)
 
 
@@ -190,13 +180,12 @@ def _run(folder: Path, timeout: float) -> Dict[str, Any]:
     return {"exit": proc.returncode, "last_line": last, "output": output}
 
 
-def _verified(status: Status, stage: Dict[str, Any], run: Dict[str, Any]) -> bool:
+def _verified(status: Status, key: str, run: Dict[str, Any]) -> bool:
+    """``key``: the words of the stage's cause the runtime says its own script prints."""
     if not run["exit"]:
         return False
     if status is Status.FAIL:
         return "MISMATCH: reproduced" in run["output"]
-    # The same cause: the stage's normalized message (its first words) stands in the script's output.
-    key = stage_cause(str(stage.get("message", "")))[:120]
     return bool(key) and key in cause_of(run["output"])
 
 

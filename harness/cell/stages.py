@@ -85,6 +85,8 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
     unrun = low_precision_note(plan, evidence)
     if result["status"] is Status.NOOP and unrun:
         note = f"{unrun}: its pass says nothing about {plan.config.low_precision}"
+    elif result["status"] is Status.NOOP and evidence.get("unchanged"):
+        note = evidence["unchanged"]
     elif result["status"] is Status.NOOP:
         note = (f"ran the same program as baseline ({len(evidence['passes'])} passes, "
                 f"{evidence['ops']} ops): {plan.lever} changed nothing here")
@@ -157,6 +159,8 @@ def stage_status(plan: StagePlan, outputs: Dict[str, Dict[str, Any]], evidence: 
         return Status.FAIL
     if plan.reference == Reference.BASELINE and same_program(evidence, baseline.get("evidence") or {}):
         return Status.NOOP
+    if evidence.get("unchanged"):
+        return Status.NOOP  # the runtime says its lever left the program as it was
     if low_precision_note(plan, evidence):
         return Status.NOOP  # the precision the stage is named after never ran
     if Status.VACUOUS in statuses:

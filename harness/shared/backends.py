@@ -38,7 +38,7 @@ import dataclasses
 import enum
 from typing import Dict, List, Optional, Tuple
 
-from .config import PredictorConfig, TensorRT
+from .config import OnnxRuntime, PredictorConfig, TensorRT
 from .spec import DEFAULTS
 from .vocab import ProgramFormat, Reference, Stage, backend_stage_name, session_name
 
@@ -65,6 +65,7 @@ class Requirement(str, enum.Enum):
     TENSORRT = "a Paddle build with TensorRT"
     PIR_TENSORRT = "paddle.tensorrt (Paddle 3.x GPU builds)"
     BF16_CPU = "a CPU with bfloat16 (AVX512-BF16 or AMX)"
+    ONNXRUNTIME = "paddle2onnx, onnx-graphsurgeon and onnxruntime in the environment (paddle2onnx 2.x: Paddle >= 3.0)"
 
 
 class SearchSpace(str, enum.Enum):
@@ -174,13 +175,32 @@ class TensorRTPir(TensorRTLegacy):
         return (Requirement.GPU, Requirement.TENSORRT, Requirement.PIR_TENSORRT)
 
 
-DEVICES: Dict[str, Tuple[str, ...]] = {"cpu": ("native", "onednn"), "gpu": ("native", "trt")}
+class OnnxRuntimeCpu(Backend):
+    """The program converted by paddle2onnx and run by ONNX Runtime's CPU execution provider: the
+    path PaddleX's high-performance inference ranks among the CPU backends."""
+
+    word = "ort"
+    search = None
+    runtime = "onnxruntime"
+
+    def deploy(self, fmt, precision, options):
+        return PredictorConfig(device="cpu", ort=OnnxRuntime(level="all", threads=options.deploy_threads))
+
+    def requires(self, fmt, precision):
+        return (Requirement.ONNXRUNTIME,)
+
+
+ORT_CONVERT = "ort_convert"  # the conversion checked with ONNX Runtime's optimizations off
+
+
+DEVICES: Dict[str, Tuple[str, ...]] = {"cpu": ("native", "onednn", "ort"), "gpu": ("native", "trt")}
 
 
 def backend_for(device: str, word: str, fmt: str) -> Backend:
     if (device, word) == ("gpu", "trt"):
         return TensorRTPir() if fmt == PIR else TensorRTLegacy()
-    return {("cpu", "native"): CpuNative, ("cpu", "onednn"): OneDNN, ("gpu", "native"): Gpu}[(device, word)]()
+    return {("cpu", "native"): CpuNative, ("cpu", "onednn"): OneDNN, ("cpu", "ort"): OnnxRuntimeCpu,
+            ("gpu", "native"): Gpu}[(device, word)]()
 
 
 QUANTIZED_MODES = ("qat", "pact")
@@ -221,6 +241,20 @@ def plan_stages(device: str, word: str, precision: str, fmt: str, options: Deplo
         ir = StagePlan(Stage.IR.value, baseline.replace(memory=True, ir=True), "fp32", Reference.BASELINE,
                        "switch_ir_optim(True)", search=SearchSpace.PASSES)
     gpu_needs = (Requirement.GPU,) if device == "gpu" else ()
+    if isinstance(backend, OnnxRuntimeCpu):
+        # Another runtime: Paddle's own levers are not this deployment's. The conversion first,
+        # with ONNX Runtime's graph optimizations off, then the runtime's optimizations on.
+        deploy = backend.deploy(fmt, precision, options)
+        skip = (f"{precision} is not a precision of the ONNX Runtime CPU sessions (fp32)" if precision != "fp32"
+                else None)
+        convert = deploy.replace(ort=OnnxRuntime(level="disabled", threads=options.reference_threads))
+        return plans + [
+            StagePlan(ORT_CONVERT, convert, "fp32", Reference.BASELINE,
+                      "paddle2onnx.export, ONNX Runtime with GraphOptimizationLevel.ORT_DISABLE_ALL",
+                      skip=skip, requires=backend.requires(fmt, precision), runtime=backend.runtime),
+            StagePlan(backend.stage_name(precision), deploy, precision, Reference.BASELINE,
+                      f"GraphOptimizationLevel.ORT_ENABLE_ALL, {options.deploy_threads} thread(s)", skip=skip,
+                      requires=backend.requires(fmt, precision), runtime=backend.runtime)]
     plans += [dataclasses.replace(memory, requires=gpu_needs), dataclasses.replace(ir, requires=gpu_needs)]
     skip = None
     deploy = backend.deploy(fmt, precision, options)

@@ -37,6 +37,19 @@ class TensorRT:
 
 
 @dataclasses.dataclass(frozen=True)
+class OnnxRuntime:
+    """An ONNX Runtime session on the program paddle2onnx converted: its graph optimization level
+    (``disabled``, ``basic``, ``extended``, ``all``: ``GraphOptimizationLevel.ORT_*``) and threads."""
+
+    level: str = "all"
+    threads: int = 1
+    disabled_optimizers: Tuple[str, ...] = ()
+
+
+ORT_LEVELS = ("disabled", "basic", "extended", "all")
+
+
+@dataclasses.dataclass(frozen=True)
 class PredictorConfig:
     device: str = "cpu"
     # Legacy IR lever (``switch_ir_optim``); under PIR it does not decide which passes run.
@@ -59,6 +72,8 @@ class PredictorConfig:
     # set_mkldnn_op: the op types oneDNN may take (None: not called, every op). Whether a version
     # honours it is measured where it is used (under PIR 3.3.1 it changes nothing).
     onednn_ops: Optional[Tuple[str, ...]] = None
+    # Not Paddle Inference: the program converted by paddle2onnx, run by ONNX Runtime.
+    ort: Optional[OnnxRuntime] = None
 
     @property
     def low_precision(self) -> Optional[str]:
@@ -84,12 +99,15 @@ class PredictorConfig:
             data["onednn_ops"] = list(data["onednn_ops"])
         if data["trt"] is not None:
             data["trt"]["disabled_ops"] = list(data["trt"]["disabled_ops"])
+        if data["ort"] is not None:
+            data["ort"]["disabled_optimizers"] = list(data["ort"]["disabled_optimizers"])
         return data
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "PredictorConfig":
         data = dict(data)
         trt = data.pop("trt", None)
+        ort = data.pop("ort", None)
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - fields
         if unknown:
@@ -101,4 +119,6 @@ class PredictorConfig:
             data["onednn_ops"] = tuple(data["onednn_ops"])
         if trt is not None:
             trt = TensorRT(**dict(trt, disabled_ops=tuple(trt.get("disabled_ops", ()))))
-        return cls(trt=trt, **data)
+        if ort is not None:
+            ort = OnnxRuntime(**dict(ort, disabled_optimizers=tuple(ort.get("disabled_optimizers", ()))))
+        return cls(trt=trt, ort=ort, **data)

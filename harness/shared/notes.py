@@ -51,6 +51,10 @@ def evidence_note(stage: Dict[str, Any]) -> str:
     evidence = stage.get("evidence") or {}
     if not evidence:
         return ""
+    if "converted" in evidence:  # ONNX Runtime: the converted graph and what the session made of it
+        providers = ",".join(p.replace("ExecutionProvider", "") for p in evidence.get("providers") or []) or "?"
+        return (f"opset {evidence.get('opset')}, {evidence['converted'].get('nodes')} → {evidence.get('ops', '?')} "
+                f"nodes, {providers}")
     return f"{len(evidence.get('passes') or [])} passes, {evidence.get('ops', '?')} ops"
 
 
@@ -69,6 +73,15 @@ def analysis_note(kind: str, result: Dict[str, Any]) -> str:
         return text + (f"; {result['message']}" if result.get("message") else "")
     if kind == "triage":
         return f"{stage}: {result.get('outcome')}: {result.get('meaning', '')}"
+    if kind == "reduce":
+        if status is Status.SKIP:
+            return f"{stage}: {result.get('message', '')}"
+        where = ", ".join(result.get("members") or []) or result.get("path") or "the whole model"
+        op = f"; op {result['op']}" if result.get("op") else ""
+        return (f"{stage}: {where} ({result.get('layer')}){op}; {result.get('sub_exports')} sub-exports "
+                f"(budget {result.get('budget')})")
+    if kind == "exclude":
+        return f"{stage}: {result.get('verdict') or result.get('message') or result.get('outcome')}"
     if kind == "reproducer":
         state = "verified" if result.get("verified") else (f"NOT verified (exit {result.get('exit')}: "
                                                            f"{clip(result.get('last_line', ''), 120)})")

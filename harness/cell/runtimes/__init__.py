@@ -22,6 +22,7 @@ RUNTIMES: Dict[str, str] = {
     # name -> "module:class", imported when a stage asks for it (a runtime's packages are only in
     # the environments of the sessions that use it)
     "paddle_inference": "harness.cell.runtimes.paddle_inference:PaddleInference",
+    "onnxruntime": "harness.cell.runtimes.onnxruntime:OnnxRuntime",
 }
 _LOADED: Dict[str, Runtime] = {}
 

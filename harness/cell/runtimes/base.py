@@ -41,6 +41,8 @@ class Session(abc.ABC):
 
 class Runtime(abc.ABC):
     name: str = ""
+    #: the import lines of this runtime's reproducer script
+    reproducer_imports: str = ""
 
     @abc.abstractmethod
     def unmet(self, requirement: Requirement) -> Optional[str]:
@@ -66,6 +68,18 @@ class Runtime(abc.ABC):
     def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
         """The runtime's own API calls that configure ``config``, as lines of code on a variable
         ``config`` (what a reproducer replays), recorded as the session builder makes them."""
+
+    @abc.abstractmethod
+    def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
+        """Code that runs the program (``model``/``params``: file names beside the script) under
+        ``config`` with this runtime's public API, on ``inputs`` (an npz by input name), and sets
+        ``names`` and ``outputs``: what a reproducer replays."""
+
+    def cause_words(self, message: str) -> str:
+        """The words of a stage's error its reproducer, run alone, prints (normalized)."""
+        from ...shared.causes import stage_cause
+
+        return stage_cause(message)[:120]
 
     @abc.abstractmethod
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,

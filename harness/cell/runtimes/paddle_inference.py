@@ -35,6 +35,7 @@ class PaddleSession(Session):
 
 class PaddleInference(Runtime):
     name = "paddle_inference"
+    reproducer_imports = "import paddle  # noqa: F401  (paddle.inference below)\nimport paddle.inference\n"
 
     def __init__(self) -> None:
         from .. import compat  # imports paddle
@@ -73,6 +74,22 @@ class PaddleInference(Runtime):
         calls: List[str] = []
         self.compat.make_config(files, config, None, None, calls=calls)
         return calls
+
+    def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
+        params_path = f"os.path.join(here, {params!r})" if params else '""'
+        return "\n".join([
+            f"config = paddle.inference.Config(os.path.join(here, {model!r}), {params_path})",
+            *self.config_calls(files, config),
+            "",
+            "predictor = paddle.inference.create_predictor(config)",
+            "for name in predictor.get_input_names():",
+            "    handle = predictor.get_input_handle(name)",
+            "    handle.reshape(list(inputs[name].shape))",
+            "    handle.copy_from_cpu(inputs[name])",
+            "predictor.run()",
+            "names = predictor.get_output_names()",
+            "outputs = [predictor.get_output_handle(n).copy_to_cpu() for n in names]",
+        ]) + "\n"
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
                     test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:

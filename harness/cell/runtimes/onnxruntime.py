@@ -1,0 +1,244 @@
+"""ONNX Runtime as a runtime: the saved Paddle program converted by ``paddle2onnx.export``, run
+by an ``onnxruntime.InferenceSession`` on the CPU execution provider.
+
+Evidence, read back rather than assumed: the converter's opset, ONNX node counts and op types
+before ONNX Runtime's optimizations (the converted graph) and after them (the graph the session
+writes to ``optimized_model_filepath``), the execution providers the session really uses, and the
+output dtypes. A session whose optimized graph equals the converted one says so (``unchanged``):
+the stage that switched the optimizations on is then ``noop``, never a pass.
+
+The conversion runs once per program (the ONNX file is kept beside the program); what paddle2onnx
+logged on the way (its optimizer can fail and fall back silently) is kept in the evidence.
+paddle2onnx's optimizer imports Polygraphy with ``POLYGRAPHY_AUTOINSTALL_DEPS=1``, which would
+pip-install onnx-graphsurgeon and sympy on the spot: their absence is an unmet requirement here.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...shared.backends import Requirement, StagePlan
+from ...shared.config import PredictorConfig
+from .base import Runtime, Session
+
+LEVELS = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
+          "all": "ORT_ENABLE_ALL"}
+# What the conversion needs importable, and what Polygraphy would otherwise install by itself.
+NEEDED = ("paddle2onnx", "onnx", "onnxruntime", "onnx_graphsurgeon", "sympy")
+# A PIR program's feeding and fetching ops: converted by paddle2onnx without being listed.
+PLUMBING = {"data", "fetch", "feed", "parameter", "p", "shadow_output", "constant"}  # "p": a parameter
+CONVERT_TIMEOUT = 600.0
+# The conversion, in a child interpreter (paddle2onnx aborts its process on what it cannot convert).
+CONVERT = ("import sys, paddle2onnx; "
+           "paddle2onnx.export(sys.argv[1], sys.argv[2], sys.argv[3], enable_onnx_checker=True)")
+
+
+CONVERTER_SAID = "; it said:"
+
+
+def _listed(op: str, supported: "set[str]") -> bool:
+    """Whether paddle2onnx lists a PIR op: its list keeps the legacy names (``elementwise_add`` for
+    ``add``, ``reduce_mean`` for ``mean``, ``matmul_v2``), inplace ops drop their ``_``."""
+    name = op.rstrip("_")
+    return op in PLUMBING or any(c in supported for c in (
+        op, name, f"elementwise_{name}", f"reduce_{name}", f"{name}_v2", f"{name}2d",
+        {"subtract": "elementwise_sub", "multiply": "elementwise_mul", "divide": "elementwise_div",
+         "maximum": "elementwise_max", "minimum": "elementwise_min", "remainder": "elementwise_mod",
+         "full": "fill_constant", "full_int_array": "fill_constant", "flatten": "flatten_contiguous_range"}
+        .get(name, name)))
+
+
+class ConversionError(RuntimeError):
+    """paddle2onnx could not convert the program: its words and the op types it does not list."""
+
+
+def program_op_types(program: Path) -> List[str]:
+    """The op names of a PIR ``.json`` program (``"<dialect id>.<name>"`` under ``"#"``)."""
+    import json
+
+    names: List[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for op in node.get("ops") or [] if isinstance(node.get("ops"), list) else []:
+                if isinstance(op, dict) and isinstance(op.get("#"), str):
+                    names.append(op["#"].split(".", 1)[-1])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(program.read_text(encoding="utf-8")))
+    return names
+
+
+def _graph_evidence(model: Any) -> Dict[str, Any]:
+    ops = [node.op_type for node in model.graph.node]
+    return {"nodes": len(ops), "op_types": dict(collections.Counter(ops)),
+            "op_sequence_sha1": hashlib.sha1("\n".join(ops).encode()).hexdigest()[:16]}
+
+
+class OrtSession(Session):
+    def __init__(self, session: Any, evidence: Dict[str, Any]):
+        self.session = session
+        self.build_evidence = evidence
+
+    def input_names(self) -> List[str]:
+        return [i.name for i in self.session.get_inputs()]
+
+    def run(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray]]:
+        names = [o.name for o in self.session.get_outputs()]
+        wanted = {i.name for i in self.session.get_inputs()}
+        outputs = self.session.run(names, {k: v for k, v in feeds.items() if k in wanted})
+        return names, [np.asarray(o) for o in outputs]
+
+    def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
+        names, outputs = self.run(feeds)
+        dtypes = dict(collections.Counter(str(o.dtype) for o in outputs))
+        return names, outputs, {"output_dtypes": dtypes, "providers": self.session.get_providers()}
+
+
+class OnnxRuntime(Runtime):
+    name = "onnxruntime"
+    reproducer_imports = "import onnxruntime as ort\nimport paddle2onnx\n"
+
+    def unmet(self, requirement: Requirement) -> Optional[str]:
+        if requirement is not Requirement.ONNXRUNTIME:
+            return None
+        from .. import compat
+
+        if not compat.at_least("3.0.0"):
+            return (f"paddle2onnx 2.x converts PIR programs and imports only with Paddle >= 3.0.0.dev20250426 "
+                    f"(this environment: {compat.paddle.__version__}); the .pdmodel converter (paddle2onnx 1.x, "
+                    f"numpy<2) is not wired into this session")
+        for module in NEEDED:
+            try:
+                importlib.import_module(module)
+            except Exception as exc:  # paddle2onnx raises ValueError on a Paddle it does not support
+                return f"{module} cannot be imported here ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+        return None
+
+    def convert(self, files: Dict[str, str]) -> Tuple[Path, Dict[str, Any]]:
+        """The program as ONNX (converted once, kept beside the program) and what the converter did.
+
+        paddle2onnx aborts its process (SIGABRT) on an op it cannot convert, with the op's name
+        left in an unflushed buffer: the conversion runs in a child interpreter, and when it dies
+        the program's op types missing from paddle2onnx's own supported list name the op."""
+        import onnx
+
+        program = Path(files["program"])
+        target = program.with_suffix(".onnx")
+        report = target.with_suffix(".convert.log")
+        if not target.exists():
+            proc = subprocess.run([sys.executable, "-c", CONVERT, str(program), files.get("params") or "", str(target)],
+                                  capture_output=True, text=True, timeout=CONVERT_TIMEOUT, stdin=subprocess.DEVNULL)
+            report.write_text(proc.stdout + proc.stderr, encoding="utf-8")
+            if proc.returncode != 0 or not target.exists():
+                raise ConversionError(self._why_not(program, proc))
+        said = [ln for ln in report.read_text(encoding="utf-8").splitlines() if ln.strip()] if report.exists() else []
+        model = onnx.load(str(target))
+        import paddle2onnx
+
+        evidence = {"converter": f"paddle2onnx {paddle2onnx.__version__}",
+                    "opset": max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=None),
+                    "converted": _graph_evidence(model),
+                    "converter_fell_back": [ln.strip() for ln in said if "Fail to" in ln][:3]}
+        return target, evidence
+
+    @staticmethod
+    def _why_not(program: Path, proc: "subprocess.CompletedProcess[str]") -> str:
+        import paddle2onnx
+        from paddle2onnx.paddle2onnx_cpp2py_export import get_all_supported_operators_pir
+
+        how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+        text = (proc.stdout + proc.stderr).splitlines()
+        lines = ([ln.strip() for ln in text if "[ERROR]" in ln] or
+                 [ln.strip() for ln in text if ln.split(":")[0].endswith(("Error", "Exception"))])
+        said = lines[0].replace("[ERROR][Paddle2ONNX] ", "") if lines else "no message"
+        missing: List[str] = []
+        if program.suffix == ".json":
+            supported = set(get_all_supported_operators_pir())
+            missing = sorted({op for op in program_op_types(program) if not _listed(op, supported)})
+        where = (f"; op types of this program missing from paddle2onnx's supported list: {', '.join(missing)}"
+                 if missing else "")
+        return f"paddle2onnx {paddle2onnx.__version__} could not convert the program ({how}){CONVERTER_SAID} {said}{where}"
+
+    def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
+                scratch: Path, variants: Sequence[Dict[str, np.ndarray]] = ()) -> OrtSession:
+        import onnx
+        import onnxruntime as ort
+
+        path, evidence = self.convert(files)
+        options = ort.SessionOptions()
+        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[config.ort.level])
+        options.intra_op_num_threads = config.ort.threads
+        options.inter_op_num_threads = 1
+        optimized = Path(f"{scratch}.optimized.onnx")
+        optimized.parent.mkdir(parents=True, exist_ok=True)
+        options.optimized_model_filepath = str(optimized)
+        kwargs = {"disabled_optimizers": list(config.ort.disabled_optimizers)} if config.ort.disabled_optimizers else {}
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"], **kwargs)
+        after = _graph_evidence(onnx.load(str(optimized)))
+        evidence.update(
+            runtime=f"onnxruntime {ort.__version__}", level=LEVELS[config.ort.level],
+            providers=session.get_providers(), config_read_back={
+                "graph_optimization_level": str(options.graph_optimization_level),
+                "intra_op_num_threads": options.intra_op_num_threads},
+            optimized=after, ops=after["nodes"], op_types=after["op_types"],
+            op_sequence_sha1=after["op_sequence_sha1"])
+        if config.ort.level != "disabled" and after["op_sequence_sha1"] == evidence["converted"]["op_sequence_sha1"]:
+            evidence["unchanged"] = (f"ONNX Runtime's {LEVELS[config.ort.level]} left the converted graph as it was "
+                                     f"({after['nodes']} nodes)")
+        return OrtSession(session, evidence)
+
+    def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:
+        return []  # ONNX Runtime does not report which optimizers applied: no search space yet
+
+    def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
+        import dataclasses
+
+        return plan.config.replace(ort=dataclasses.replace(plan.config.ort, disabled_optimizers=tuple(disabled)))
+
+    def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
+        ort = config.ort
+        calls = ["options = ort.SessionOptions()",
+                 f"options.graph_optimization_level = ort.GraphOptimizationLevel.{LEVELS[ort.level]}",
+                 f"options.intra_op_num_threads = {ort.threads}",
+                 "options.inter_op_num_threads = 1"]
+        return calls
+
+    def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
+        params_path = f"os.path.join(here, {params!r})" if params else '""'
+        disabled = config.ort.disabled_optimizers
+        return "\n".join([
+            'onnx_file = os.path.join(here, "model.onnx")',
+            "# paddle2onnx aborts the process on an op it cannot convert (its message, then SIGABRT).",
+            f"paddle2onnx.export(os.path.join(here, {model!r}), {params_path}, onnx_file, enable_onnx_checker=True)",
+            *self.config_calls(files, config),
+            "session = ort.InferenceSession(onnx_file, options, providers=[\"CPUExecutionProvider\"]"
+            + (f", disabled_optimizers={list(disabled)!r})" if disabled else ")"),
+            "names = [o.name for o in session.get_outputs()]",
+            "outputs = session.run(names, {i.name: inputs[i.name] for i in session.get_inputs()})",
+        ]) + "\n"
+
+    def cause_words(self, message: str) -> str:
+        """A conversion the converter aborted: its own words (the harness's sentence around them
+        is not what the script prints)."""
+        from ...shared.causes import cause_of, stage_cause
+
+        if CONVERTER_SAID in message:
+            return cause_of(message.split(CONVERTER_SAID, 1)[1].split("; op types")[0].strip())[:120]
+        return stage_cause(message)[:120]
+
+    def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
+                    test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
+        raise NotImplementedError("the per-tensor diff is written for Paddle Inference stages only so far")
