@@ -1,0 +1,72 @@
+"""ONNX Runtime through paddle2onnx (``cpu_ort_fp32``): real conversions, real ORT sessions.
+
+The tests env installs the session's pinned packages (noxfile ``tests``). What each stage claims
+is read back: the level ORT's SessionOptions hold, the providers the session uses, the graph
+before and after ORT's optimizations.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import load_record, run_harness, stages_by_name
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None
+                                or importlib.util.find_spec("paddle2onnx") is None,
+                                reason="needs the cpu_ort_fp32 session's packages (nox -s tests installs them)")
+
+
+def _run(write_matrix, tmp_path, models):
+    matrix = write_matrix(models)
+    proc = run_harness("run", "--matrix", str(matrix), "--session", "cpu_ort_fp32", "--results", str(tmp_path / "r"))
+    return tmp_path / "r" / "default", proc
+
+
+def test_the_conversion_and_ort_optimizations_run_and_say_what_they_did(write_matrix, tmp_path, paddle_version):
+    if not paddle_version.startswith("3."):
+        pytest.skip("paddle2onnx 2.x needs Paddle 3")
+    results, _ = _run(write_matrix, tmp_path, {"clean": "tests.factories:clean"})
+    record = load_record(results, f"cpu_ort_fp32/{paddle_version}/normal/clean")
+    stages = stages_by_name(record)
+    assert list(stages) == ["baseline", "ort_convert", "ort_fp32"]
+    convert, optimized = stages["ort_convert"], stages["ort_fp32"]
+    assert convert["status"] == "pass" and optimized["status"] == "pass"
+    for stage, level, threads in ((convert, "ORT_DISABLE_ALL", 1), (optimized, "ORT_ENABLE_ALL", 2)):
+        evidence = stage["evidence"]
+        assert evidence["providers"] == ["CPUExecutionProvider"]  # what the session says it uses
+        assert evidence["config_read_back"] == {"graph_optimization_level": f"GraphOptimizationLevel.{level}",
+                                                "intra_op_num_threads": threads}
+        assert evidence["converter"].startswith("paddle2onnx ") and isinstance(evidence["opset"], int)
+        assert evidence["converted"]["nodes"] > 0 and "Conv" in evidence["converted"]["op_types"]
+        assert stage["reference"] == "baseline" and stage["outputs"]["output"]["max_abs"] is not None
+    # ORT's optimizations did something here: fewer nodes than the converted graph (conv+bn+relu fuse).
+    assert optimized["evidence"]["ops"] < optimized["evidence"]["converted"]["nodes"]
+    assert "unchanged" not in optimized["evidence"]
+
+
+def test_an_op_paddle2onnx_cannot_convert_is_a_finding_with_the_op_and_a_verified_reproducer(
+        write_matrix, tmp_path, paddle_version):
+    """paddle2onnx 2.1.0 aborts its process (SIGABRT) on cumprod: the cell survives (the conversion
+    runs in a child), the finding names the op, the reproducer makes the same calls and dies alike."""
+    if not paddle_version.startswith("3."):
+        pytest.skip("paddle2onnx 2.x needs Paddle 3")
+    results, proc = _run(write_matrix, tmp_path, {"unconv": "tests.factories:unconvertible"})
+    record = load_record(results, f"cpu_ort_fp32/{paddle_version}/normal/unconv")
+    stages = stages_by_name(record)
+    assert stages["baseline"]["status"] == "pass"  # Paddle runs it: the conversion is what fails
+    message = stages["ort_convert"]["message"]
+    assert stages["ort_convert"]["status"] == "error" and "signal 6" in message
+    assert "Due to the unsupported operators, the conversion is aborted." in message
+    assert message.endswith("missing from paddle2onnx's supported list: cumprod")
+    repro = record["analysis"]["reproducer"]
+    assert repro["stage"] == "ort_convert" and repro["verified"] is True
+    text = Path(repro["script"]).read_text()
+    assert "paddle2onnx.export(" in text and "ort.InferenceSession(" in text and "harness" not in text.split('"""')[2]
+    alone = subprocess.run([sys.executable, repro["script"]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert alone.returncode != 0 and "Due to the unsupported operators" in alone.stdout + alone.stderr
+    assert "cumprod" in proc.stdout  # the terminal's cause line names the op
