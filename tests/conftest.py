@@ -47,6 +47,12 @@ device = "cpu"
 backend = "ort"
 precision = "fp32"
 requires_paddle = "3.0.0"
+
+[sessions.cpu_openvino_fp32]
+device = "cpu"
+backend = "openvino"
+precision = "fp32"
+packages = ["openvino==2026.4.1"]
 """
 
 

@@ -85,8 +85,8 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
     unrun = low_precision_note(plan, evidence)
     if result["status"] is Status.NOOP and unrun:
         note = f"{unrun}: its pass says nothing about {plan.config.low_precision}"
-    elif result["status"] is Status.NOOP and evidence.get("unchanged"):
-        note = evidence["unchanged"]
+    elif result["status"] is Status.NOOP and evidence.get("not_as_claimed"):
+        note = evidence["not_as_claimed"]
     elif result["status"] is Status.NOOP:
         note = (f"ran the same program as baseline ({len(evidence['passes'])} passes, "
                 f"{evidence['ops']} ops): {plan.lever} changed nothing here")
@@ -130,6 +130,8 @@ def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tu
     result["shapes"] = found
     result.setdefault("timings", {})["shapes"] = round(time.perf_counter() - started, 4)
     first = next((v for v in found if Status.of(v["status"]).blocks), None)
+    if (result.get("evidence") or {}).get("not_as_claimed"):
+        first = None  # the stage did not run as claimed at any shape: its numbers decide nothing
     if first is not None and not Status.of(result["status"]).blocks:
         result["status"] = first["status"]
         result["failing_shape"] = first["index"]
@@ -155,12 +157,14 @@ def stage_reference(ctx: CellContext, plan: StagePlan, labels: List[str],
 def stage_status(plan: StagePlan, outputs: Dict[str, Dict[str, Any]], evidence: Dict[str, Any],
                  baseline: Dict[str, Any]) -> Status:
     statuses = {Status.of(o["status"]) for o in outputs.values()}
+    if evidence.get("not_as_claimed"):
+        # The runtime says the stage did not run as its name claims (OpenVINO's default bf16 on an
+        # fp32 stage): its numbers, kept in the record, say nothing about the claim either way.
+        return Status.NOOP
     if Status.FAIL in statuses:
         return Status.FAIL
     if plan.reference == Reference.BASELINE and same_program(evidence, baseline.get("evidence") or {}):
         return Status.NOOP
-    if evidence.get("unchanged"):
-        return Status.NOOP  # the runtime says its lever left the program as it was
     if low_precision_note(plan, evidence):
         return Status.NOOP  # the precision the stage is named after never ran
     if Status.VACUOUS in statuses:

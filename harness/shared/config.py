@@ -50,6 +50,16 @@ ORT_LEVELS = ("disabled", "basic", "extended", "all")
 
 
 @dataclasses.dataclass(frozen=True)
+class OpenVino:
+    """An OpenVINO CPU compile of the program its Paddle frontend reads: the precision hint
+    (``INFERENCE_PRECISION_HINT``; None: not set, OpenVINO's default, bf16 on bf16 CPUs) and
+    threads (``INFERENCE_NUM_THREADS``)."""
+
+    precision_hint: Optional[str] = None
+    threads: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
 class PredictorConfig:
     device: str = "cpu"
     # Legacy IR lever (``switch_ir_optim``); under PIR it does not decide which passes run.
@@ -74,13 +84,15 @@ class PredictorConfig:
     onednn_ops: Optional[Tuple[str, ...]] = None
     # Not Paddle Inference: the program converted by paddle2onnx, run by ONNX Runtime.
     ort: Optional[OnnxRuntime] = None
+    # Not Paddle Inference: the program read by OpenVINO's Paddle frontend, compiled for its CPU plugin.
+    openvino: Optional[OpenVino] = None
 
     @property
     def low_precision(self) -> Optional[str]:
         """The low precision this config asks a backend to run in, or None for fp32."""
         if self.int8 or (self.trt is not None and self.trt.precision == "int8"):
             return "int8"
-        if self.bf16:
+        if self.bf16 or (self.openvino is not None and self.openvino.precision_hint == "bf16"):
             return "bf16"
         if self.trt is not None and self.trt.precision != "fp32":
             return self.trt.precision
@@ -108,6 +120,7 @@ class PredictorConfig:
         data = dict(data)
         trt = data.pop("trt", None)
         ort = data.pop("ort", None)
+        openvino = data.pop("openvino", None)
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - fields
         if unknown:
@@ -121,4 +134,5 @@ class PredictorConfig:
             trt = TensorRT(**dict(trt, disabled_ops=tuple(trt.get("disabled_ops", ()))))
         if ort is not None:
             ort = OnnxRuntime(**dict(ort, disabled_optimizers=tuple(ort.get("disabled_optimizers", ()))))
-        return cls(trt=trt, ort=ort, **data)
+        openvino = OpenVino(**openvino) if openvino is not None else None
+        return cls(trt=trt, ort=ort, openvino=openvino, **data)

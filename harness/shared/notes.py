@@ -55,6 +55,10 @@ def evidence_note(stage: Dict[str, Any]) -> str:
         providers = ",".join(p.replace("ExecutionProvider", "") for p in evidence.get("providers") or []) or "?"
         return (f"opset {evidence.get('opset')}, {evidence['converted'].get('nodes')} → {evidence.get('ops', '?')} "
                 f"nodes, {providers}")
+    if "runtime_precisions" in evidence:  # OpenVINO: what the plugin's nodes ran in
+        hint = (evidence.get("config_read_back") or {}).get("INFERENCE_PRECISION_HINT")
+        ran = ", ".join(f"{v} {k}" for k, v in sorted(evidence["runtime_precisions"].items()) if k != "?")
+        return f"hint {hint}; {evidence.get('ops', '?')} nodes: {ran}"
     return f"{len(evidence.get('passes') or [])} passes, {evidence.get('ops', '?')} ops"
 
 

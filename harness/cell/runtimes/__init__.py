@@ -23,6 +23,7 @@ RUNTIMES: Dict[str, str] = {
     # the environments of the sessions that use it)
     "paddle_inference": "harness.cell.runtimes.paddle_inference:PaddleInference",
     "onnxruntime": "harness.cell.runtimes.onnxruntime:OnnxRuntime",
+    "openvino": "harness.cell.runtimes.openvino:OpenVino",
 }
 _LOADED: Dict[str, Runtime] = {}
 

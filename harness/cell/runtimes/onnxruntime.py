@@ -4,7 +4,7 @@ by an ``onnxruntime.InferenceSession`` on the CPU execution provider.
 Evidence, read back rather than assumed: the converter's opset, ONNX node counts and op types
 before ONNX Runtime's optimizations (the converted graph) and after them (the graph the session
 writes to ``optimized_model_filepath``), the execution providers the session really uses, and the
-output dtypes. A session whose optimized graph equals the converted one says so (``unchanged``):
+output dtypes. A session whose optimized graph equals the converted one says so (``not_as_claimed``):
 the stage that switched the optimizations on is then ``noop``, never a pass.
 
 The conversion runs once per program (the ONNX file is kept beside the program); what paddle2onnx
@@ -196,7 +196,7 @@ class OnnxRuntime(Runtime):
             optimized=after, ops=after["nodes"], op_types=after["op_types"],
             op_sequence_sha1=after["op_sequence_sha1"])
         if config.ort.level != "disabled" and after["op_sequence_sha1"] == evidence["converted"]["op_sequence_sha1"]:
-            evidence["unchanged"] = (f"ONNX Runtime's {LEVELS[config.ort.level]} left the converted graph as it was "
+            evidence["not_as_claimed"] = (f"ONNX Runtime's {LEVELS[config.ort.level]} left the converted graph as it was "
                                      f"({after['nodes']} nodes)")
         return OrtSession(session, evidence)
 

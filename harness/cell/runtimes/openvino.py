@@ -1,0 +1,129 @@
+"""OpenVINO as a runtime: ``openvino.Core().read_model`` on the saved ``.pdmodel`` (OpenVINO's
+Paddle frontend), ``compile_model`` for the CPU plugin.
+
+Evidence, read back rather than assumed: the frontend's op count, the compiled model's properties
+(``INFERENCE_PRECISION_HINT``, threads, streams) and, per node of the runtime model the plugin
+really executes, its ``runtimePrecision``. OpenVINO runs bf16 by default on a CPU with bf16: a
+stage that claims fp32 and whose runtime model holds bf16 nodes did not run fp32
+(``not_as_claimed``: ``noop`` with the reason, never a pass). The low-precision check of a bf16
+stage reads the same histogram (``output_dtypes`` carries it, as for Paddle's op outputs).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ...shared.backends import Requirement, StagePlan
+from ...shared.config import PredictorConfig
+from .base import Runtime, Session
+
+# OpenVINO's element type names as the dtype names the stage checks use.
+DTYPE_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "i8": "int8", "u8": "uint8",
+               "i32": "int32", "i64": "int64"}
+
+
+def _properties(config: PredictorConfig) -> Dict[str, Any]:
+    ov = config.openvino
+    properties: Dict[str, Any] = {"INFERENCE_NUM_THREADS": ov.threads, "NUM_STREAMS": 1}
+    if ov.precision_hint:
+        properties["INFERENCE_PRECISION_HINT"] = ov.precision_hint
+    return properties
+
+
+class OpenVinoSession(Session):
+    def __init__(self, compiled: Any, evidence: Dict[str, Any]):
+        self.compiled = compiled
+        self.build_evidence = evidence
+
+    def input_names(self) -> List[str]:
+        return [i.get_any_name() for i in self.compiled.inputs]
+
+    def run(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray]]:
+        results = self.compiled({name: feeds[name] for name in self.input_names()})
+        return ([o.get_any_name() for o in self.compiled.outputs],
+                [np.asarray(results[o]) for o in self.compiled.outputs])
+
+    def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
+        names, outputs = self.run(feeds)
+        return names, outputs, {}
+
+
+class OpenVino(Runtime):
+    name = "openvino"
+    reproducer_imports = "import openvino as ov\n"
+
+    def unmet(self, requirement: Requirement) -> Optional[str]:
+        if requirement is not Requirement.OPENVINO:
+            from .. import compat
+
+            return compat.unmet(requirement)
+        try:
+            import openvino  # noqa: F401
+        except Exception as exc:
+            return f"openvino cannot be imported here ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+        return None
+
+    def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
+                scratch: Path, variants: Sequence[Dict[str, np.ndarray]] = ()) -> OpenVinoSession:
+        import openvino as ov
+
+        core = ov.Core()
+        model = core.read_model(files["program"])  # the Paddle frontend finds the params beside it
+        compiled = core.compile_model(model, "CPU", _properties(config))
+        runtime_model = compiled.get_runtime_model()
+        precisions: Dict[str, int] = collections.Counter()
+        kinds: List[str] = []
+        for op in runtime_model.get_ops():
+            info = op.get_rt_info()
+            precisions[info["runtimePrecision"].astype(str) if "runtimePrecision" in info else "?"] += 1
+            kinds.append(info["layerType"].astype(str) if "layerType" in info else op.get_type_name())
+        read = compiled.get_property("INFERENCE_PRECISION_HINT")
+        hint = read.to_string() if hasattr(read, "to_string") else str(read)  # an ov.Type: "bf16", "f32"
+        evidence: Dict[str, Any] = {
+            "runtime": f"openvino {ov.get_version()}", "frontend_ops": len(model.get_ops()),
+            "config_read_back": {"INFERENCE_PRECISION_HINT": hint,
+                                 "INFERENCE_NUM_THREADS": int(compiled.get_property("INFERENCE_NUM_THREADS")),
+                                 "NUM_STREAMS": str(compiled.get_property("NUM_STREAMS"))},
+            "runtime_precisions": dict(precisions), "ops": len(kinds),
+            "op_types": dict(collections.Counter(kinds)),
+            "op_sequence_sha1": hashlib.sha1("\n".join(kinds).encode()).hexdigest()[:16],
+            # What the nodes ran in: the low-precision check reads it as it reads Paddle's op outputs.
+            "output_dtypes": {DTYPE_NAMES.get(k, k): v for k, v in precisions.items()},
+        }
+        lower = {k: v for k, v in precisions.items() if k in ("bf16", "f16")}
+        asked = config.openvino.precision_hint
+        if config.low_precision is None and lower:
+            evidence["not_as_claimed"] = (
+                f"OpenVINO ran {', '.join(f'{v} nodes in {k}' for k, v in lower.items())} (its precision hint "
+                f"reads back {hint}{'' if asked else ', the default on this CPU'}): this stage says nothing "
+                f"about fp32; INFERENCE_PRECISION_HINT=f32 keeps fp32")
+        return OpenVinoSession(compiled, evidence)
+
+    def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:
+        return []  # the CPU plugin's transformations cannot be switched off one by one from Python
+
+    def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
+        return plan.config
+
+    def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
+        return [f"properties = {_properties(config)!r}"]
+
+    def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
+        return "\n".join([
+            "core = ov.Core()",
+            f"model = core.read_model(os.path.join(here, {model!r}))  # finds the params file beside it",
+            *self.config_calls(files, config),
+            'compiled = core.compile_model(model, "CPU", properties)',
+            "results = compiled({i.get_any_name(): inputs[i.get_any_name()] for i in compiled.inputs})",
+            "names = [o.get_any_name() for o in compiled.outputs]",
+            "outputs = [results[o] for o in compiled.outputs]",
+        ]) + "\n"
+
+    def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
+                    test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
+        raise NotImplementedError("the per-tensor diff is written for Paddle Inference stages only so far")

@@ -1,0 +1,64 @@
+"""OpenVINO (``cpu_openvino_fp32``): its Paddle frontend reads ``.pdmodel`` programs, so the cells
+run at Paddle 2.6.2 (through nox, in that session's env with the pinned ``openvino``); at 3.x the
+stages skip with the reason. What precision the plugin's nodes ran in is read back from its runtime
+model: OpenVINO's default on a CPU with bf16 is bf16, and an fp32 stage that ran bf16 is ``noop``
+with the reason, never a pass — on every CPU the status follows what was read back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import NOX, installed_paddle, load_record, matrix_text, nox_run, run_harness, stages_by_name
+
+LOWER = ("bf16", "f16")
+
+
+@pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")
+def test_openvino_reads_the_precision_it_ran_and_an_fp32_stage_that_ran_bf16_is_not_a_pass(tmp_path, nox_envdir):
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(matrix_text(installed_paddle(), {"resnet": "harness.models:resnet18"}, other_versions=["2.6.2"],
+                                  extra="inputs.image = { shape = [1, 3, 32, 32] }"))
+    results = tmp_path / "r"
+    proc = nox_run("-s", "cpu_openvino_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results),
+                   matrix=matrix)
+    assert proc.returncode in (0, 1), proc.stdout[-3000:]
+    record = load_record(results / "default", "cpu_openvino_fp32/2.6.2/normal/resnet")
+    stages = stages_by_name(record)
+    assert list(stages) == ["baseline", "openvino_convert", "openvino_fp32"]
+    convert, deployed = stages["openvino_convert"], stages["openvino_fp32"]
+    # The conversion, at an explicit f32 hint, read back as f32 and run in f32: the frontend is right.
+    assert convert["evidence"]["config_read_back"]["INFERENCE_PRECISION_HINT"] == "f32"
+    assert not set(convert["evidence"]["runtime_precisions"]) & set(LOWER)
+    assert convert["status"] == "pass", convert
+    # OpenVINO's defaults: whatever this CPU makes of them, the status follows the precision read back.
+    ran = deployed["evidence"]["runtime_precisions"]
+    lower = sorted(set(ran) & set(LOWER))
+    if lower:
+        assert deployed["status"] == "noop" and "this stage says nothing about fp32" in deployed["message"]
+        assert deployed["evidence"]["config_read_back"]["INFERENCE_PRECISION_HINT"] in LOWER
+    else:
+        assert deployed["status"] in ("pass", "fail") and "not_as_claimed" not in deployed["evidence"]
+    # On a CPU with bf16, OpenVINO's default is bf16: detected, never passed as fp32.
+    flags = set(record["machine"].get("flags") or [])
+    if flags & {"avx512_bf16", "amx_bf16"}:
+        assert lower == ["bf16"] and deployed["status"] == "noop"
+    # A noop is no failure: nothing to reproduce. The first failing stage, if any, gets a plain OpenVINO script.
+    repro = (record.get("analysis") or {}).get("reproducer")
+    if repro:
+        text = Path(repro["script"]).read_text()
+        assert "core.read_model(" in text and "import paddle" not in text
+
+
+def test_openvino_stages_skip_on_pir_programs_with_the_reason(write_matrix, tmp_path, paddle_version):
+    if not paddle_version.startswith("3."):
+        pytest.skip("PIR .json programs are written by Paddle 3")
+    matrix = write_matrix({"clean": "tests.factories:clean"})
+    run_harness("run", "--matrix", str(matrix), "--session", "cpu_openvino_fp32", "--results", str(tmp_path / "r"))
+    record = load_record(tmp_path / "r" / "default", f"cpu_openvino_fp32/{paddle_version}/normal/clean")
+    stages = stages_by_name(record)
+    assert stages["baseline"]["status"] == "pass"
+    for name in ("openvino_convert", "openvino_fp32"):
+        assert stages[name]["status"] == "skip" and "reads .pdmodel programs" in stages[name]["message"]
