@@ -248,6 +248,9 @@ def bench(s: nox.Session) -> None:
     default = MATRIX.run["default_paddle"]
     s.install(*MATRIX.version(default)["packages"], *CELL_SIDE_EXTRAS, *HOST_SIDE)
     s.run("python", "-m", "harness.bench.cell", *s.posargs)
+    # An ORT cell against a plain script making the same paddle2onnx + onnxruntime calls.
+    s.install(*MATRIX.packages(MATRIX.session("cpu_ort_fp32"), default), silent=True)
+    s.run("python", "-m", "harness.bench.cell", "--session", "cpu_ort_fp32")
     s.run("python", "-m", "harness.bench.shapes")  # k shapes per cell against one
     _install_families(s, [_matrix.ZOO], default)  # the reduction's bench runs the zoo's largest models
     s.run("python", "-m", "harness.bench.reduction")  # sub-exports vs budget; a passing cell pays nothing

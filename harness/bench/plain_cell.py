@@ -1,7 +1,7 @@
 """The baseline of the cell benchmark: a minimal hand-written script making the same Paddle
-(and PaddleSlim) calls as one harness cell in its train mode (build, quantize for qat/pact, BN
-recalibration, a few train steps, dygraph forward, export the mode's way, one predictor per stage
-config read from a harness record, element-wise compare).
+(and PaddleSlim, paddle2onnx, ONNX Runtime) calls as one harness cell in its train mode (build,
+quantize for qat/pact, BN recalibration, a few train steps, dygraph forward, export the mode's way,
+one predictor or ORT session per stage config read from a harness record, element-wise compare).
 
 Usage: python plain_cell.py RECORD.json WORKDIR
 """
@@ -77,10 +77,28 @@ def main(record_path: str, work: str) -> None:
         print("export error", str(exc).splitlines()[0][:80])
         return
     program = prefix.with_suffix(".json") if prefix.with_suffix(".json").exists() else prefix.with_suffix(".pdmodel")
+    onnx_file = None
     for stage in record["stages"]:
         if stage["status"] == "skip":
             continue
         knobs = stage.get("config") or {}
+        if knobs.get("ort"):  # paddle2onnx once, then one ONNX Runtime session per stage config
+            import onnxruntime as ort
+            import paddle2onnx
+
+            if onnx_file is None:
+                onnx_file = str(prefix.with_suffix(".onnx"))
+                paddle2onnx.export(str(program), str(prefix.with_suffix(".pdiparams")), onnx_file)
+            options = ort.SessionOptions()
+            options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, {
+                "disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
+                "all": "ORT_ENABLE_ALL"}[knobs["ort"]["level"]])
+            options.intra_op_num_threads = knobs["ort"]["threads"]
+            session = ort.InferenceSession(onnx_file, options, providers=["CPUExecutionProvider"])
+            for feed, reference in zip(feeds, references):
+                out = session.run(None, {"image": feed})[0]
+                print(stage["name"], feed.shape, bool(np.allclose(out, reference, atol=1e-4, rtol=1e-4)))
+            continue
         config = pi.Config(str(program), str(prefix.with_suffix(".pdiparams")))
         config.switch_ir_optim(knobs.get("ir", False))
         if knobs.get("new_ir") is not None:

@@ -7,8 +7,8 @@ writes to ``optimized_model_filepath``), the execution providers the session rea
 output dtypes. A session whose optimized graph equals the converted one says so (``not_as_claimed``):
 the stage that switched the optimizations on is then ``noop``, never a pass.
 
-The conversion runs once per program (the ONNX file is kept beside the program); what paddle2onnx
-logged on the way (its optimizer can fail and fall back silently) is kept in the evidence.
+The conversion runs once per program, in a forked child (the ONNX file is kept beside the program);
+what paddle2onnx logged on the way (its optimizer can fail and fall back silently) is kept in the evidence.
 paddle2onnx's optimizer imports Polygraphy with ``POLYGRAPHY_AUTOINSTALL_DEPS=1``, which would
 pip-install onnx-graphsurgeon and sympy on the spot: their absence is an unmet requirement here.
 """
@@ -18,8 +18,11 @@ from __future__ import annotations
 import collections
 import hashlib
 import importlib
-import subprocess
+import os
+import signal
 import sys
+import time
+import traceback
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -36,9 +39,41 @@ NEEDED = ("paddle2onnx", "onnx", "onnxruntime", "onnx_graphsurgeon", "sympy")
 # A PIR program's feeding and fetching ops: converted by paddle2onnx without being listed.
 PLUMBING = {"data", "fetch", "feed", "parameter", "p", "shadow_output", "constant"}  # "p": a parameter
 CONVERT_TIMEOUT = 600.0
-# The conversion, in a child interpreter (paddle2onnx aborts its process on what it cannot convert).
-CONVERT = ("import sys, paddle2onnx; "
-           "paddle2onnx.export(sys.argv[1], sys.argv[2], sys.argv[3], enable_onnx_checker=True)")
+
+
+def _convert_in_child(program: str, params: str, target: str, log: Path) -> int:
+    """``paddle2onnx.export`` in a forked child (paddle2onnx aborts its process on what it cannot
+    convert; a fork costs no second ``import paddle``), its output to ``log``; the child's exit code,
+    negative for a signal. A child that outlives ``CONVERT_TIMEOUT`` is killed (SIGKILL, -9)."""
+    import paddle2onnx  # imported here, before the fork: the child only converts
+
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: nothing here returns
+        try:
+            fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            paddle2onnx.export(program, params, target, enable_onnx_checker=True)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+        except BaseException:
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(1)
+    deadline = time.monotonic() + CONVERT_TIMEOUT
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return -signal.SIGKILL
+        time.sleep(0.05)
 
 
 CONVERTER_SAID = "; it said:"
@@ -131,19 +166,17 @@ class OnnxRuntime(Runtime):
         """The program as ONNX (converted once, kept beside the program) and what the converter did.
 
         paddle2onnx aborts its process (SIGABRT) on an op it cannot convert, with the op's name
-        left in an unflushed buffer: the conversion runs in a child interpreter, and when it dies
-        the program's op types missing from paddle2onnx's own supported list name the op."""
+        left in an unflushed buffer: the conversion runs in a forked child, and when it dies the
+        program's op types missing from paddle2onnx's own supported list name the op."""
         import onnx
 
         program = Path(files["program"])
         target = program.with_suffix(".onnx")
         report = target.with_suffix(".convert.log")
         if not target.exists():
-            proc = subprocess.run([sys.executable, "-c", CONVERT, str(program), files.get("params") or "", str(target)],
-                                  capture_output=True, text=True, timeout=CONVERT_TIMEOUT, stdin=subprocess.DEVNULL)
-            report.write_text(proc.stdout + proc.stderr, encoding="utf-8")
-            if proc.returncode != 0 or not target.exists():
-                raise ConversionError(self._why_not(program, proc))
+            code = _convert_in_child(str(program), files.get("params") or "", str(target), report)
+            if code != 0 or not target.exists():
+                raise ConversionError(self._why_not(program, code, report.read_text(encoding="utf-8", errors="replace")))
         said = [ln for ln in report.read_text(encoding="utf-8").splitlines() if ln.strip()] if report.exists() else []
         model = onnx.load(str(target))
         import paddle2onnx
@@ -155,12 +188,12 @@ class OnnxRuntime(Runtime):
         return target, evidence
 
     @staticmethod
-    def _why_not(program: Path, proc: "subprocess.CompletedProcess[str]") -> str:
+    def _why_not(program: Path, code: int, output: str) -> str:
         import paddle2onnx
         from paddle2onnx.paddle2onnx_cpp2py_export import get_all_supported_operators_pir
 
-        how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
-        text = (proc.stdout + proc.stderr).splitlines()
+        how = f"signal {-code}" if code < 0 else f"exit {code}"
+        text = output.splitlines()
         lines = ([ln.strip() for ln in text if "[ERROR]" in ln] or
                  [ln.strip() for ln in text if ln.split(":")[0].endswith(("Error", "Exception"))])
         said = lines[0].replace("[ERROR][Paddle2ONNX] ", "") if lines else "no message"
