@@ -41,13 +41,16 @@ precision = "fp32"
 device = "cpu"
 backend = "onednn"
 precision = "bf16"
-
+"""
+# Sessions of other runtimes, added by the tests that run them (the shared matrix's cell counts stay).
+ORT_SESSION = """
 [sessions.cpu_ort_fp32]
 device = "cpu"
 backend = "ort"
 precision = "fp32"
 requires_paddle = "3.0.0"
-
+"""
+OPENVINO_SESSION = """
 [sessions.cpu_openvino_fp32]
 device = "cpu"
 backend = "openvino"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import NOX, installed_paddle, load_record, matrix_text, nox_run, run_harness, stages_by_name
+from .conftest import NOX, OPENVINO_SESSION, installed_paddle, load_record, matrix_text, nox_run, run_harness, stages_by_name
 
 LOWER = ("bf16", "f16")
 
@@ -20,7 +20,7 @@ LOWER = ("bf16", "f16")
 def test_openvino_reads_the_precision_it_ran_and_an_fp32_stage_that_ran_bf16_is_not_a_pass(tmp_path, nox_envdir):
     matrix = tmp_path / "matrix.toml"
     matrix.write_text(matrix_text(installed_paddle(), {"resnet": "harness.models:resnet18"}, other_versions=["2.6.2"],
-                                  extra="inputs.image = { shape = [1, 3, 32, 32] }"))
+                                  extra="inputs.image = { shape = [1, 3, 32, 32] }\n" + OPENVINO_SESSION))
     results = tmp_path / "r"
     proc = nox_run("-s", "cpu_openvino_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results),
                    matrix=matrix)
@@ -55,7 +55,7 @@ def test_openvino_reads_the_precision_it_ran_and_an_fp32_stage_that_ran_bf16_is_
 def test_openvino_stages_skip_on_pir_programs_with_the_reason(write_matrix, tmp_path, paddle_version):
     if not paddle_version.startswith("3."):
         pytest.skip("PIR .json programs are written by Paddle 3")
-    matrix = write_matrix({"clean": "tests.factories:clean"})
+    matrix = write_matrix({"clean": "tests.factories:clean"}, extra=OPENVINO_SESSION)
     run_harness("run", "--matrix", str(matrix), "--session", "cpu_openvino_fp32", "--results", str(tmp_path / "r"))
     record = load_record(tmp_path / "r" / "default", f"cpu_openvino_fp32/{paddle_version}/normal/clean")
     stages = stages_by_name(record)

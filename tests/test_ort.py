@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import load_record, run_harness, stages_by_name
+from .conftest import ORT_SESSION, load_record, run_harness, stages_by_name
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None
                                 or importlib.util.find_spec("paddle2onnx") is None,
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None
 
 
 def _run(write_matrix, tmp_path, models):
-    matrix = write_matrix(models)
+    matrix = write_matrix(models, extra=ORT_SESSION)
     proc = run_harness("run", "--matrix", str(matrix), "--session", "cpu_ort_fp32", "--results", str(tmp_path / "r"))
     return tmp_path / "r" / "default", proc
 

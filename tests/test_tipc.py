@@ -10,6 +10,7 @@ CUDA_VISIBLE_DEVICES (the scripts are not part of this repository; how is in eac
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import re
 import shutil
@@ -195,8 +196,11 @@ def test_lite_train_lite_infer_runs_the_chain_and_verifies_the_export(tmp_path):
     assert len(exports) == 1 and len(exports[0]["captures"]) == 1
     # by default every CPU session of the matrix runs the export, as it would a built-in model
     sessions = {c["id"].split("/")[0]: c["verdict"]["status"] for c in summary["cells"]}
-    assert set(sessions) == {"cpu_fp32", "cpu_onednn_fp32", "cpu_onednn_bf16", "cpu_onednn_int8"}
+    assert set(sessions) == {"cpu_fp32", "cpu_onednn_fp32", "cpu_onednn_bf16", "cpu_onednn_int8", "cpu_ort_fp32",
+                             "cpu_openvino_fp32", "cpu_openvino_bf16"}
     assert sessions["cpu_fp32"] == sessions["cpu_onednn_fp32"] == "pass"
+    if importlib.util.find_spec("paddle2onnx") and installed_paddle().startswith("3."):
+        assert sessions["cpu_ort_fp32"] == "pass"  # the captured export, converted and run by ONNX Runtime
     cell = next(c for c in summary["cells"] if c["id"].startswith("cpu_fp32/"))
     record = json.loads((tmp_path / "results" / "r" / (cell["id"] + ".json")).read_text())
     baseline = next(s for s in record["stages"] if s["name"] == "baseline")
