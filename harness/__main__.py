@@ -60,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     tipc.add_argument("--mode", required=True, help="lite_train_lite_infer, lite_train_whole_infer, whole_infer "
                                                      "or whole_train_whole_infer")
     tipc.add_argument("--dry-run", action="store_true", help="print the plan (argv lists, in order); run nothing")
+    tipc.add_argument("--device", choices=("cpu",), help="run on CPU what the config runs on GPU: gpu_list, use_gpu, "
+                      "Global.device and --device rewritten in memory (the dry run lists each rewrite)")
     tipc.add_argument("--driver", choices=[d.value for d in Driver],
                       help="whose test_train_inference_python.sh to mirror (default: step6 for 32-line "
                            "configs, clas for 51-line ones)")
@@ -221,6 +223,9 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
         raise UserError(f"--config {args.config}: {config_path} is a folder; give the TIPC config file.")
     layout = tipc_config.Layout(args.layout) if args.layout else None
     config = tipc_config.read(config_path, layout)
+    rewrites: List[str] = []
+    if args.device == "cpu":
+        config, rewrites = tipc_config.for_cpu(config)
     python = args.python or sys.executable
     launcher = LocalLauncher(python)  # the export cells' launcher (one fork server for all of them)
     reason = launcher.probe()
@@ -242,6 +247,9 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
     results = (args.results / args.run_name).resolve()
     plan = tipc_plan.plan(config, args.mode, repo=repo, python=python, log_root=results / "tipc",
                           driver=args.driver, gpu_missing=gpu_absence_reason())
+    if rewrites:
+        print(f"--device cpu: {len(rewrites)} config line(s) rewritten in memory (the file is unchanged):")
+        print("\n".join(f"  {r}" for r in rewrites))
     print(tipc_run.describe(plan))
     if args.dry_run:
         return 0

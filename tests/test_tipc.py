@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT, installed_paddle, one_line_error
+from harness.hostenv import gpu_absence_reason
 from harness.tipc import config as tipc_config
 from harness.tipc import plan as tipc_plan
 from harness.tipc import run as tipc_run
@@ -263,3 +264,71 @@ def test_a_quantized_trainer_name_without_quantizing_layers_is_checked_as_normal
     assert tipc_run.capture_mode(export, {"quant_layers": ["PactQuant"]})[0] == "pact"
     mode, note = tipc_run.capture_mode(export, {"quant_layers": []})
     assert mode == "normal" and "no quantizing sublayer" in note and "fp32 tolerances" in note
+
+
+# Command strings as TIPC builds them, with what config values carry in real repositories (PaddleOCR's
+# --rec_image_shape="3,48,320", PaddleClas's -o values, escapes) and what bash would still expand.
+EVAL_CASES = [
+    'python3.7 tools/infer/predict_rec.py --rec_image_shape="3,48,320" --use_gpu=False',
+    "python3.7 tools/train.py -o Global.epochs=2 -o 'Arch.name=ResNet50_vd' -o DataLoader.bs=8",
+    'python3.7 a.py --x="a b" --y=\'c  d\' --z=e\\ f',
+    'python3.7|tools/export.py|-o|Global.save="./out put"|--flag',
+    'python3.7 a.py --k="a\\"b" --j=\'x\\y\' --m=back\\\\slash',
+    'python3.7 a.py  --list=[1,2,3]  --glob=*.jpg --home=~/x --var=$HOME --sub="$(date)"',
+    "python3.7 a.py --empty='' --emptier=\"\" --tail=last",
+]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash as the oracle")
+@pytest.mark.parametrize("command", EVAL_CASES)
+def test_command_words_are_the_words_bash_eval_makes(command):
+    """The oracle: bash itself, `IFS='|'; eval printf_words $cmd` printing each word it made. Words bash
+    would expand further ($, globs, ~) are listed as literal instead of compared."""
+    words, literal = tipc_plan.eval_words(command)
+    prelude = "printf_words() { for w in \"$@\"; do printf '%s\\0' \"$w\"; done; }; set -f; HOME=/h; "
+    out = subprocess.run(["bash", "-c", prelude + 'IFS="|"; cmd=$1; eval printf_words $cmd', "bash",
+                          command], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    bash_words = out.stdout.split("\0")[:-1]
+    assert bash_words[0] == "python3.7" or bash_words[0].startswith("python3.7")
+    assert len(bash_words) == len(words)
+    for ours, theirs in zip(words, bash_words):
+        if ours in literal:
+            continue  # bash expands it (a variable, a glob, ~); we pass it as written and say so
+        assert ours == theirs, (ours, theirs)
+    assert "--rec_image_shape=3,48,320" in words or "rec_image_shape" not in command
+    assert any("$" in w for w in literal) == ("$" in command)
+
+
+def test_an_unbalanced_quote_is_one_line_naming_the_config(tmp_path):
+    with pytest.raises(ValueError, match="unbalanced"):
+        tipc_plan.eval_words('python3.7 a.py --x="oops')
+
+
+def test_a_quoted_list_value_reaches_the_script_unquoted(tmp_path):
+    """`--batch-size:"1"|"2"`: bash's eval removes the quotes and the script's int() works; passed
+    literally (as before), int('"1"') would fail the inference commands."""
+    out = _run(TINY, f"{CONFIGS}/train_infer_python_quoted.txt", tmp_path / "results")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    summary = json.loads((tmp_path / "results" / "r" / "tipc" / "tiny" / "lite_train_lite_infer" / "tipc.json").read_text())
+    infers = [c for c in summary["commands"] if c["kind"] == "infer" and c["status"] == "pass"]
+    assert infers and all(any(w in ("--batch-size=1", "--batch-size=2") for w in c["argv"]) for c in infers)
+    assert not any('"' in w for c in summary["commands"] for w in c["argv"])
+
+
+def test_a_gpu_only_config_verifies_nothing_here_unless_asked_to_run_on_cpu(tmp_path):
+    if gpu_absence_reason() is None:
+        pytest.skip("a GPU is visible: the config's GPU commands would run")
+    config = f"{CONFIGS}/train_infer_python_gpu.txt"
+    skipped = _run(TINY, config, tmp_path / "gpu")
+    assert skipped.returncode == 1, skipped.stdout[-3000:]
+    assert "every command was skipped" in skipped.stdout and "nothing ran" in skipped.stdout
+    dry = _run(TINY, config, tmp_path / "dry", "--device", "cpu", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "gpu_list:0 -> gpu_list:-1" in dry.stdout and "--use-gpu:True -> --use-gpu:False" in dry.stdout
+    before = (TINY / config).read_text()
+    on_cpu = _run(TINY, config, tmp_path / "cpu", "--device", "cpu")
+    assert on_cpu.returncode == 0, on_cpu.stdout[-3000:] + on_cpu.stderr[-3000:]
+    summary = json.loads((tmp_path / "cpu" / "r" / "tipc" / "tiny" / "lite_train_lite_infer" / "tipc.json").read_text())
+    assert [c["verdict"]["status"] for c in summary["cells"]] == ["pass"]  # the export, verified
+    assert (TINY / config).read_text() == before  # rewritten in memory only

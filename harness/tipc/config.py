@@ -16,6 +16,7 @@ or without the benchmark sections after line 51 (which the train/infer driver do
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -167,3 +168,39 @@ def parse_trainers(config: TipcConfig, trainer_keys: List[Tuple[int, str]]) -> L
             raise UserError(f"{config.where(number)}: unknown trainer {name!r}; the config's trainer lines declare "
                             f"{', '.join(known) or 'none'} — fix the name or add its trainer line.")
     return names
+
+
+# -- --device cpu: what TIPC users rewrite by hand, in memory ------------------------------------
+
+_USE_GPU_KEYS = {"use_gpu", "use-gpu"}
+_INLINE = [  # inside values (command strings, -o overrides): the device words a config spells
+    (re.compile(r"(\bGlobal\.device\s*[=:]\s*)gpu\b"), r"\1cpu"),
+    (re.compile(r"(--device\s*[= ]\s*)gpu\b"), r"\1cpu"),
+    (re.compile(r"(\b(?:Global\.)?use[_-]gpu\s*[=:]\s*)True\b"), r"\1False"),
+]
+
+
+def for_cpu(config: TipcConfig) -> Tuple[TipcConfig, List[str]]:
+    """The config as a CPU-only user edits it before running TIPC: ``gpu_list`` → ``-1``, a
+    ``use_gpu``/``use-gpu`` list keeps only its ``False`` entries, ``Global.device`` and
+    ``--device`` say ``cpu``, inline ``use_gpu=True`` says ``False``. The file is not touched;
+    each rewrite is returned as ``file:line: old -> new``."""
+    lines, rewrites = [], []
+    for line in config.lines:
+        text = line.text
+        fields = colon_fields(text)
+        key = fields[0].strip() if fields else ""
+        bare = key.lstrip("-").split(".")[-1].lower()
+        if key == "gpu_list" and len(fields) > 1 and fields[1] != "-1":
+            text = "gpu_list:-1"
+        elif bare in _USE_GPU_KEYS and len(fields) > 1 and "True" in fields[1]:
+            kept = [v for v in split_fields(fields[1], "|") if v != "True"] or ["False"]
+            text = f"{key}:{'|'.join(dict.fromkeys(kept))}"
+        elif bare == "device" and len(fields) > 1 and fields[1].strip() == "gpu":
+            text = f"{key}:cpu"
+        for pattern, replacement in _INLINE:
+            text = pattern.sub(replacement, text)
+        if text != line.text:
+            rewrites.append(f"{config.where(line.number)}: {line.text} -> {text}")
+        lines.append(Line(line.number, text))
+    return TipcConfig(config.path, lines, config.layout), rewrites

@@ -28,13 +28,11 @@ from ..shared.vocab import Word
 from .config import Layout, TipcConfig, check_values, parse_trainers, split_fields
 
 MODES = ("lite_train_lite_infer", "lite_train_whole_infer", "whole_infer", "whole_train_whole_infer")
-# Characters bash's eval would act on in a word; we pass such words literally and say so.
-SHELL_SPECIAL = set("$`\\\"';&<>*?[]{}()~#")
 
 DIFFERENCES = (
-    "no shell: each command runs as an argv list (its words split at blanks and '|', as eval $cmd "
-    "with IFS='|' splits them); quotes, $variables, globs and redirections in config values are "
-    "passed literally",
+    "no shell: each command runs as an argv list, the words bash's eval $cmd with IFS='|' makes "
+    "(split at '|' and blanks, quotes removed, backslash escapes honoured); $variables, command "
+    "substitution, globs and redirections in config values are passed literally and listed",
     "LOG_PATH is the run's folder (results/<run>/tipc/<model_name>/<mode>), not "
     "./test_tipc/output/...: the repository receives no harness output; every path TIPC derives "
     "from LOG_PATH (model output dirs, logs) moves with it",
@@ -127,9 +125,68 @@ def set_params(key: str, value: str) -> str:
     return f"{key}={value}"
 
 
-def eval_words(text: str) -> List[str]:
-    """The words ``eval $cmd`` runs with ``IFS='|'``: split at '|', joined by blanks, re-split."""
-    return text.replace("|", " ").split()
+# What bash would still act on after quote removal: outside any quotes, globs, tilde/brace
+# expansion, comments, control operators and redirections; outside single quotes, parameter and
+# command substitution. Such words are passed literally, and each plan lists them.
+_UNQUOTED_SPECIAL = set("*?[~{}#;&<>()")
+_EXPANDED_IN_DOUBLE = set("$`")
+_BLANKS = " \t\n"
+
+
+def eval_words(text: str) -> Tuple[List[str], List[str]]:
+    """The words ``eval $cmd`` runs with ``IFS='|'``, without a shell: ``$cmd`` is split at '|'
+    only, eval joins the fields with blanks and parses the result as shell input — blanks separate
+    words, quotes are removed (single quotes keep everything, double quotes keep all but ``\\$`"``
+    escapes), a backslash outside quotes keeps the next character. Returns the words and, among
+    them, those bash would expand further (kept literally here). An unbalanced quote, which makes
+    bash's eval fail, raises ValueError."""
+    source = text.replace("|", " ")
+    words: List[str] = []
+    special: List[str] = []
+    current: List[str] = []
+    in_word, flagged, quote = False, False, None
+    i = 0
+    while i < len(source):
+        c = source[i]
+        if quote == "'":
+            if c == "'":
+                quote = None
+            else:
+                current.append(c)
+        elif quote == '"':
+            if c == '"':
+                quote = None
+            elif c == "\\" and i + 1 < len(source) and source[i + 1] in '$`"\\\n':
+                i += 1
+                current.append(source[i])
+            else:
+                flagged = flagged or c in _EXPANDED_IN_DOUBLE
+                current.append(c)
+        elif c in _BLANKS:
+            if in_word:
+                words.append("".join(current))
+                if flagged:
+                    special.append(words[-1])
+            current, in_word, flagged = [], False, False
+        elif c in "'\"":
+            quote, in_word = c, True
+        elif c == "\\":
+            if i + 1 < len(source):
+                i += 1
+                current.append(source[i])
+            in_word = True
+        else:
+            flagged = flagged or c in _UNQUOTED_SPECIAL or c in _EXPANDED_IN_DOUBLE
+            current.append(c)
+            in_word = True
+        i += 1
+    if quote is not None:
+        raise ValueError(f"unbalanced {quote} quote: bash's eval fails on this command")
+    if in_word:
+        words.append("".join(current))
+        if flagged:
+            special.append(words[-1])
+    return words, special
 
 
 def _status_step6(ok: bool, model: str, text: str, _log: Optional[str]) -> str:
@@ -180,10 +237,14 @@ class _Builder:
             own_log: Optional[Path] = None, trailing_blank: bool = True, **fields) -> Command:
         suffix = (f" > {log} 2>&1" + (" " if trailing_blank else "")) if log is not None else ""
         body = text
-        argv = eval_words(body)
+        try:
+            argv, literal = eval_words(body)
+        except ValueError as exc:
+            raise UserError(f"{self.config.path}: a {kind.value} command would not run under TIPC either "
+                            f"({exc}): {body.strip()[:200]}; fix the config value.") from None
         command = Command(kind=kind, text=body + suffix, argv=argv, cwd=self.cwd,
                           log=Path(log) if log is not None else own_log, status_log_arg=status_log_arg,
-                          env=dict(self.env), literal=[w for w in argv if SHELL_SPECIAL & set(w)], **fields)
+                          env=dict(self.env), literal=literal, **fields)
         self.commands.append(command)
         return command
 

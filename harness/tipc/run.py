@@ -24,6 +24,7 @@ from ..runner import run_cells
 from ..shared.backends import QUANTIZED_MODES
 from ..shared.records import atomic_write_json
 from ..shared.spec import CellSpec
+from ..shared.logs import log_tail
 from ..shared.vocab import SETUP, Status
 from .plan import DIFFERENCES, Command, CommandKind, Plan
 
@@ -170,18 +171,38 @@ def unverified_exports(summary: Dict[str, Any]) -> List[Dict[str, Any]]:
             if c["kind"] == CommandKind.EXPORT.value and c["status"] == Status.PASS.value and not c["captures"]]
 
 
-def ok(summary: Dict[str, Any]) -> bool:
-    """Every command that ran succeeded, every successful export was intercepted, and every
-    export's cells passed or skipped a stage this machine cannot run. A capture that could not be
-    verified (its cell's setup says skip: no InputSpec, a saved function) is not a pass."""
-    commands = all(c["status"] != Status.FAIL.value for c in summary["commands"])
+def not_ok(summary: Dict[str, Any]) -> List[str]:
+    """Why the chain is not a success, one line each (empty: it is). Every command that ran must
+    have succeeded, every successful export must have been intercepted, every export's cells must
+    pass (or skip a stage this machine cannot run) — and something must have been verified: a chain
+    whose commands were all skipped, or that captured no export, verified nothing."""
+    reasons: List[str] = []
+    commands = summary["commands"]
+    if commands and all(c["status"] == Status.SKIP.value for c in commands):
+        why = sorted({c["skip"] for c in commands if c["skip"]})
+        reasons.append(f"every command was skipped ({len(commands)}): nothing ran ({'; '.join(why)[:300]})")
+    elif not summary["cells"]:
+        reasons.append("no jit.save was intercepted: nothing verified")
+    for c in commands:
+        if c["status"] == Status.FAIL.value:
+            tail = log_tail(Path(c["log"]), lines=4, max_chars=600) if c.get("log") else ""
+            reasons.append(f"command {c['index']} ({c['kind']}) failed with exit {c['returncode']}"
+                           + (f"; its log ends:\n      " + tail.replace("\n", "\n      ") if tail else ""))
+    for command in unverified_exports(summary):
+        reasons.append(f"export command {command['index']} succeeded but saved nothing through paddle.jit.save: "
+                       f"not verified")
 
-    def cell_ok(verdict: Dict[str, Any]) -> bool:
+    for cell in summary["cells"]:
+        verdict = cell["verdict"]
         status = Status.of(verdict["status"])
-        return status is Status.PASS or (status is Status.SKIP and verdict.get("first_failing_stage") != SETUP)
+        if not (status is Status.PASS or (status is Status.SKIP and verdict.get("first_failing_stage") != SETUP)):
+            reasons.append(f"export cell {cell['id']}: {status.value}"
+                           + (f" at {verdict['first_failing_stage']}" if verdict.get("first_failing_stage") else ""))
+    return reasons
 
-    cells = all(cell_ok(c["verdict"]) for c in summary["cells"])
-    return commands and cells and not unverified_exports(summary)
+
+def ok(summary: Dict[str, Any]) -> bool:
+    return not not_ok(summary)
 
 
 def table(summary: Dict[str, Any]) -> str:
@@ -194,10 +215,9 @@ def table(summary: Dict[str, Any]) -> str:
         cells = [[c["id"], c["verdict"]["status"], c["verdict"].get("first_failing_stage") or "",
                   (c["verdict"].get("message") or "")[:90]] for c in summary["cells"]]
         text += "\n\n" + tabulate(cells, headers=["export cell", "verdict", "first failing", "note"])
-    else:
-        text += "\n\nno jit.save was intercepted: nothing verified"
-    for command in unverified_exports(summary):
-        text += f"\nexport command {command['index']} succeeded but saved nothing through paddle.jit.save: not verified"
+    reasons = not_ok(summary)
+    if reasons:
+        text += "\n\nnot a success:\n" + "\n".join(f"  - {r}" for r in reasons)
     seconds = summary["seconds"]
     text += f"\n\nchain {seconds['chain']:.1f} s, verification {seconds['verification']:.1f} s"
     return text
