@@ -189,8 +189,9 @@ def _tipc_session(version: str):
         cpu = MATRIX.session("cpu_fp32")
         s.install(*MATRIX.packages(cpu, version), *CELL_SIDE_EXTRAS, *HOST_SIDE, silent=True)
         repo = next((s.posargs[i + 1] for i, arg in enumerate(s.posargs[:-1]) if arg == "--repo"), None)
-        if repo and (Path(repo) / "requirements.txt").is_file():
-            # what TIPC's docs have you do first; the commands need the repository's packages
+        if repo and (Path(repo) / "requirements.txt").is_file() and "--dry-run" not in s.posargs:
+            # what TIPC's docs have you do first; the commands need the repository's packages (a dry
+            # run runs nothing, so it installs none of them: they may pin what the env relies on)
             s.install("-r", str(Path(repo) / "requirements.txt"), silent=True)
         _run_harness(s, "tipc", "--matrix", str(MATRIX_PATH), *s.posargs)
 

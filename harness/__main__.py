@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -60,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     tipc.add_argument("--mode", required=True, help="lite_train_lite_infer, lite_train_whole_infer, whole_infer "
                                                      "or whole_train_whole_infer")
     tipc.add_argument("--dry-run", action="store_true", help="print the plan (argv lists, in order); run nothing")
+    tipc.add_argument("--prepare", action="store_true", help="first run the repository's own test_tipc/prepare.sh "
+                      "CONFIG MODE with bash (the user's script: it downloads data and weights, needs network)")
     tipc.add_argument("--device", choices=("cpu",), help="run on CPU what the config runs on GPU: gpu_list, use_gpu, "
                       "Global.device and --device rewritten in memory (the dry run lists each rewrite)")
     tipc.add_argument("--driver", choices=[d.value for d in Driver],
@@ -206,6 +209,21 @@ def _launcher(args: argparse.Namespace, matrix, session, version: str, results: 
     return launcher
 
 
+def _run_prepare(repo: Path, config_path: Path, mode: str) -> None:
+    """The repository's own ``test_tipc/prepare.sh CONFIG MODE``, run with bash in the repository
+    as TIPC's docs say (it is the user's script, not the harness's: it downloads data and weights,
+    may install packages, and writes into the repository). A failure ends the run."""
+    script = repo / "test_tipc" / "prepare.sh"
+    if not script.is_file():
+        raise UserError(f"--prepare: {script} does not exist; drop --prepare or give the repository that has it.")
+    rel = config_path.relative_to(repo) if config_path.is_relative_to(repo) else config_path
+    print(f"[tipc] running the repository's own script: bash test_tipc/prepare.sh {rel} {mode} (in {repo})")
+    code = subprocess.run(["bash", "test_tipc/prepare.sh", str(rel), mode], cwd=repo).returncode
+    if code != 0:
+        raise UserError(f"--prepare: the repository's test_tipc/prepare.sh exited {code} (its output above); fix it "
+                        f"or prepare by hand and run without --prepare.")
+
+
 def _cmd_tipc(args: argparse.Namespace) -> int:
     from . import matrix as matrix_mod
     from .hostenv import gpu_absence_reason
@@ -247,6 +265,8 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
     results = (args.results / args.run_name).resolve()
     plan = tipc_plan.plan(config, args.mode, repo=repo, python=python, log_root=results / "tipc",
                           driver=args.driver, gpu_missing=gpu_absence_reason())
+    if args.prepare and not args.dry_run:
+        _run_prepare(repo, config_path, args.mode)
     if rewrites:
         print(f"--device cpu: {len(rewrites)} config line(s) rewritten in memory (the file is unchanged):")
         print("\n".join(f"  {r}" for r in rewrites))

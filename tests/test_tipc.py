@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, installed_paddle, one_line_error
+from .conftest import ROOT, installed_paddle, nox_run, one_line_error
 from harness.hostenv import gpu_absence_reason
 from harness.tipc import config as tipc_config
 from harness.tipc import plan as tipc_plan
@@ -332,3 +332,29 @@ def test_a_gpu_only_config_verifies_nothing_here_unless_asked_to_run_on_cpu(tmp_
     summary = json.loads((tmp_path / "cpu" / "r" / "tipc" / "tiny" / "lite_train_lite_infer" / "tipc.json").read_text())
     assert [c["verdict"]["status"] for c in summary["cells"]] == ["pass"]  # the export, verified
     assert (TINY / config).read_text() == before  # rewritten in memory only
+
+
+def test_prepare_runs_the_repositorys_own_script_for_the_mode_first(tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(TINY, repo)
+    (repo / "test_tipc" / "prepare.sh").write_text('echo "prepared $2 from $1" > prepared.txt\n')
+    out = _run(repo, f"{CONFIGS}/train_infer_python.txt", tmp_path / "results", "--prepare")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "running the repository's own script: bash test_tipc/prepare.sh" in out.stdout
+    assert (repo / "prepared.txt").read_text() == f"prepared lite_train_lite_infer from {CONFIGS}/train_infer_python.txt\n"
+    (repo / "test_tipc" / "prepare.sh").write_text("exit 3\n")
+    failed = _run(repo, f"{CONFIGS}/train_infer_python.txt", tmp_path / "again", "--prepare")
+    assert "prepare.sh exited 3" in one_line_error(failed)
+
+
+@pytest.mark.skipif(shutil.which("nox") is None, reason="nox is not installed in this environment")
+def test_a_dry_run_installs_none_of_the_repositorys_requirements(tmp_path, nox_envdir):
+    """A requirement that cannot be installed: a dry run that tried would fail."""
+    repo = tmp_path / "repo"
+    shutil.copytree(TINY, repo)
+    (repo / "requirements.txt").write_text("harness-test-no-such-package==0.0.1\n")
+    proc = nox_run("-s", "tipc", "--envdir", str(nox_envdir), "--", "--repo", str(repo), "--config",
+                   f"{CONFIGS}/train_infer_python.txt", "--mode", "lite_train_lite_infer", "--dry-run")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "harness-test-no-such-package" not in proc.stdout + proc.stderr
+    assert "tools/export_model.py" in proc.stdout + proc.stderr  # the plan was printed, nothing ran
