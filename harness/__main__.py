@@ -209,6 +209,29 @@ def _launcher(args: argparse.Namespace, matrix, session, version: str, results: 
     return launcher
 
 
+def _tipc_driver(repo: Path, forced: Optional[str]) -> Optional[str]:
+    """Which driver the plan mirrors: the repository's own test_tipc/test_train_inference_python.sh,
+    recognised by the lines that matter; ``--driver`` forces one (a warning when the repository's
+    says otherwise). No script in the repository: the config's layout decides, as before."""
+    from .tipc import plan as tipc_plan
+
+    script = repo / tipc_plan.DRIVER_SCRIPT
+    if not script.is_file():
+        if not forced:
+            print(f"[tipc] driver: none in the repository ({tipc_plan.DRIVER_SCRIPT}); planned by the config's layout")
+        return forced
+    found, closest, missing = tipc_plan.recognise_driver(script)
+    if forced:
+        if found is not None and found.value != forced:
+            print(f"[tipc] warning: --driver {forced} forced; {script} reads as the {found.value} driver")
+        return forced
+    if found is None:
+        raise UserError(f"{script}: a TIPC driver this harness does not know; closest: {closest.value} (lacks "
+                        f"{'; '.join(missing)[:200]}); pass --driver {closest.value} to plan it as that one.")
+    print(f"[tipc] driver: {found.value} — {found.script} (recognised from {script})")
+    return found.value
+
+
 def _run_prepare(repo: Path, config_path: Path, mode: str) -> None:
     """The repository's own ``test_tipc/prepare.sh CONFIG MODE``, run with bash in the repository
     as TIPC's docs say (it is the user's script, not the harness's: it downloads data and weights,
@@ -263,8 +286,9 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
     for name in sessions:
         matrix.session(name)  # an unknown session: one line before any work
     results = (args.results / args.run_name).resolve()
+    driver = _tipc_driver(repo, args.driver)
     plan = tipc_plan.plan(config, args.mode, repo=repo, python=python, log_root=results / "tipc",
-                          driver=args.driver, gpu_missing=gpu_absence_reason())
+                          driver=driver, gpu_missing=gpu_absence_reason())
     if args.prepare and not args.dry_run:
         _run_prepare(repo, config_path, args.mode)
     if rewrites:

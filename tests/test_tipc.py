@@ -358,3 +358,61 @@ def test_a_dry_run_installs_none_of_the_repositorys_requirements(tmp_path, nox_e
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "harness-test-no-such-package" not in proc.stdout + proc.stderr
     assert "tools/export_model.py" in proc.stdout + proc.stderr  # the plan was printed, nothing ran
+
+
+def _driver_repo(tmp_path: Path, lines) -> Path:
+    """A copy of the tiny repository whose driver script holds ``lines`` (the fragments the
+    variants differ by, written here; the real drivers are not part of this repository)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(TINY, repo)
+    (repo / "test_tipc" / "test_train_inference_python.sh").write_text("#!/bin/bash\n" + "\n".join(lines) + "\n")
+    return repo
+
+
+@pytest.mark.parametrize("variant", [d for d in tipc_plan.Driver])
+def test_the_repositorys_own_driver_decides_the_plan(tmp_path, variant):
+    repo = _driver_repo(tmp_path, tipc_plan.DRIVER_MARKERS[variant])
+    found, closest, missing = tipc_plan.recognise_driver(repo / tipc_plan.DRIVER_SCRIPT)
+    assert found is variant and closest is variant and not missing
+    config = "train_infer_python.txt" if variant is tipc_plan.Driver.STEP6 else "train_infer_python_clas.txt"
+    if variant in (tipc_plan.Driver.OCR, tipc_plan.Driver.OCR_CURRENT):
+        # PaddleOCR's driver reads line 36 as inference_dir, where PaddleClas keeps a URL
+        path = repo / CONFIGS / config
+        path.write_text(path.read_text().replace("https://example.invalid/tiny_pretrained.pdparams", "null"))
+    out = _run(repo, f"{CONFIGS}/{config}", tmp_path / "r", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert f"[tipc] driver: {variant.value} — " in out.stdout
+
+
+def test_a_driver_the_harness_does_not_know_is_one_line_naming_the_closest(tmp_path):
+    markers = tipc_plan.DRIVER_MARKERS[tipc_plan.Driver.OCR_CURRENT]
+    repo = _driver_repo(tmp_path, markers[:2])  # two of its three lines: some other variant
+    out = _run(repo, f"{CONFIGS}/train_infer_python_clas.txt", tmp_path / "r", "--dry-run")
+    line = one_line_error(out)
+    assert "a TIPC driver this harness does not know; closest: ocr-current" in line and "--driver ocr-current" in line
+    forced = _run(repo, f"{CONFIGS}/train_infer_python_clas.txt", tmp_path / "r2", "--dry-run", "--driver", "clas")
+    assert forced.returncode == 0, forced.stderr
+
+
+def test_the_current_paddleocr_driver_differs_from_the_older_one_where_it_does(tmp_path):
+    """PaddleOCR's driver at 40c45e2c: no set_autocast in training, status lines carry the log,
+    inference logs gained gpus_<gpu>_, whole_infer's export log lost its slash."""
+    repo = tmp_path / "repo"
+    shutil.copytree(TINY, repo)
+    path = repo / CONFIGS / "train_infer_python_clas.txt"  # line 36 is inference_dir to PaddleOCR
+    text = path.read_text().replace("https://example.invalid/tiny_pretrained.pdparams", "null")
+    path.write_text(text.replace("-o Global.auto_cast:null", "-o Global.auto_cast:fp32"))
+    old = _plan(f"{CONFIGS}/train_infer_python_clas.txt", "lite_train_lite_infer", "ocr", repo=repo)
+    new = _plan(f"{CONFIGS}/train_infer_python_clas.txt", "lite_train_lite_infer", "ocr-current", repo=repo)
+    assert [c.kind for c in old.commands] == [c.kind for c in new.commands]
+    train_old = next(c for c in old.commands if c.kind == "train")
+    train_new = next(c for c in new.commands if c.kind == "train")
+    assert "Global.auto_cast=fp32" in train_old.argv and "Global.auto_cast=fp32" not in train_new.argv
+    for command in new.commands:
+        assert command.status_log_arg, command.text  # every status line carries its log
+        assert new.status_line(True, command).endswith(f" - {command.status_log_arg} \x1b[0m")
+    for command in (c for c in new.commands if c.kind == "infer"):
+        assert "_gpus_" in command.log.name
+    whole = _plan(f"{CONFIGS}/train_infer_python_clas.txt", "whole_infer", "ocr-current", repo=repo)
+    exports = [c for c in whole.commands if c.kind == "export"]
+    assert all(c.log.name.startswith("whole_infer_export_") for c in exports)

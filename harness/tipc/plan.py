@@ -54,7 +54,8 @@ class Driver(Word):
 
     STEP6 = "step6"
     CLAS = "clas"
-    OCR = "ocr"
+    OCR = "ocr"                  # PaddleOCR's driver up to 038a933
+    OCR_CURRENT = "ocr-current"  # PaddleOCR's driver at 40c45e2c: status lines carry the log, no set_autocast
 
     @property
     def layout(self) -> Layout:
@@ -65,8 +66,32 @@ class Driver(Word):
         return {
             Driver.STEP6: "models repo tutorials/mobilenetv3_prod/Step6/test_tipc/test_train_inference_python.sh",
             Driver.CLAS: "PaddleClas test_tipc/test_train_inference_python.sh",
-            Driver.OCR: "PaddleOCR test_tipc/test_train_inference_python.sh",
+            Driver.OCR: "PaddleOCR test_tipc/test_train_inference_python.sh (038a933 and before)",
+            Driver.OCR_CURRENT: "PaddleOCR test_tipc/test_train_inference_python.sh (40c45e2c)",
         }[self]
+
+
+# How each driver variant is recognised: lines only it has (all must be present). The repository's
+# own test_tipc/test_train_inference_python.sh decides which plan is made.
+DRIVER_MARKERS: Dict[Driver, Tuple[str, ...]] = {
+    Driver.STEP6: ("NR==1, NR==32{print}", "_python_infer_cpu_batchsize_${batch_size}.log"),
+    Driver.CLAS: ("func_set_amp_params", "-o Global.print_mem_info=True", "cd deploy"),
+    Driver.OCR: ('set_autocast=$(func_set_params "${autocast_key}" "${autocast}")',
+                 "python_infer_cpu_usemkldnn_${use_mkldnn}", '"${LOG_PATH}/_export_${Count}.log"'),
+    Driver.OCR_CURRENT: ("python_infer_cpu_gpus_${_gpu}_usemkldnn_${use_mkldnn}", '"${LOG_PATH}_export_${Count}.log"',
+                         '"${status_log}" "${model_name}" "${_save_log_path}"'),
+}
+DRIVER_SCRIPT = Path("test_tipc") / "test_train_inference_python.sh"
+
+
+def recognise_driver(script: Path) -> Tuple[Optional[Driver], Driver, List[str]]:
+    """(the variant whose every marker the script has, or None; the closest variant; the markers
+    of the closest it lacks)."""
+    text = script.read_text(encoding="utf-8", errors="replace")
+    found = {d: [m for m in markers if m not in text] for d, markers in DRIVER_MARKERS.items()}
+    exact = [d for d, missing in found.items() if not missing]
+    closest = min(found, key=lambda d: (len(found[d]) / len(DRIVER_MARKERS[d]), list(Driver).index(d)))
+    return (exact[0] if len(exact) == 1 else None), closest, found[closest]
 
 
 class CommandKind(Word):
@@ -196,7 +221,8 @@ def _status_step6(ok: bool, model: str, text: str, _log: Optional[str]) -> str:
 
 
 def _status_ocr(ok: bool, model: str, text: str, log: Optional[str]) -> str:
-    # PaddleOCR common_func.sh status_check (5 arguments; its driver passes 4, so the log field is empty)
+    # PaddleOCR common_func.sh status_check (5 arguments; its driver up to 038a933 passes 4, so the
+    # log field is empty there; the current one passes the command's log)
     word = "successfully" if ok else "failed"
     return f"\033[33m Run {word} with command - {model} - {text} - {log or ''} \033[0m"
 
@@ -274,7 +300,8 @@ def plan(config: TipcConfig, mode: str, *, repo: Path, python: str, log_root: Pa
         fitting = ", ".join(d.value for d in Driver if d.layout is config.layout)
         raise UserError(f"{config.path}: a {config.layout} config, but --driver {driver} reads the {driver.layout} "
                         f"layout; drop --driver or pick {fitting}.")
-    planner = {Driver.STEP6: _plan_step6, Driver.CLAS: _plan_clas, Driver.OCR: _plan_ocr}[driver]
+    planner = {Driver.STEP6: _plan_step6, Driver.CLAS: _plan_clas, Driver.OCR: _plan_ocr,
+               Driver.OCR_CURRENT: lambda b: _plan_ocr(b, current=True)}[driver]
     model_name = config.value(2)
     if not model_name:
         raise UserError(f"{config.where(2)}: model_name is empty; TIPC names its output folder after it.")
@@ -445,8 +472,10 @@ def _amp_params(autocast: str) -> str:
 
 
 def _inference_51(b: _Builder, v: Dict[str, str], ocr: bool, model_dir: str, img_dir: str, flag_quant: str,
-                  gpu: str, stem: str, trainer: Optional[str], skip: Optional[str], status_log: bool) -> None:
-    """func_inference of PaddleClas (lines 103-161) and PaddleOCR."""
+                  gpu: str, stem: str, trainer: Optional[str], skip: Optional[str], status_log: bool,
+                  ocr_gpus: bool = False) -> None:
+    """func_inference of PaddleClas (lines 103-161) and PaddleOCR (``ocr_gpus``: the current
+    driver's log names carry ``gpus_<gpu>_``, as PaddleClas's do)."""
     L = str(b.log_path)
     sp = set_params
     for use_gpu in split_fields(v["use_gpu_list"], "|"):
@@ -463,7 +492,8 @@ def _inference_51(b: _Builder, v: Dict[str, str], ocr: bool, model_dir: str, img
                           f"{sp(v['batch_size_key'], bs)}")
                 data = f"{sp(v['image_dir_key'], img_dir)} {sp(v['benchmark_key'], v['benchmark_value'])}"
                 if ocr:
-                    log = (f"{L}/python_infer_cpu_usemkldnn_{mkldnn}_threads_{threads}_precision_"
+                    gpus = f"gpus_{gpu}_" if ocr_gpus else ""
+                    log = (f"{L}/python_infer_cpu_{gpus}usemkldnn_{mkldnn}_threads_{threads}_precision_"
                            f"{precision}_batchsize_{bs}.log")
                     text = (f"{b.python} {v['inference_py']} {v['use_gpu_key']}={use_gpu} "
                             f"{sp(v['use_mkldnn_key'], mkldnn)} {common} {sp(v['save_log_key'], '')} "
@@ -488,7 +518,7 @@ def _inference_51(b: _Builder, v: Dict[str, str], ocr: bool, model_dir: str, img
                                 or (trt == "False" and "int8" in precision and flag_quant == "True")):
                         continue
                     for bs in split_fields(v["batch_size_list"], "|"):
-                        gpus = "" if ocr else f"gpus_{gpu}_"
+                        gpus = "" if ocr and not ocr_gpus else f"gpus_{gpu}_"
                         log = f"{L}/python_infer_gpu_{gpus}usetrt_{trt}_precision_{precision}_batchsize_{bs}.log"
                         text = (f"{b.python} {v['inference_py']} {v['use_gpu_key']}={use_gpu} "
                                 f"{sp(v['use_trt_key'], trt)} {sp(v['precision_key'], precision)} "
@@ -501,8 +531,10 @@ def _inference_51(b: _Builder, v: Dict[str, str], ocr: bool, model_dir: str, img
         # any other use_gpu word: the script echoes "Does not support hardware..." and runs nothing
 
 
-def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool) -> None:
-    """The train branch (PaddleClas lines 183-336; PaddleOCR's else-branch)."""
+def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool, current: bool = False) -> None:
+    """The train branch (PaddleClas lines 183-336; PaddleOCR's else-branch; ``current``: PaddleOCR's
+    driver at 40c45e2c, whose training commands dropped ``${set_autocast}`` and whose status lines
+    carry each command's log)."""
     L, sp, model_name = str(b.log_path), set_params, b.config.value(2)
     use_gpu_words = split_fields(v["train_use_gpu_value"], "|")
     for count, gpu in enumerate(split_fields(v["gpu_list"], "|")):
@@ -522,6 +554,8 @@ def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool) -> None:
                 if run_train == "null":
                     continue
                 set_autocast = sp(v["autocast_key"], autocast) if ocr else _amp_params(autocast)
+                if current:
+                    set_autocast = ""  # gone from its commands: "${set_pretrain}  ${set_batchsize}"
                 set_use_gpu = sp(v["train_use_gpu_key"], train_use_gpu if ocr else v["train_use_gpu_value"])
                 nodes = 1 if len(ips) <= 15 else len(split_fields(ips, ","))
                 stem = f"{trainer}_gpus_{gpu}_autocast_{autocast}"
@@ -555,8 +589,8 @@ def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool) -> None:
                     text += " -o Arch.use_fused_attn=True -o Arch.use_fused_linear=True"
                 mode_name = train_mode_for(trainer, run_train, autocast if autocast != "null" else "", v["pact_key"])
                 weights_dir = save_log if ocr else f"{save_log}/{_clas_model_dir(model_name)}"
-                b.add(CommandKind.TRAIN, text, None, None if ocr else f"{save_log}.log",
-                      own_log=Path(f"{save_log}.log" if not ocr else f"{L}/{stem}_train.log"),
+                b.add(CommandKind.TRAIN, text, None, None if ocr and not current else f"{save_log}.log",
+                      own_log=Path(f"{save_log}.log" if not ocr or current else f"{L}/{stem}_train.log"),
                       trainer=trainer, stem=stem, train_mode=mode_name, skip=skip)
                 eval_pretrain = sp(v["pretrain_model_key"], f"{weights_dir}/{v['train_model_name']}")
                 if v["eval_py"] != "null":
@@ -564,7 +598,7 @@ def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool) -> None:
                         b.env = {"CUDA_VISIBLE_DEVICES": env}
                     eval_log = f"{L}/{trainer}_gpus_{gpu}_autocast_{autocast}_nodes_{nodes}_eval.log"
                     text = f"{b.python} {v['eval_py']} {eval_pretrain} {set_use_gpu} {sp(v['eval_key1'], v['eval_value1'])}"
-                    b.add(CommandKind.EVAL, text, eval_log, None if ocr else eval_log, trailing_blank=ocr,
+                    b.add(CommandKind.EVAL, text, eval_log, None if ocr and not current else eval_log, trailing_blank=ocr,
                           trainer=trainer, stem=stem, train_mode=mode_name, skip=skip)
                 if run_export != "null":
                     export_log = f"{L}/{trainer}_gpus_{gpu}_autocast_{autocast}_nodes_{nodes}_export.log"
@@ -573,7 +607,8 @@ def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool) -> None:
                     # else PaddleClas (lines 314-318) resets set_eval_pretrain and keeps the previous
                     # set_export_weight (empty at first): mirrored
                     text = f"{b.python} {run_export} {b.export_weight} {sp(v['save_infer_key'], save_log)}"
-                    b.add(CommandKind.EXPORT, text, export_log, None if ocr else export_log, trailing_blank=ocr,
+                    b.add(CommandKind.EXPORT, text, export_log, None if ocr and not current else export_log,
+                          trailing_blank=ocr,
                           trainer=trainer, stem=stem, train_mode=mode_name, skip=skip)
                     if env:
                         b.env = {"CUDA_VISIBLE_DEVICES": env}
@@ -583,7 +618,8 @@ def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool) -> None:
                     if not ocr:
                         b.cwd = b.repo / "deploy"  # `cd deploy` (PaddleClas line 328)
                     _inference_51(b, v, ocr, model_dir, v["train_infer_img_dir"] if ocr else v["infer_img_dir"],
-                                  "True" if quant else "False", gpu, stem, trainer, skip, status_log=not ocr)
+                                  "True" if quant else "False", gpu, stem, trainer, skip,
+                                  status_log=not ocr or current, ocr_gpus=current)
                     b.cwd = b.repo
                     if ocr:
                         b.env = {}
@@ -614,10 +650,10 @@ def _plan_clas(b: _Builder):
     return _status_clas
 
 
-def _plan_ocr(b: _Builder):
+def _plan_ocr(b: _Builder, current: bool = False):
     v = _fifty_one(b, ocr=True)
     if b.mode != "whole_infer":
-        _train_chain_51(b, v, ocr=True)
+        _train_chain_51(b, v, ocr=True, current=current)
         return _status_ocr
     L = str(b.log_path)
     exports = split_fields(v["infer_export"], "|")
@@ -627,8 +663,10 @@ def _plan_ocr(b: _Builder):
         if export != "null":
             text = (f"{b.python} {export} {set_params(v['export_weight'], infer_model)} "
                     f"{set_params(v['save_infer_key'], infer_model)}")
-            b.add(CommandKind.EXPORT, text, f"{L}/_export_{count}.log", stem=f"export_{count}", train_mode="normal")
+            # the current driver writes "${LOG_PATH}_export_N.log" (no slash) and passes it on
+            log = f"{L}_export_{count}.log" if current else f"{L}/_export_{count}.log"
+            b.add(CommandKind.EXPORT, text, log, log if current else None, stem=f"export_{count}", train_mode="normal")
         flag = quant_flags[count] if count < len(quant_flags) else ""
-        _inference_51(b, v, True, infer_model, v["infer_img_dir"], flag, "", f"export_{count}", None, None,
-                      status_log=False)
+        _inference_51(b, v, True, infer_model, v["infer_img_dir"], flag, "0" if current else "", f"export_{count}",
+                      None, None, status_log=current, ocr_gpus=current)
     return _status_ocr
