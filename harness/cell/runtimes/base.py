@@ -81,10 +81,10 @@ class Runtime(abc.ABC):
 
         return stage_cause(message)[:120]
 
-    @abc.abstractmethod
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
                     test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
         """Every intermediate tensor of two sessions, matched and compared (the per-tensor table)."""
+        raise NotImplementedError(f"the per-tensor diff is not written for {self.name} yet")
 
 
 __all__ = ["Runtime", "Session", "SearchSpace"]

@@ -271,7 +271,3 @@ class OnnxRuntime(Runtime):
         if CONVERTER_SAID in message:
             return cause_of(message.split(CONVERTER_SAID, 1)[1].split("; op types")[0].strip())[:120]
         return stage_cause(message)[:120]
-
-    def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
-        raise NotImplementedError("the per-tensor diff is written for Paddle Inference stages only so far")

@@ -123,7 +123,3 @@ class OpenVino(Runtime):
             "names = [o.get_any_name() for o in compiled.outputs]",
             "outputs = [results[o] for o in compiled.outputs]",
         ]) + "\n"
-
-    def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
-        raise NotImplementedError("the per-tensor diff is written for Paddle Inference stages only so far")
