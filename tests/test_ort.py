@@ -61,7 +61,7 @@ def test_an_op_paddle2onnx_cannot_convert_is_a_finding_with_the_op_and_a_verifie
     assert stages["baseline"]["status"] == "pass"  # Paddle runs it: the conversion is what fails
     message = stages["ort_convert"]["message"]
     assert stages["ort_convert"]["status"] == "error" and "signal 6" in message
-    assert "Due to the unsupported operators, the conversion is aborted." in message
+    assert "Due to the unsupported operators, the conversion is aborted" in message
     assert message.endswith("missing from paddle2onnx's supported list: cumprod")
     repro = record["analysis"]["reproducer"]
     assert repro["stage"] == "ort_convert" and repro["verified"] is True

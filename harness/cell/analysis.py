@@ -24,7 +24,7 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional
 
 from ..shared.backends import SearchSpace, StagePlan
-from ..shared.causes import paddle_message, stage_cause
+from ..shared.causes import paddle_message
 from ..shared.compare import compare_tol
 from ..shared.errors import UserError
 from ..shared.search import build_budget, find_culprits
@@ -159,7 +159,7 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, A
     labels = setup["outputs"]
     stage = done[plan.name]
     raised = Status.of(stage["status"]) is Status.ERROR
-    cause = stage_cause(stage.get("message", ""))
+    cause = engine.cause_words(str(stage.get("message", "")))
     _, reference, _ = stage_reference(ctx, plan, labels, shape)
     tolerances = [ctx.tolerance(plan.precision, label) for label in labels]
 
@@ -169,7 +169,7 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, A
             _, got = session.run(feeds)
         except Exception as exc:
             message = paddle_message(exc)
-            if raised and stage_cause(message) == cause:
+            if raised and engine.cause_words(message) == cause:
                 return Probe.FAIL
             messages.append(message)
             return Probe.INVALID

@@ -40,7 +40,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from ..shared.backends import StagePlan
-from ..shared.causes import paddle_message, stage_cause
+from ..shared.causes import paddle_message
 from ..shared.compare import compare_tol
 from ..shared.spec import OUTPUTS
 from ..shared.vocab import Analysis, Reference, Stage, Status
@@ -374,7 +374,7 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
     stage = done[plan.name]
     failed = Status.of(stage["status"])
     engine = runtime(plan.runtime)
-    cause = stage_cause(stage.get("message", ""))
+    cause = engine.cause_words(str(stage.get("message", "")))  # the runtime's own words of the cause
     reference_plan = plans.get(Stage.BASELINE.value) if plan.reference == Reference.BASELINE else None
     tolerance = ctx.tolerance(plan.precision)
     calls = capture(paddle, model, call_args)
@@ -430,14 +430,16 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
                 expected = ref_out
         except Exception as exc:
             if reference_plan is not None and failed is Status.FAIL:
+                # No reference, no comparison: the piece says nothing either way.
                 trial.note += f"the reference config raised on it: {paddle_message(exc)[:300]}"
+                trial.untestable = True
                 return trial
         trial.expected = expected
         try:
             _, got = engine.session(files, plan.config, feeds, where / "stage").run(feeds)
         except Exception as exc:
             message = paddle_message(exc)
-            trial.reproduces = failed is Status.ERROR and bool(cause) and stage_cause(message) == cause
+            trial.reproduces = failed is Status.ERROR and bool(cause) and engine.cause_words(message) == cause
             trial.note += "raises the same cause" if trial.reproduces else f"raises otherwise: {message[:300]}"
             return trial
         if failed is Status.ERROR:

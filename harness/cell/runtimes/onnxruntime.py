@@ -19,6 +19,7 @@ import collections
 import hashlib
 import importlib
 import os
+import re
 import signal
 import sys
 import time
@@ -77,6 +78,17 @@ def _convert_in_child(program: str, params: str, target: str, log: Path) -> int:
 
 
 CONVERTER_SAID = "; it said:"
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_LOG_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \[\w+\]\s*")
+
+
+def _plain(line: str) -> str:
+    """A converter log line without colours, timestamp, level and paddle2onnx's tag."""
+    text = _ANSI.sub("", line).strip()
+    text = _LOG_PREFIX.sub("", text).replace("[ERROR][Paddle2ONNX] ", "")
+    return text.rstrip(".").strip()
 
 
 def _listed(op: str, supported: "set[str]") -> bool:
@@ -196,9 +208,11 @@ class OnnxRuntime(Runtime):
         text = output.splitlines()
         lines = ([ln.strip() for ln in text if "[ERROR]" in ln] or
                  [ln.strip() for ln in text if ln.split(":")[0].endswith(("Error", "Exception"))])
-        said = lines[0].replace("[ERROR][Paddle2ONNX] ", "") if lines else "no message"
+        said = _plain(lines[0]) if lines else "no message"
         missing: List[str] = []
-        if program.suffix == ".json":
+        # Only an abort over unsupported operators is about op coverage; other failures (an
+        # attribute a converter rejects) name no missing op.
+        if program.suffix == ".json" and "unsupported operators" in said:
             supported = set(get_all_supported_operators_pir())
             missing = sorted({op for op in program_op_types(program) if not _listed(op, supported)})
         where = (f"; op types of this program missing from paddle2onnx's supported list: {', '.join(missing)}"
