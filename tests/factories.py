@@ -189,7 +189,7 @@ class CountingBlock(Block):
 
 
 class Stage(nn.Layer):
-    def __init__(self, channels, blocks):
+    def __init__(self, blocks):
         super().__init__()
         self.blocks = nn.LayerList(blocks)
 
@@ -203,7 +203,7 @@ class Backbone(nn.Layer):
     def __init__(self):
         super().__init__()
         self.stem = nn.Conv2D(3, 8, 3, padding=1)
-        self.stages = nn.LayerList([Stage(8, [Block(8), Block(8)]), Stage(8, [Block(8), CountingBlock(8), Block(8)])])
+        self.stages = nn.LayerList([Stage([Block(8), Block(8)]), Stage([Block(8), CountingBlock(8), Block(8)])])
 
     def forward(self, x):
         x = self.stem(x)

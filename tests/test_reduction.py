@@ -169,6 +169,7 @@ def test_the_onednn_interpolate_error_is_localized_searched_and_reproduced(write
     # The oneDNN op list is measured before it is searched: under PIR it changes nothing.
     exclude = analysis["exclude"]
     assert exclude["honoured"] is False and exclude["outcome"] == "knob ignored"
+    assert exclude["evidence"]["onednn_ops_ran"], exclude  # read from a run: oneDNN kernels ran regardless
     repro = analysis["reproducer"]
     assert repro["program"] == "piece" and repro["verified"] is True and repro["exit"] != 0
     script = Path(repro["script"])

@@ -5,9 +5,11 @@
 * ``bisect``: the culprit search over that stage's search space (passes, TensorRT op types), for a
   numeric failure ("fixed" = within tolerance again) and for an error ("fixed" = it no longer
   raises that cause; raising otherwise says nothing: an invalid set);
-* ``exclude``: for a oneDNN stage, the op types oneDNN may take (``set_mkldnn_op``) — first one
-  build with no op type on the list, which says whether this Paddle honours the list at all (the
-  record says so either way), then the search over the op types the program runs;
+* ``exclude``: for a oneDNN stage, the op types oneDNN may take (``set_mkldnn_op``) — first a
+  probe conv program run with no op type on the list, whose executed op names say whether this
+  Paddle honours the list at all (PIR names oneDNN kernels ``onednn_op.*``; the record keeps the
+  evidence), then one build of the failing program with no op type listed, then the search over
+  the op types the program runs;
 * ``triage``: a failed or raising ``baseline`` (dygraph vs the predictor) split three ways;
 * ``reduce``: the first failing stage (the baseline included) localized to the smallest sublayer
   that reproduces it (``reduction.py``);
@@ -185,6 +187,8 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, A
 def bisect(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
     engine = runtime(plan.runtime)
     stage = done[plan.name]
+    if plan.search is None:
+        return {"status": Status.SKIP, "message": f"{plan.name} runs on {plan.runtime}: no culprit search for it yet"}
     items = engine.search_items(plan, stage.get("evidence") or {}, done[Stage.BASELINE.value].get("evidence") or {})
     if not items:
         return {"status": Status.SKIP, "message": f"{plan.name} ran no IR passes or TensorRT ops to search"}
@@ -217,22 +221,33 @@ def exclude_onednn_ops(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[s
     types = [t for t in types if t not in reduction.BOOKKEEPING]
     if not types:
         return {"status": Status.SKIP, "message": "the baseline recorded no op types to exclude"}
+    # What the call does, read from a run (a probe conv program with no op type on the list),
+    # before any conclusion rests on it.
+    none_listed = plan.config.replace(onednn_ops=(NO_OP_TYPE,))
+    knob = ctx.compat.onednn_op_list_evidence(none_listed, ctx.work / f"{plan.name}.oplist")
+    if knob is not None and knob["onednn_ops_ran"]:
+        return {"status": Status.PASS, "outcome": "knob ignored", "honoured": False, "builds": 1, "evidence": knob,
+                "message": (f"set_mkldnn_op with no op type listed: {sum(knob['onednn_ops_ran'].values())} of "
+                            f"{knob['ops']} ops of a probe conv program still ran as "
+                            f"{', '.join(sorted(knob['onednn_ops_ran']))}: this Paddle ignores the oneDNN op list, "
+                            f"so no op can be excluded this way")}
     messages: List[str] = []
     probe = failure_probe(ctx, plan, done, messages, stage.get("failing_shape", 0))
-    nothing = probe(plan.config.replace(onednn_ops=(NO_OP_TYPE,)))
+    nothing = probe(none_listed)
     if nothing is not Probe.PASS:
-        return {"status": Status.PASS, "outcome": "knob ignored", "honoured": False, "builds": 1,
-                "message": (f"set_mkldnn_op with no op type listed changes nothing here ({nothing.value}: the failure "
-                            f"persists{'; ' + messages[-1] if messages else ''}): this Paddle does not honour the "
-                            f"oneDNN op list for this program, so no op can be excluded this way")}
+        said = "the probe program ran no oneDNN op" if knob is not None else "legacy op names do not say the kernel"
+        return {"status": Status.PASS, "outcome": "no effect", "honoured": None, "builds": 2, "evidence": knob,
+                "message": (f"the failure persists with no op type on set_mkldnn_op's list ({nothing.value}"
+                            f"{'; ' + messages[-1] if messages else ''}; {said}): it is not an op's oneDNN kernel "
+                            f"that the list can keep off")}
 
     def probe_without(disabled: List[str]) -> Probe:
         return probe(plan.config.replace(onednn_ops=tuple(t for t in types if t not in disabled) or (NO_OP_TYPE,)))
 
     found = find_culprits(types, probe_without)
     return {"status": Status.PASS, "outcome": found.status, "honoured": True, "candidates": len(types),
-            "items": types, "culprits": found.culprits, "builds": found.builds + 1,
-            "budget": build_budget(len(types), max(len(found.culprits), 1)) + 1,
+            "evidence": knob, "items": types, "culprits": found.culprits, "builds": found.builds + 2,
+            "budget": build_budget(len(types), max(len(found.culprits), 1)) + 2,
             "message": found.message, "invalid_messages": list(dict.fromkeys(messages))[:5],
             "verdict": _verdict(plan, found.culprits, "when op type {} runs on oneDNN", raised)}
 

@@ -532,6 +532,24 @@ def run_with_evidence(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str],
                             "output_dtypes": dtypes}
 
 
+def onednn_op_list_evidence(cfg: PredictorConfig, folder: Path) -> Optional[Dict[str, Any]]:
+    """What ``cfg``'s oneDNN op list (``set_mkldnn_op``) really does, read from a run: a small conv
+    program built and run under ``cfg``, the executed op names counted. Under PIR an op that ran
+    a oneDNN kernel is named ``onednn_op.*``; legacy programs do not say it in their op names
+    (None: this run cannot tell)."""
+    layer = paddle.nn.Sequential(paddle.nn.Conv2D(3, 4, 3, padding=1), paddle.nn.ReLU())
+    layer.eval()
+    files = export(layer, [paddle.static.InputSpec([1, 3, 8, 8], "float32", "x")], Path(folder) / "model")
+    if files["format"] != ProgramFormat.PIR:
+        return None
+    import numpy as np
+
+    predictor, _ = build_predictor(files, cfg)
+    _, _, ran = run_with_evidence(predictor, {"x": np.ones([1, 3, 8, 8], "float32")})
+    onednn = {op: n for op, n in ran["op_types"].items() if op.startswith("onednn_op.")}
+    return {"onednn_ops_listed": list(cfg.onednn_ops or ()), "ops": ran["ops"], "onednn_ops_ran": onednn}
+
+
 def run_saved_program(files: Dict[str, str], feeds: Dict[str, Any], order: List[str]) -> List[Any]:
     """The saved program run by Paddle's own executor, not the inference engine: ``paddle.jit.load``
     (a TranslatedLayer; .pdmodel in 2.6, PIR .json in 3.x), inputs in the forward's order, outputs

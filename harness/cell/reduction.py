@@ -407,7 +407,7 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
                     raise
                 # A floating input no output needs (autograd says which): made inside the piece.
                 fed_at = [k for k in range(len(captured)) if k not in constants]  # fed index -> captured index
-                unused = {fed_at[i] for i in unused_inputs(paddle, _load_piece(source, where, members), arrays)}
+                unused = {fed_at[i] for i in unused_inputs(paddle, piece, arrays)}
                 if not unused:
                     raise
                 source, arrays = piece_source(members, unused, constants)
@@ -420,28 +420,33 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
         feeds = {f"in{k}": a for k, a in enumerate(arrays)}
         trial.files, trial.feeds = files, feeds
         # The reference: the baseline config on the piece, or (baseline's own failure) dygraph.
+        # The baseline config's run also names the piece's op types; when the failing stage is the
+        # baseline itself, that one run is the stage's run too.
         expected: Optional[List[np.ndarray]] = traced
+        ref_plan = reference_plan or plans.get(Stage.BASELINE.value) or plan
+        got: Optional[List[np.ndarray]] = None
         try:
-            ref_plan = reference_plan or plans.get(Stage.BASELINE.value) or plan
             ref = runtime(ref_plan.runtime).session(files, ref_plan.config, feeds, where / "reference")
             _, ref_out, evidence = ref.run_with_evidence(feeds)
             trial.op_types = dict(evidence.get("op_types") or {})
             if reference_plan is not None:
                 expected = ref_out
+            if ref_plan.name == plan.name:
+                got = ref_out
         except Exception as exc:
             if reference_plan is not None and failed is Status.FAIL:
                 # No reference, no comparison: the piece says nothing either way.
                 trial.note += f"the reference config raised on it: {paddle_message(exc)[:300]}"
                 trial.untestable = True
                 return trial
+            if ref_plan.name == plan.name:  # the stage itself raised on the piece
+                return _raised(trial, exc, failed, cause, engine)
         trial.expected = expected
         try:
-            _, got = engine.session(files, plan.config, feeds, where / "stage").run(feeds)
+            if got is None:
+                _, got = engine.session(files, plan.config, feeds, where / "stage").run(feeds)
         except Exception as exc:
-            message = paddle_message(exc)
-            trial.reproduces = failed is Status.ERROR and bool(cause) and engine.cause_words(message) == cause
-            trial.note += "raises the same cause" if trial.reproduces else f"raises otherwise: {message[:300]}"
-            return trial
+            return _raised(trial, exc, failed, cause, engine)
         if failed is Status.ERROR:
             trial.note += "runs without raising"
             return trial
@@ -497,6 +502,14 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
                            "outputs": len(answer.expected or [])}
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
+
+
+def _raised(trial: Trial, exc: BaseException, failed: Status, cause: str, engine: Any) -> Trial:
+    """The stage's config raised on the piece: the same cause reproduces an error."""
+    message = paddle_message(exc)
+    trial.reproduces = failed is Status.ERROR and bool(cause) and engine.cause_words(message) == cause
+    trial.note += "raises the same cause" if trial.reproduces else f"raises otherwise: {message[:300]}"
+    return trial
 
 
 def _specs(paddle: Any, arrays: List[np.ndarray]) -> List[Any]:

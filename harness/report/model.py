@@ -76,7 +76,8 @@ class Diagnosis:
             if entry.get("verdict"):
                 found.searches.append(entry["verdict"])
             elif entry.get("outcome") == "knob ignored":
-                found.searches.append("oneDNN op list (set_mkldnn_op) not honoured here: no op exclusion")
+                found.searches.append("oneDNN op list (set_mkldnn_op) ignored by this Paddle (read from a run): "
+                                      "no op exclusion")
             elif entry.get("outcome"):
                 found.searches.append(f"{key}: {entry['outcome']}")
         triage = analysis.get("triage") or {}

@@ -158,6 +158,9 @@ class OnnxRuntime(Runtime):
     name = "onnxruntime"
     reproducer_imports = "import onnxruntime as ort\nimport paddle2onnx\n"
 
+    def __init__(self) -> None:
+        self._converted: Dict[str, Tuple[Path, Dict[str, Any]]] = {}
+
     def unmet(self, requirement: Requirement) -> Optional[str]:
         if requirement is not Requirement.ONNXRUNTIME:
             return None
@@ -183,6 +186,8 @@ class OnnxRuntime(Runtime):
         import onnx
 
         program = Path(files["program"])
+        if str(program) in self._converted:  # every stage and probe of a cell asks for the same program
+            return self._converted[str(program)]
         target = program.with_suffix(".onnx")
         report = target.with_suffix(".convert.log")
         if not target.exists():
@@ -197,6 +202,7 @@ class OnnxRuntime(Runtime):
                     "opset": max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=None),
                     "converted": _graph_evidence(model),
                     "converter_fell_back": [ln.strip() for ln in said if "Fail to" in ln][:3]}
+        self._converted[str(program)] = (target, evidence)
         return target, evidence
 
     @staticmethod
@@ -224,7 +230,8 @@ class OnnxRuntime(Runtime):
         import onnx
         import onnxruntime as ort
 
-        path, evidence = self.convert(files)
+        path, converted = self.convert(files)
+        evidence = dict(converted)  # the cached conversion evidence stays as it was
         options = ort.SessionOptions()
         options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[config.ort.level])
         options.intra_op_num_threads = config.ort.threads
@@ -237,9 +244,10 @@ class OnnxRuntime(Runtime):
         after = _graph_evidence(onnx.load(str(optimized)))
         evidence.update(
             runtime=f"onnxruntime {ort.__version__}", level=LEVELS[config.ort.level],
+            # The session's own options (its copy), not the object this code filled in.
             providers=session.get_providers(), config_read_back={
-                "graph_optimization_level": str(options.graph_optimization_level),
-                "intra_op_num_threads": options.intra_op_num_threads},
+                "graph_optimization_level": str(session.get_session_options().graph_optimization_level),
+                "intra_op_num_threads": session.get_session_options().intra_op_num_threads},
             optimized=after, ops=after["nodes"], op_types=after["op_types"],
             op_sequence_sha1=after["op_sequence_sha1"])
         if config.ort.level != "disabled" and after["op_sequence_sha1"] == evidence["converted"]["op_sequence_sha1"]:

@@ -108,7 +108,7 @@ class OpenVino(Runtime):
         return []  # the CPU plugin's transformations cannot be switched off one by one from Python
 
     def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
-        return plan.config
+        raise NotImplementedError("OpenVINO's CPU plugin offers nothing to switch off one by one here")
 
     def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
         return [f"properties = {_properties(config)!r}"]
