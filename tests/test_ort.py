@@ -70,3 +70,31 @@ def test_an_op_paddle2onnx_cannot_convert_is_a_finding_with_the_op_and_a_verifie
     alone = subprocess.run([sys.executable, repro["script"]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert alone.returncode != 0 and "Due to the unsupported operators" in alone.stdout + alone.stderr
     assert "cumprod" in proc.stdout  # the terminal's cause line names the op
+
+
+def test_an_ort_optimizer_that_changes_the_numbers_is_found_by_name(write_matrix, tmp_path, paddle_version):
+    """A planted model every op of which is exact: at zero tolerance the conversion (ORT's
+    optimizations off) agrees with Paddle bit for bit and ``ort_fp32`` does not. The search runs
+    over what ORT's own log says changed the graph and names the pair that does it: paddle2onnx
+    puts an Identity between the Div and the Mul, so ``DivMulFusion`` only meets its pattern
+    after ``EliminateIdentity`` removed it; switching off either one fixes the output."""
+    if not paddle_version.startswith("3."):
+        pytest.skip("paddle2onnx 2.x needs Paddle 3")
+    matrix = write_matrix({"recip": "tests.factories:reciprocal_times"}, extra=ORT_SESSION)
+    matrix.write_text(matrix.read_text().replace("[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4",
+                                                 "[tolerances.fp32]\natol = 0\nrtol = 0"))
+    run_harness("run", "--matrix", str(matrix), "--session", "cpu_ort_fp32", "--results", str(tmp_path / "r"))
+    record = load_record(tmp_path / "r" / "default", f"cpu_ort_fp32/{paddle_version}/normal/recip")
+    stages = stages_by_name(record)
+    assert stages["ort_convert"]["status"] == "pass", stages["ort_convert"]
+    assert stages["ort_fp32"]["status"] == "fail"
+    applied = stages["ort_fp32"]["evidence"]["optimizers_applied"]
+    assert "Level1_RuleBasedTransformer" in applied  # read from ORT's log, not assumed
+    assert stages["ort_convert"]["evidence"]["optimizers_applied"] == []  # ORT_DISABLE_ALL applies none
+    bisect = record["analysis"]["bisect"]
+    assert bisect["kind"] == "ort_optimizers" and bisect["outcome"] == "found", bisect
+    found = bisect["culprits"] + [c for s in bisect["also_fixed_by"] for c in s]
+    assert sorted(found) == ["DivMulFusion", "EliminateIdentity"], bisect
+    assert len(bisect["culprits"]) == 1 and "the failure needs both" in bisect["verdict"]
+    assert bisect["verdict"].startswith("ort_fp32 fails when ONNX Runtime's optimizer ")
+    assert bisect["builds"] <= bisect["budget"]

@@ -12,7 +12,7 @@ import pytest
 
 from harness.shared.engine_info import engine_output_names
 from harness.shared.errors import UserError
-from harness.shared.search import build_budget, find_culprits
+from harness.shared.search import build_budget, find_alternatives, find_culprits
 
 from .conftest import NOX, installed_paddle, matrix_text, nox_run, one_line_error, run_harness
 
@@ -65,6 +65,20 @@ def test_a_failure_no_item_causes_is_not_pinned_on_an_item():
     result = find_culprits([f"p{i}" for i in range(16)], lambda d: "fail")
     assert result.status == "not-a-culprit-set" and result.culprits == []
     assert result.builds <= math.ceil(math.log2(16)) + 2
+
+
+def test_a_failure_that_needs_two_items_together_names_both():
+    """Disabling either A or B fixes it (B rewrites a pattern A makes): the search names one, the
+    follow-up names the other, and a third round confirms no further set, within its budget."""
+    items = [f"p{i}" for i in range(40)]
+    for a, b in [("p3", "p30"), ("p0", "p39"), ("p17", "p18")]:
+        probe = lambda disabled: "pass" if a in disabled or b in disabled else "fail"  # noqa: E731
+        found = find_culprits(items, probe)
+        also = find_alternatives(items, found.culprits, probe)
+        assert len(found.culprits) == 1 and sorted(found.culprits + sum(also.sets, [])) == sorted([a, b])
+        assert also.builds <= also.budget
+    one = lambda disabled: "pass" if "p5" in disabled else "fail"  # noqa: E731
+    assert find_alternatives(items, ["p5"], one).sets == []  # one build says none is left
 
 
 def test_engine_info_parser_reads_layer_outputs():

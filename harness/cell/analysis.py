@@ -25,11 +25,11 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional
 
-from ..shared.backends import SearchSpace, StagePlan
+from ..shared.backends import StagePlan
 from ..shared.causes import paddle_message
 from ..shared.compare import compare_tol
 from ..shared.errors import UserError
-from ..shared.search import build_budget, find_culprits
+from ..shared.search import build_budget, find_alternatives, find_culprits
 from ..shared.vocab import SETUP, Analysis, Probe, Reference, Stage, Status
 from . import reduction, reproducer
 from .context import CellContext
@@ -191,20 +191,26 @@ def bisect(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
         return {"status": Status.SKIP, "message": f"{plan.name} runs on {plan.runtime}: no culprit search for it yet"}
     items = engine.search_items(plan, stage.get("evidence") or {}, done[Stage.BASELINE.value].get("evidence") or {})
     if not items:
-        return {"status": Status.SKIP, "message": f"{plan.name} ran no IR passes or TensorRT ops to search"}
+        return {"status": Status.SKIP, "message": f"{plan.name} ran nothing of its search space ({plan.search.value}) "
+                                                  f"that could be switched off"}
     messages: List[str] = []
     probe = failure_probe(ctx, plan, done, messages, stage.get("failing_shape", 0))
-    found = find_culprits(items, lambda disabled: probe(engine.without(plan, disabled)))
+    def probe_without(disabled: List[str]) -> Probe:
+        return probe(engine.without(plan, disabled))
+
+    found = find_culprits(items, probe_without)
+    budget = build_budget(len(items), max(len(found.culprits), 1))
+    also = find_alternatives(items, found.culprits, probe_without) if found.culprits else None
     raised = Status.of(stage["status"]) is Status.ERROR
     return {
         "status": Status.PASS, "outcome": found.status, "kind": plan.search.value, "candidates": len(items),
         "predicate": "raises the same cause" if raised else "out of tolerance",
-        "items": items, "culprits": found.culprits, "builds": found.builds,
-        "budget": build_budget(len(items), max(len(found.culprits), 1)),
+        "items": items, "culprits": found.culprits, "also_fixed_by": also.sets if also else [],
+        "builds": found.builds + (also.builds if also else 0),
+        "budget": budget + (also.budget if also else 0),
         "message": found.message, "invalid_sets": len(found.invalid),
         "invalid_messages": list(dict.fromkeys(messages))[:5], "reference": Reference.BASELINE,
-        "verdict": _verdict(plan, found.culprits, "when pass {} runs" if plan.search is SearchSpace.PASSES
-                            else "when op type {} runs in TensorRT", raised),
+        "verdict": _verdict(plan, found.culprits, plan.search.verdict_words, raised, also.sets if also else []),
     }
 
 
@@ -252,8 +258,12 @@ def exclude_onednn_ops(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[s
             "verdict": _verdict(plan, found.culprits, "when op type {} runs on oneDNN", raised)}
 
 
-def _verdict(plan: StagePlan, culprits: List[str], where: str, raised: bool) -> str:
+def _verdict(plan: StagePlan, culprits: List[str], where: str, raised: bool, also: List[List[str]] = ()) -> str:
     if not culprits:
         return ""
     what = "raises" if raised else "fails"
-    return f"{plan.name} {what} " + " and ".join(where.format(c) for c in culprits)
+    said = f"{plan.name} {what} " + " and ".join(where.format(c) for c in culprits)
+    if also:
+        others = "; ".join(" and ".join(s) for s in also)
+        said += f", together with {others} (switching off either set alone fixes it: the failure needs both)"
+    return said

@@ -72,6 +72,13 @@ class Requirement(str, enum.Enum):
 class SearchSpace(str, enum.Enum):
     PASSES = "passes"
     TENSORRT_OPS = "tensorrt_ops"
+    ORT_OPTIMIZERS = "ort_optimizers"  # ONNX Runtime's graph transformers and rewrite rules
+
+    @property
+    def verdict_words(self) -> str:
+        """How a culprit reads in a verdict ("onednn_fp32 fails when pass X runs")."""
+        return {SearchSpace.PASSES: "when pass {} runs", SearchSpace.TENSORRT_OPS: "when op type {} runs in TensorRT",
+                SearchSpace.ORT_OPTIMIZERS: "when ONNX Runtime's optimizer {} runs"}[self]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +188,7 @@ class OnnxRuntimeCpu(Backend):
     path PaddleX's high-performance inference ranks among the CPU backends."""
 
     word = "ort"
-    search = None
+    search = SearchSpace.ORT_OPTIMIZERS
     runtime = "onnxruntime"
 
     def deploy(self, fmt, precision, options):
@@ -280,7 +287,7 @@ def plan_stages(device: str, word: str, precision: str, fmt: str, options: Deplo
                       skip=skip, requires=backend.requires(fmt, precision), runtime=backend.runtime),
             StagePlan(backend.stage_name(precision), deploy, precision, Reference.BASELINE,
                       f"GraphOptimizationLevel.ORT_ENABLE_ALL, {options.deploy_threads} thread(s)", skip=skip,
-                      requires=backend.requires(fmt, precision), runtime=backend.runtime)]
+                      requires=backend.requires(fmt, precision), runtime=backend.runtime, search=backend.search)]
     if isinstance(backend, OpenVinoCpu):
         deploy = backend.deploy(fmt, precision, options)
         skip = (OPENVINO_READS_PIR if pir else

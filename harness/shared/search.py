@@ -211,3 +211,40 @@ def _first_valid(fixed_below, t, low, high):
                 if ok is not None:
                     return at, ok
     return None
+
+
+@dataclasses.dataclass
+class Alternatives:
+    """Other culprit sets whose disabling alone fixes the output, the found ones kept enabled:
+    the failure then needs all of them together (one transformer makes the pattern another
+    rewrites, e.g. ONNX Runtime's identity elimination before its Div/Mul fusion)."""
+
+    sets: List[List[str]]
+    builds: int
+    budget: int
+
+
+def find_alternatives(items: Sequence[str], found: Sequence[str], probe: Callable[[List[str]], str]) -> Alternatives:
+    """After ``find_culprits`` found ``found``: each further set among the other items that
+    fixes the output while ``found`` stays enabled. One build per round asks whether disabling
+    every remaining item fixes it (when not, no set is left); when it does, a search over the
+    remaining items names the set. Costs ``sum(|set| * L + 2 + 1) + 1`` builds."""
+    sets: List[List[str]] = []
+    builds = 0
+    budget = 1
+    taken = set(found)
+    while True:
+        rest = [i for i in dict.fromkeys(items) if i not in taken]
+        if not rest:
+            break
+        builds += 1
+        if Probe(probe(list(rest))) is not Probe.PASS:
+            break
+        more = find_culprits(rest, probe)
+        builds += more.builds
+        budget += build_budget(len(rest), max(len(more.culprits), 1)) + 1
+        if more.status != SearchOutcome.FOUND or not more.culprits:
+            break
+        sets.append(more.culprits)
+        taken.update(more.culprits)
+    return Alternatives(sets, builds, budget)

@@ -16,6 +16,7 @@ pip-install onnx-graphsurgeon and sympy on the spot: their absence is an unmet r
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import importlib
 import os
@@ -25,7 +26,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -40,6 +41,17 @@ NEEDED = ("paddle2onnx", "onnx", "onnxruntime", "onnx_graphsurgeon", "sympy")
 # A PIR program's feeding and fetching ops: converted by paddle2onnx without being listed.
 PLUMBING = {"data", "fetch", "feed", "parameter", "p", "shadow_output", "constant"}  # "p": a parameter
 CONVERT_TIMEOUT = 600.0
+# What ONNX Runtime's verbose log says of each graph transformer it applied (1.2x-1.32 wording).
+_MODIFIED = re.compile(r"GraphTransformer (\w+) modified: 1")
+# The level-1 rule-based transformer applies rewrite rules it does not log one by one; a rule is
+# switched off by its own name (``disabled_optimizers``), as a transformer is. ORT ignores a name it
+# does not know, so a name missing from this ORT can never come out of the search as a culprit.
+RULE_CONTAINER = re.compile(r"Level\d_RuleBasedTransformer")
+LEVEL1_RULES = ("EliminateIdentity", "EliminateSlice", "UnsqueezeElimination", "EliminateDropout",
+                "ExpandElimination", "CastElimination", "PreShapeNodeElimination", "NoopElimination",
+                "DivMulFusion", "FuseReluClip", "GemmSumFusion", "GemmTransposeFusion", "NotWhereFusion",
+                "ConvAddFusion", "ConvMulFusion", "ConvBNFusion", "ClipQuantFusion", "ReluQuantFusion",
+                "LabelEncoderFusion")
 
 
 def _convert_in_child(program: str, params: str, target: str, log: Path) -> int:
@@ -126,6 +138,22 @@ def program_op_types(program: Path) -> List[str]:
 
     walk(json.loads(program.read_text(encoding="utf-8")))
     return names
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """File descriptor 2 (where ONNX Runtime's C++ logger writes) into ``path`` for a while."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
 
 
 def _graph_evidence(model: Any) -> Dict[str, Any]:
@@ -239,8 +267,13 @@ class OnnxRuntime(Runtime):
         optimized = Path(f"{scratch}.optimized.onnx")
         optimized.parent.mkdir(parents=True, exist_ok=True)
         options.optimized_model_filepath = str(optimized)
+        options.log_severity_level = 0  # verbose: the only place ORT says which transformers changed the graph
         kwargs = {"disabled_optimizers": list(config.ort.disabled_optimizers)} if config.ort.disabled_optimizers else {}
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"], **kwargs)
+        log = Path(f"{scratch}.ort.log")
+        with _stderr_to(log):
+            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"], **kwargs)
+        applied = list(dict.fromkeys(_MODIFIED.findall(log.read_text(encoding="utf-8", errors="replace"))))
+        log.unlink()
         after = _graph_evidence(onnx.load(str(optimized)))
         evidence.update(
             runtime=f"onnxruntime {ort.__version__}", level=LEVELS[config.ort.level],
@@ -248,7 +281,8 @@ class OnnxRuntime(Runtime):
             providers=session.get_providers(), config_read_back={
                 "graph_optimization_level": str(session.get_session_options().graph_optimization_level),
                 "intra_op_num_threads": session.get_session_options().intra_op_num_threads},
-            optimized=after, ops=after["nodes"], op_types=after["op_types"],
+            optimized=after, ops=after["nodes"], op_types=after["op_types"], optimizers_applied=applied,
+            disabled_optimizers=list(config.ort.disabled_optimizers),
             op_sequence_sha1=after["op_sequence_sha1"])
         if config.ort.level != "disabled" and after["op_sequence_sha1"] == evidence["converted"]["op_sequence_sha1"]:
             evidence["not_as_claimed"] = (f"ONNX Runtime's {LEVELS[config.ort.level]} left the converted graph as it was "
@@ -256,7 +290,13 @@ class OnnxRuntime(Runtime):
         return OrtSession(session, evidence)
 
     def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:
-        return []  # ONNX Runtime does not report which optimizers applied: no search space yet
+        """The transformers ORT's log says changed the graph, the rule container replaced by its
+        rewrite rules (which the log does not name)."""
+        applied = evidence.get("optimizers_applied") or []
+        items = [name for name in applied if not RULE_CONTAINER.fullmatch(name)]
+        if any(RULE_CONTAINER.fullmatch(name) for name in applied):
+            items += [rule for rule in LEVEL1_RULES if rule not in items]
+        return items
 
     def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
         import dataclasses
