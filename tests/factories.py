@@ -258,3 +258,17 @@ class ReciprocalTimes(nn.Layer):
 
 def reciprocal_times():
     return ReciprocalTimes(), _image_spec()
+
+
+class PadThenConv(SmallConvNet):
+    """A constant zero pad before the conv, as PP-HGNetV2's stem pads: paddle2onnx 2.1.0's
+    ``pad3d`` converter writes the ONNX Pad's ``value`` from memory it never initialised (0.0 when
+    that memory happens to be zero; any number when it is not)."""
+
+    def forward(self, image):
+        x = nn.functional.relu(self.bn(self.conv(nn.functional.pad(image, [0, 1, 0, 1]))))
+        return self.fc(x.mean(axis=[2, 3]))
+
+
+def pad_then_conv():
+    return PadThenConv(), _image_spec()

@@ -8,6 +8,7 @@ before and after ORT's optimizations.
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -98,3 +99,47 @@ def test_an_ort_optimizer_that_changes_the_numbers_is_found_by_name(write_matrix
     assert len(bisect["culprits"]) == 1 and "the failure needs both" in bisect["verdict"]
     assert bisect["verdict"].startswith("ort_fp32 fails when ONNX Runtime's optimizer ")
     assert bisect["builds"] <= bisect["budget"]
+
+
+def test_a_converter_that_reads_memory_it_never_wrote_is_a_finding_with_the_op(write_matrix, tmp_path, paddle_version):
+    """paddle2onnx 2.1.0's pad3d converter writes the Pad value from uninitialised memory (found on
+    PP-HGNetV2, whose ONNX output differed by process). The harness converts each program a second
+    time with glibc's malloc perturbation: the two files differ, the finding names the node and the
+    Paddle op, and the reproducer (the same two conversions with MALLOC_PERTURB_) shows it alone."""
+    if not paddle_version.startswith("3."):
+        pytest.skip("paddle2onnx 2.x needs Paddle 3")
+    results, proc = _run(write_matrix, tmp_path, {"pad": "tests.factories:pad_then_conv"})
+    record = load_record(results, f"cpu_ort_fp32/{paddle_version}/normal/pad")
+    stages = stages_by_name(record)
+    assert stages["baseline"]["status"] == "pass"
+    message = stages["ort_convert"]["message"]
+    assert stages["ort_convert"]["status"] == "error"
+    assert "paddle2onnx's output depends on memory it never wrote" in message and "from pd_op.pad3d" in message
+    repro = record["analysis"]["reproducer"]
+    assert repro["stage"] == "ort_convert" and repro["verified"] is True
+    alone = subprocess.run([sys.executable, repro["script"]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert alone.returncode != 0 and "depends on memory it never wrote" in alone.stderr
+
+
+def test_the_per_tensor_diff_pairs_every_converted_tensor_with_paddles(write_matrix, tmp_path, paddle_version):
+    """At zero tolerance the conversion fails (ORT's conv and Paddle's sum in other orders); the
+    per-tensor diff pairs every value paddle2onnx named after a Paddle op with the tensor that op
+    wrote in Paddle's predictor, and the first divergence is the first pair out of tolerance."""
+    if not paddle_version.startswith("3."):
+        pytest.skip("paddle2onnx 2.x needs Paddle 3")
+    matrix = write_matrix({"clean": "tests.factories:clean"}, extra=ORT_SESSION)
+    matrix.write_text(matrix.read_text().replace("[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4",
+                                                 "[tolerances.fp32]\natol = 0\nrtol = 0"))
+    run_harness("run", "--matrix", str(matrix), "--session", "cpu_ort_fp32", "--results", str(tmp_path / "r"))
+    record = load_record(tmp_path / "r" / "default", f"cpu_ort_fp32/{paddle_version}/normal/clean")
+    assert stages_by_name(record)["ort_convert"]["status"] == "fail"
+    diff = record["analysis"]["diff"]
+    assert diff["stage"] == "ort_convert" and diff["outcome"] == "diverges"
+    table = json.loads(Path(diff["result"]).read_text())
+    assert table["test_tensors"] >= 5 and table["pairs"] == table["test_tensors"]  # every ONNX value paired
+    assert not [u for u in table["unmatched"] if u["side"] == "test"]
+    assert {r["test_op"] for r in table["rows"]} >= {"pd_op.conv2d", "pd_op.relu"}
+    assert all(r["op"].split(":")[0] == r["test_op"] for r in table["rows"])  # same Paddle op on both sides
+    first = next(r for r in table["rows"] if r["status"] != "pass" and not r.get("suspect"))
+    assert diff["first_divergence"]["index"] == first["index"]
+    assert table["final_outputs"][0]["status"] == "fail" and table["hooks_changed_output"] == {"base": False, "test": False}

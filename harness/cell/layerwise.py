@@ -267,19 +267,76 @@ def select(base: List[Dict[str, Any]], how: Dict[str, Any]) -> Optional[set]:
     return chosen
 
 
+NHWC = "nhwc"  # a pairing whose base tensor is the NHWC transpose of the test's NCHW one
+
+
+def match_converted(base: List[Dict[str, Any]], test: List[Dict[str, Any]],
+                    program_ops: Dict[str, int]) -> Tuple[List[Tuple[int, int, str]], List[Dict[str, Any]]]:
+    """Pairs for a converted program: each test row names the Paddle op it came from and that op's
+    occurrence in the program (``op``, ``occurrence``; paddle2onnx's ``p2o.<op>.<k>.<output>``),
+    each base row the instruction that wrote it (``pd_op.conv2d:<id>``, the id in program order).
+    The converter numbers an op type's occurrences in the saved program (``program_ops``: how
+    often each normalized op type occurs there), also those it folds away, so the k-th instruction
+    of an op type is occurrence k where the predictor runs that op type as often as the saved
+    program holds it (a pass that added or removed such ops breaks the count: unmatched, said so); within
+    the instruction the output of the same shape — or the NHWC transpose of it, where Paddle's
+    layout pass moved the op to NHWC — is the pair."""
+    instructions: Dict[str, List[str]] = {}  # normalized op -> instruction ids in execution order
+    rows_of: Dict[str, List[int]] = {}
+    for i, r in enumerate(base):
+        if "file" not in r:
+            continue
+        op, _, ident = r["op"].partition(":")
+        key = f"{op}:{ident}"
+        if key not in rows_of:
+            instructions.setdefault(normalized_op(op), []).append(key)
+        rows_of.setdefault(key, []).append(i)
+    for calls in instructions.values():
+        calls.sort(key=lambda key: int(key.rpartition(":")[2] or 0))
+    pairs: List[Tuple[int, int, str]] = []
+    unmatched: List[Dict[str, Any]] = []
+    used_b: set = set()
+    for j, t in enumerate(test):
+        if "file" not in t:
+            continue
+        op = normalized_op(t["op"])
+        calls = instructions.get(op, [])
+        if len(calls) != program_ops.get(op, 0) or t["occurrence"] >= len(calls):
+            unmatched.append(_unmatched(t, "test", f"{op} runs {len(calls)} times in Paddle's predictor and occurs "
+                                                   f"{program_ops.get(op, 0)} times in the saved program"))
+            continue
+        same = [i for i in rows_of[calls[t["occurrence"]]] if base[i]["shape"] == t["shape"]]
+        moved = [i for i in rows_of[calls[t["occurrence"]]]
+                 if len(t["shape"]) == 4 and base[i]["shape"] == [t["shape"][k] for k in (0, 2, 3, 1)]]
+        found, how = (same, "occurrence") if same else (moved, f"occurrence, {NHWC}")
+        if len(found) != 1:
+            unmatched.append(_unmatched(t, "test", f"{len(found)} outputs of {calls[t['occurrence']]} have its shape"))
+            continue
+        used_b.add(found[0])
+        pairs.append((found[0], j, how))
+    unmatched += [_unmatched(r, "base", "no corresponding tensor in the converted graph")
+                  for i, r in enumerate(base) if "file" in r and i not in used_b]
+    pairs.sort()
+    return pairs, unmatched
+
+
 def compare_dumps(base_dir: Path, test_dir: Path, base: List[Dict[str, Any]], test: List[Dict[str, Any]],
-                  tol: Dict[str, float], chosen: Optional[set] = None) -> Dict[str, Any]:
+                  tol: Dict[str, float], chosen: Optional[set] = None, matcher=None) -> Dict[str, Any]:
+    """The table of matched pairs; ``matcher(value_of) -> (pairs, unmatched)`` replaces the
+    default matching (``match``)."""
     def value_of(side: str, k: int) -> np.ndarray:
         rows_, folder = (base, base_dir) if side == "base" else (test, test_dir)
         return np.load(folder / rows_[k]["file"], mmap_mode="r")
 
-    pairs, unmatched = match(base, test, value_of)
+    pairs, unmatched = matcher(value_of) if matcher else match(base, test, value_of)
     rows: List[Dict[str, Any]] = []
     for i, j, how in pairs:
         if chosen is not None and i not in chosen:
             continue
         a = np.load(base_dir / base[i]["file"], mmap_mode="r")
         b = np.load(test_dir / test[j]["file"], mmap_mode="r")
+        if how.endswith(NHWC):
+            a = np.transpose(a, (0, 3, 1, 2))
         stats = compare_tol(np.asarray(a), np.asarray(b), tol)
         finite = np.asarray(a, dtype=np.float64) if a.size else np.zeros(1)
         rows.append({

@@ -70,8 +70,10 @@ def analysis_note(kind: str, result: Dict[str, Any]) -> str:
     if kind == "bisect":
         if status is Status.SKIP:
             return f"{stage}: {result.get('message', '')}"
-        what = "IR passes" if result.get("kind") == "passes" else "TensorRT op types"
-        culprits = ", ".join(result.get("culprits") or []) or "none"
+        what = {"passes": "IR passes", "tensorrt_ops": "TensorRT op types",
+                "ort_optimizers": "ONNX Runtime optimizers"}.get(result.get("kind"), result.get("kind"))
+        culprits = " + ".join(", ".join(s) for s in [result.get("culprits") or []] + (result.get("also_fixed_by") or [])
+                              if s) or "none"
         text = (f"{stage}: culprit {what}: {culprits} ({result.get('builds')} builds over "
                 f"{result.get('candidates')} candidates)")
         return text + (f"; {result['message']}" if result.get("message") else "")
@@ -92,7 +94,8 @@ def analysis_note(kind: str, result: Dict[str, Any]) -> str:
         return f"{stage}: {result.get('script')} — {state}"
     if kind == "diff":
         first = result.get("first_divergence")
-        where = f"first divergence at #{first['index']} {first['op']} {first['name']}" if first else "no tensor diverges"
+        where = (f"first divergence at #{first['index']} {first['op']} {first['name']}" if first
+                 else result.get("outcome") or "no tensor diverges")
         files = result.get("files") or {}
         return f"{stage} vs baseline: {where}; table: {files.get('xlsx') or files.get('csv') or result.get('result')}"
     return str(result.get("message", ""))

@@ -83,7 +83,8 @@ class Runtime(abc.ABC):
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
                     test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
-        """Every intermediate tensor of two sessions, matched and compared (the per-tensor table)."""
+        """Every intermediate tensor of this runtime's session at ``test`` matched with Paddle
+        Inference's at ``base`` (the baseline's config) and compared: the per-tensor table."""
         raise NotImplementedError(f"the per-tensor diff is not written for {self.name} yet")
 
 

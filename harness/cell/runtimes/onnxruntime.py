@@ -41,6 +41,8 @@ NEEDED = ("paddle2onnx", "onnx", "onnxruntime", "onnx_graphsurgeon", "sympy")
 # A PIR program's feeding and fetching ops: converted by paddle2onnx without being listed.
 PLUMBING = {"data", "fetch", "feed", "parameter", "p", "shadow_output", "constant"}  # "p": a parameter
 CONVERT_TIMEOUT = 600.0
+# paddle2onnx names each value after the Paddle op that made it: ``p2o.<op>.<occurrence>.<output>``.
+P2O_NAME = re.compile(r"p2o\.(.+)\.(\d+)\.(\d+)")
 # What ONNX Runtime's verbose log says of each graph transformer it applied (1.2x-1.32 wording).
 _MODIFIED = re.compile(r"GraphTransformer (\w+) modified: 1")
 # The level-1 rule-based transformer applies rewrite rules it does not log one by one; a rule is
@@ -54,10 +56,18 @@ LEVEL1_RULES = ("EliminateIdentity", "EliminateSlice", "UnsqueezeElimination", "
                 "LabelEncoderFusion")
 
 
-def _convert_in_child(program: str, params: str, target: str, log: Path) -> int:
+# glibc's mallopt(M_PERTURB, byte): memory malloc hands out is filled with byte ^ 0xff, so a
+# converter that reads memory it never wrote reads that instead of whatever happened to be there.
+M_PERTURB = -6
+PERTURB_BYTE = 0xA5
+# The words every finding of that kind carries (the reproducer raises with them too).
+DIFFERS_BY_MEMORY = "paddle2onnx's output depends on memory it never wrote"
+
+
+def _fork_conversion(program: str, params: str, target: str, log: Path, perturb: int = 0) -> int:
     """``paddle2onnx.export`` in a forked child (paddle2onnx aborts its process on what it cannot
-    convert; a fork costs no second ``import paddle``), its output to ``log``; the child's exit code,
-    negative for a signal. A child that outlives ``CONVERT_TIMEOUT`` is killed (SIGKILL, -9)."""
+    convert; a fork costs no second ``import paddle``), its output to ``log``; the child's pid.
+    ``perturb``: the byte glibc fills the child's fresh allocations with (0: untouched)."""
     import paddle2onnx  # imported here, before the fork: the child only converts
 
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -69,6 +79,10 @@ def _convert_in_child(program: str, params: str, target: str, log: Path) -> int:
             fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(fd, 1)
             os.dup2(fd, 2)
+            if perturb:
+                import ctypes
+
+                ctypes.CDLL("libc.so.6").mallopt(M_PERTURB, perturb)
             paddle2onnx.export(program, params, target, enable_onnx_checker=True)
             sys.stdout.flush()
             sys.stderr.flush()
@@ -77,7 +91,11 @@ def _convert_in_child(program: str, params: str, target: str, log: Path) -> int:
             traceback.print_exc()
             sys.stderr.flush()
             os._exit(1)
-    deadline = time.monotonic() + CONVERT_TIMEOUT
+    return pid
+
+
+def _reap(pid: int, deadline: float) -> int:
+    """The child's exit code, negative for a signal; killed (SIGKILL, -9) past ``deadline``."""
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
@@ -87,6 +105,47 @@ def _convert_in_child(program: str, params: str, target: str, log: Path) -> int:
             os.waitpid(pid, 0)
             return -signal.SIGKILL
         time.sleep(0.05)
+
+
+def _glibc() -> bool:
+    import platform
+
+    return platform.libc_ver()[0] == "glibc"
+
+
+def memory_dependent_values(plain: Any, perturbed: Any, limit: int = 3) -> List[str]:
+    """Where two conversions of one program differ: node attributes and initializers, by name."""
+    import onnx
+    from onnx import numpy_helper
+
+    said: List[str] = []
+
+    def made_by(node: Any) -> str:
+        """The Paddle op paddle2onnx converted into ``node`` (from its outputs' names)."""
+        ops = {m.group(1) for m in (P2O_NAME.fullmatch(o) for o in node.output) if m}
+        return f", from {', '.join(sorted(ops))}" if ops else ""
+
+    if len(plain.graph.node) != len(perturbed.graph.node):
+        return [f"{len(plain.graph.node)} vs {len(perturbed.graph.node)} nodes"]
+    for a, b in zip(plain.graph.node, perturbed.graph.node):
+        if a == b:
+            continue
+        for x, y in zip(a.attribute, b.attribute):
+            if x != y:
+                left, right = onnx.helper.get_attribute_value(x), onnx.helper.get_attribute_value(y)
+                if isinstance(left, onnx.TensorProto):
+                    left, right = numpy_helper.to_array(left).ravel()[:4].tolist(), numpy_helper.to_array(right).ravel()[:4].tolist()
+                said.append(f"node {a.name} ({a.op_type}{made_by(a)}) attribute {x.name}: {left} vs {right}")
+        if a.input != b.input or a.output != b.output:
+            said.append(f"node {a.name} ({a.op_type}): its inputs or outputs differ")
+    inits = {i.name: i for i in perturbed.graph.initializer}
+    for init in plain.graph.initializer:
+        other = inits.get(init.name)
+        if other is not None and init != other:
+            users = "; ".join(f"{n.name} ({n.op_type}{made_by(n)})" for n in plain.graph.node if init.name in n.input)
+            said.append(f"initializer {init.name} (input of {users or 'no node'}): "
+                        f"{numpy_helper.to_array(init).ravel()[:4].tolist()} vs {numpy_helper.to_array(other).ravel()[:4].tolist()}")
+    return said[:limit] or (["the files differ"] if plain != perturbed else [])
 
 
 CONVERTER_SAID = "; it said:"
@@ -184,10 +243,11 @@ class OrtSession(Session):
 
 class OnnxRuntime(Runtime):
     name = "onnxruntime"
-    reproducer_imports = "import onnxruntime as ort\nimport paddle2onnx\n"
+    reproducer_imports = "import subprocess\n\nimport onnxruntime as ort\nimport paddle2onnx\n"
 
     def __init__(self) -> None:
         self._converted: Dict[str, Tuple[Path, Dict[str, Any]]] = {}
+        self._failed: Dict[str, str] = {}  # program -> why its conversion is a finding
 
     def unmet(self, requirement: Requirement) -> Optional[str]:
         if requirement is not Requirement.ONNXRUNTIME:
@@ -218,10 +278,21 @@ class OnnxRuntime(Runtime):
             return self._converted[str(program)]
         target = program.with_suffix(".onnx")
         report = target.with_suffix(".convert.log")
+        if str(program) in self._failed:
+            raise ConversionError(self._failed[str(program)])
+        perturbed = target.with_suffix(".perturbed.onnx")
         if not target.exists():
-            code = _convert_in_child(str(program), files.get("params") or "", str(target), report)
-            if code != 0 or not target.exists():
-                raise ConversionError(self._why_not(program, code, report.read_text(encoding="utf-8", errors="replace")))
+            # The conversion users get, and beside it (on the other core) one whose fresh memory
+            # holds other bytes: a converter that reads memory it never wrote shows in the difference.
+            deadline = time.monotonic() + CONVERT_TIMEOUT
+            params = files.get("params") or ""
+            pids = [_fork_conversion(str(program), params, str(target), report)]
+            if _glibc():
+                pids.append(_fork_conversion(str(program), params, str(perturbed), perturbed.with_suffix(".log"),
+                                             perturb=PERTURB_BYTE))
+            codes = [_reap(pid, deadline) for pid in pids]
+            if codes[0] != 0 or not target.exists():
+                raise ConversionError(self._why_not(program, codes[0], report.read_text(encoding="utf-8", errors="replace")))
         said = [ln for ln in report.read_text(encoding="utf-8").splitlines() if ln.strip()] if report.exists() else []
         model = onnx.load(str(target))
         import paddle2onnx
@@ -229,7 +300,15 @@ class OnnxRuntime(Runtime):
         evidence = {"converter": f"paddle2onnx {paddle2onnx.__version__}",
                     "opset": max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=None),
                     "converted": _graph_evidence(model),
-                    "converter_fell_back": [ln.strip() for ln in said if "Fail to" in ln][:3]}
+                    "converter_fell_back": [ln.strip() for ln in said if "Fail to" in ln][:3],
+                    "converted_twice": perturbed.exists()}
+        if perturbed.exists():
+            differs = memory_dependent_values(model, onnx.load(str(perturbed)))
+            if differs:
+                self._failed[str(program)] = (
+                    f"{DIFFERS_BY_MEMORY} (paddle2onnx {paddle2onnx.__version__}; converted again with glibc's "
+                    f"M_PERTURB filling fresh memory with 0x{PERTURB_BYTE:02x} ^ 0xff): {'; '.join(differs)}")
+                raise ConversionError(self._failed[str(program)])
         self._converted[str(program)] = (target, evidence)
         return target, evidence
 
@@ -316,8 +395,18 @@ class OnnxRuntime(Runtime):
         disabled = config.ort.disabled_optimizers
         return "\n".join([
             'onnx_file = os.path.join(here, "model.onnx")',
+            f"program, params = os.path.join(here, {model!r}), {params_path}",
             "# paddle2onnx aborts the process on an op it cannot convert (its message, then SIGABRT).",
-            f"paddle2onnx.export(os.path.join(here, {model!r}), {params_path}, onnx_file, enable_onnx_checker=True)",
+            "paddle2onnx.export(program, params, onnx_file, enable_onnx_checker=True)",
+            "# The same conversion in a process whose fresh memory glibc fills with other bytes",
+            f"# (MALLOC_PERTURB_={PERTURB_BYTE}): a converter that reads memory it never wrote writes another file.",
+            'again = os.path.join(here, "model.perturbed.onnx")',
+            'subprocess.run([sys.executable, "-c", "import sys, paddle2onnx; paddle2onnx.export(*sys.argv[1:4], '
+            'enable_onnx_checker=True)", program, params, again],',
+            f'               env=dict(os.environ, MALLOC_PERTURB_="{PERTURB_BYTE}"), check=True, capture_output=True)',
+            'with open(onnx_file, "rb") as one, open(again, "rb") as other:',
+            '    if one.read() != other.read():',
+            f'        raise RuntimeError("{DIFFERS_BY_MEMORY}: model.onnx and model.perturbed.onnx differ")',
             *self.config_calls(files, config),
             "session = ort.InferenceSession(onnx_file, options, providers=[\"CPUExecutionProvider\"]"
             + (f", disabled_optimizers={list(disabled)!r})" if disabled else ")"),
@@ -325,11 +414,86 @@ class OnnxRuntime(Runtime):
             "outputs = session.run(names, {i.name: inputs[i.name] for i in session.get_inputs()})",
         ]) + "\n"
 
+    def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
+                    test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
+        """Paddle's predictor at ``base`` (every op output hooked) against the converted graph at
+        ``test`` with every value paddle2onnx named after a Paddle op made a graph output (what
+        Polygraphy calls marking all), paired by that name (``layerwise.match_converted``).
+
+        Marking outputs keeps ONNX Runtime from fusing across them: the marked run's final outputs
+        are compared with an unmarked session's, and a difference is said (``hooks_changed_output``)."""
+        import time
+
+        from .. import compat, layerwise
+        from ...shared.compare import compare_tol
+
+        started = time.perf_counter()
+        dump = out / "dump"
+        shapes = {k: list(v.shape) for k, v in feeds.items()}
+        predictor = compat.create_predictor(compat.make_config(files, base.replace(memory=False), shapes))
+        paddle_side = layerwise.dump(predictor, feeds, dump / "base")
+        del predictor
+        ort_side = self._dump_marked(files, test, feeds, dump / "test", out / "session")
+        program_ops = collections.Counter(layerwise.normalized_op(op) for op in program_op_types(Path(files["program"])))
+        result = layerwise.compare_dumps(dump / "base", dump / "test", paddle_side["index"], ort_side["index"], tolerance,
+                                         matcher=lambda value_of: layerwise.match_converted(
+                                             paddle_side["index"], ort_side["index"], program_ops))
+        final = [compare_tol(a, b, tolerance) for a, b in zip(paddle_side["outputs"], ort_side["outputs"])]
+        result.update(
+            base_config=base.to_dict(), test_config=test.to_dict(), **tolerance,
+            hooks_changed_output={"base": paddle_side["hooks_changed_output"], "test": ort_side["hooks_changed_output"]},
+            final_outputs=[{"status": f["status"], "max_abs": f["max_abs"], "max_rel": f["max_rel"]} for f in final],
+            seconds=round(time.perf_counter() - started, 3))
+        layerwise.write_result(out / "result.json", result)
+        return result
+
+    def _dump_marked(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
+                     out_dir: Path, scratch: Path) -> Dict[str, Any]:
+        import json
+
+        import onnx
+        import onnxruntime as ort
+
+        plain = self.session(files, config, feeds, scratch)
+        _, plain_outputs = plain.run(feeds)
+        path, _ = self.convert(files)
+        model = onnx.load(str(path))
+        finals = [o.name for o in model.graph.output]
+        marked: List[Tuple[str, str, int, int]] = []  # (value, op, occurrence, output index)
+        for node in model.graph.node:
+            for value in node.output:
+                named = P2O_NAME.fullmatch(value)
+                if named and value not in finals:
+                    marked.append((value, named.group(1), int(named.group(2)), int(named.group(3))))
+                    model.graph.output.append(onnx.ValueInfoProto(name=value))
+        options = ort.SessionOptions()
+        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[config.ort.level])
+        options.intra_op_num_threads = config.ort.threads
+        kwargs = {"disabled_optimizers": list(config.ort.disabled_optimizers)} if config.ort.disabled_optimizers else {}
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"], **kwargs)
+        wanted = {i.name for i in session.get_inputs()}
+        got = session.run(finals + [m[0] for m in marked], {k: v for k, v in feeds.items() if k in wanted})
+        out_dir.mkdir(parents=True, exist_ok=True)
+        index: List[Dict[str, Any]] = []
+        for (value, op, occurrence, output), array in zip(marked, got[len(finals):]):
+            array = np.asarray(array)
+            path_ = out_dir / f"{len(index):05d}.npy"
+            np.save(path_, array)
+            index.append({"op": op, "raw": value, "occurrence": occurrence, "output": output,
+                          "shape": list(array.shape), "dtype": str(array.dtype), "file": path_.name})
+        (out_dir / "index.json").write_text(json.dumps(index))
+        outputs = [np.asarray(a) for a in got[:len(finals)]]
+        same = len(outputs) == len(plain_outputs) and all(
+            a.shape == b.shape and np.array_equal(a, b, equal_nan=True) for a, b in zip(plain_outputs, outputs))
+        return {"index": index, "outputs": outputs, "hooks_changed_output": not same}
+
     def cause_words(self, message: str) -> str:
         """A conversion the converter aborted: its own words (the harness's sentence around them
         is not what the script prints)."""
         from ...shared.causes import cause_of, stage_cause
 
+        if DIFFERS_BY_MEMORY in message:
+            return cause_of(DIFFERS_BY_MEMORY)
         if CONVERTER_SAID in message:
             return cause_of(message.split(CONVERTER_SAID, 1)[1].split("; op types")[0].strip())[:120]
         return stage_cause(message)[:120]
