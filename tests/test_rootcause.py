@@ -230,6 +230,7 @@ def test_conv_bn_fuse_pass_is_found_as_the_culprit_on_legacy_ir(tmp_path, nox_en
     assert bisect["kind"] == "passes" and bisect["items"] == list(dict.fromkeys(stages["ir"]["evidence"]["passes"]))
     assert bisect["culprits"] == ["conv_bn_fuse_pass"], bisect
     assert bisect["builds"] <= math.ceil(math.log2(bisect["candidates"])) + 2
+    assert bisect["also_fixed_by"] == [] and bisect["follow_up_builds"] == 1  # one build: no other set fixes it
     diff = record["analysis"]["diff"]
     assert diff["first_divergence"] is not None
     assert diff["hooks_changed_output"] == {"base": False, "test": False}

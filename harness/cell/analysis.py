@@ -212,8 +212,9 @@ def bisect(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
         "status": Status.PASS, "outcome": found.status, "kind": plan.search.value, "candidates": len(items),
         "predicate": "raises the same cause" if raised else "out of tolerance",
         "items": items, "culprits": found.culprits, "also_fixed_by": also.sets if also else [],
-        "builds": found.builds + (also.builds if also else 0),
-        "budget": budget + (also.budget if also else 0),
+        "builds": found.builds, "budget": budget,
+        # the follow-up: does another set also fix it while the culprits stay on?
+        "follow_up_builds": also.builds if also else 0, "follow_up_budget": also.budget if also else 0,
         "message": found.message, "invalid_sets": len(found.invalid),
         "invalid_messages": list(dict.fromkeys(messages))[:5], "reference": Reference.BASELINE,
         "verdict": _verdict(plan, found.culprits, plan.search.verdict_words, raised, also.sets if also else []),

@@ -74,8 +74,9 @@ def analysis_note(kind: str, result: Dict[str, Any]) -> str:
                 "ort_optimizers": "ONNX Runtime optimizers"}.get(result.get("kind"), result.get("kind"))
         culprits = " + ".join(", ".join(s) for s in [result.get("culprits") or []] + (result.get("also_fixed_by") or [])
                               if s) or "none"
+        follow = f" + {result['follow_up_builds']} to look for another" if result.get("follow_up_builds") else ""
         text = (f"{stage}: culprit {what}: {culprits} ({result.get('builds')} builds over "
-                f"{result.get('candidates')} candidates)")
+                f"{result.get('candidates')} candidates{follow})")
         return text + (f"; {result['message']}" if result.get("message") else "")
     if kind == "triage":
         return f"{stage}: {result.get('outcome')}: {result.get('meaning', '')}"
