@@ -222,9 +222,10 @@ def _graph_evidence(model: Any) -> Dict[str, Any]:
 
 
 class OrtSession(Session):
-    def __init__(self, session: Any, evidence: Dict[str, Any]):
+    def __init__(self, session: Any, evidence: Dict[str, Any], settle: Any = None):
         self.session = session
         self.build_evidence = evidence
+        self.settle = settle  # raises when the program's second conversion differed
 
     def input_names(self) -> List[str]:
         return [i.name for i in self.session.get_inputs()]
@@ -237,6 +238,8 @@ class OrtSession(Session):
 
     def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
         names, outputs = self.run(feeds)
+        if self.settle is not None:
+            self.settle()
         dtypes = dict(collections.Counter(str(o.dtype) for o in outputs))
         return names, outputs, {"output_dtypes": dtypes, "providers": self.session.get_providers()}
 
@@ -248,6 +251,7 @@ class OnnxRuntime(Runtime):
     def __init__(self) -> None:
         self._converted: Dict[str, Tuple[Path, Dict[str, Any]]] = {}
         self._failed: Dict[str, str] = {}  # program -> why its conversion is a finding
+        self._pending: Dict[str, Tuple[int, float]] = {}  # program -> the perturbed conversion's child
 
     def unmet(self, requirement: Requirement) -> Optional[str]:
         if requirement is not Requirement.ONNXRUNTIME:
@@ -274,25 +278,27 @@ class OnnxRuntime(Runtime):
         import onnx
 
         program = Path(files["program"])
+        self.settle(program)  # a use after the first waits for the second conversion
         if str(program) in self._converted:  # every stage and probe of a cell asks for the same program
             return self._converted[str(program)]
         target = program.with_suffix(".onnx")
         report = target.with_suffix(".convert.log")
-        if str(program) in self._failed:
-            raise ConversionError(self._failed[str(program)])
-        perturbed = target.with_suffix(".perturbed.onnx")
         if not target.exists():
             # The conversion users get, and beside it (on the other core) one whose fresh memory
-            # holds other bytes: a converter that reads memory it never wrote shows in the difference.
+            # holds other bytes: a converter that reads memory it never wrote shows in the
+            # difference. The second is compared when the first stage that uses the ONNX has run
+            # (``settle``): nobody waits for it before then.
             deadline = time.monotonic() + CONVERT_TIMEOUT
             params = files.get("params") or ""
-            pids = [_fork_conversion(str(program), params, str(target), report)]
+            pid = _fork_conversion(str(program), params, str(target), report)
             if _glibc():
-                pids.append(_fork_conversion(str(program), params, str(perturbed), perturbed.with_suffix(".log"),
-                                             perturb=PERTURB_BYTE))
-            codes = [_reap(pid, deadline) for pid in pids]
-            if codes[0] != 0 or not target.exists():
-                raise ConversionError(self._why_not(program, codes[0], report.read_text(encoding="utf-8", errors="replace")))
+                perturbed = target.with_suffix(".perturbed.onnx")
+                self._pending[str(program)] = (_fork_conversion(
+                    str(program), params, str(perturbed), perturbed.with_suffix(".log"), perturb=PERTURB_BYTE), deadline)
+            code = _reap(pid, deadline)
+            if code != 0 or not target.exists():
+                self.settle(program, compare=False)
+                raise ConversionError(self._why_not(program, code, report.read_text(encoding="utf-8", errors="replace")))
         said = [ln for ln in report.read_text(encoding="utf-8").splitlines() if ln.strip()] if report.exists() else []
         model = onnx.load(str(target))
         import paddle2onnx
@@ -301,16 +307,29 @@ class OnnxRuntime(Runtime):
                     "opset": max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=None),
                     "converted": _graph_evidence(model),
                     "converter_fell_back": [ln.strip() for ln in said if "Fail to" in ln][:3],
-                    "converted_twice": perturbed.exists()}
-        if perturbed.exists():
-            differs = memory_dependent_values(model, onnx.load(str(perturbed)))
-            if differs:
-                self._failed[str(program)] = (
-                    f"{DIFFERS_BY_MEMORY} (paddle2onnx {paddle2onnx.__version__}; converted again with glibc's "
-                    f"M_PERTURB filling fresh memory with 0x{PERTURB_BYTE:02x} ^ 0xff): {'; '.join(differs)}")
-                raise ConversionError(self._failed[str(program)])
+                    "converted_twice": str(program) in self._pending}
         self._converted[str(program)] = (target, evidence)
         return target, evidence
+
+    def settle(self, program: Path, compare: bool = True) -> None:
+        """The second conversion of ``program`` (under malloc perturbation), once finished,
+        compared with the first; a difference is the program's conversion finding from now on."""
+        import onnx
+        import paddle2onnx
+
+        if str(program) in self._pending:
+            pid, deadline = self._pending.pop(str(program))
+            code = _reap(pid, deadline)
+            perturbed = program.with_suffix(".perturbed.onnx")
+            if compare and code == 0 and perturbed.exists():
+                differs = memory_dependent_values(onnx.load(str(program.with_suffix(".onnx"))), onnx.load(str(perturbed)))
+                if differs:
+                    self._failed[str(program)] = (
+                        f"{DIFFERS_BY_MEMORY} (paddle2onnx {paddle2onnx.__version__}; converted again with glibc's "
+                        f"M_PERTURB filling fresh memory with 0x{PERTURB_BYTE:02x} ^ 0xff): {'; '.join(differs)}")
+        if str(program) in self._failed:
+            self._converted.pop(str(program), None)
+            raise ConversionError(self._failed[str(program)])
 
     @staticmethod
     def _why_not(program: Path, code: int, output: str) -> str:
@@ -366,7 +385,7 @@ class OnnxRuntime(Runtime):
         if config.ort.level != "disabled" and after["op_sequence_sha1"] == evidence["converted"]["op_sequence_sha1"]:
             evidence["not_as_claimed"] = (f"ONNX Runtime's {LEVELS[config.ort.level]} left the converted graph as it was "
                                      f"({after['nodes']} nodes)")
-        return OrtSession(session, evidence)
+        return OrtSession(session, evidence, settle=lambda: self.settle(Path(files["program"])))
 
     def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:
         """The transformers ORT's log says changed the graph, the rule container replaced by its
