@@ -374,11 +374,8 @@ def test_the_repositorys_own_driver_decides_the_plan(tmp_path, variant):
     repo = _driver_repo(tmp_path, tipc_plan.DRIVER_MARKERS[variant])
     found, closest, missing = tipc_plan.recognise_driver(repo / tipc_plan.DRIVER_SCRIPT)
     assert found is variant and closest is variant and not missing
-    config = "train_infer_python.txt" if variant is tipc_plan.Driver.STEP6 else "train_infer_python_clas.txt"
-    if variant in (tipc_plan.Driver.OCR, tipc_plan.Driver.OCR_CURRENT):
-        # PaddleOCR's driver reads line 36 as inference_dir, where PaddleClas keeps a URL
-        path = repo / CONFIGS / config
-        path.write_text(path.read_text().replace("https://example.invalid/tiny_pretrained.pdparams", "null"))
+    config = {tipc_plan.Driver.STEP6: "train_infer_python.txt",
+              tipc_plan.Driver.CLAS: "train_infer_python_clas.txt"}.get(variant, "train_infer_python_ocr.txt")
     out = _run(repo, f"{CONFIGS}/{config}", tmp_path / "r", "--dry-run")
     assert out.returncode == 0, out.stderr
     assert f"[tipc] driver: {variant.value} — " in out.stdout

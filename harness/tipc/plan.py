@@ -19,6 +19,7 @@ differently, on purpose, is listed in ``DIFFERENCES`` and printed with every pla
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 import itertools
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
@@ -56,6 +57,7 @@ class Driver(Word):
     CLAS = "clas"
     OCR = "ocr"                  # PaddleOCR's driver up to 038a933
     OCR_CURRENT = "ocr-current"  # PaddleOCR's driver at 40c45e2c: status lines carry the log, no set_autocast
+    TEMPLATE = "template"        # the models repo's TIPC template: OCR's older driver writing flat into ./test_tipc/output
 
     @property
     def layout(self) -> Layout:
@@ -68,6 +70,7 @@ class Driver(Word):
             Driver.CLAS: "PaddleClas test_tipc/test_train_inference_python.sh",
             Driver.OCR: "PaddleOCR test_tipc/test_train_inference_python.sh (038a933 and before)",
             Driver.OCR_CURRENT: "PaddleOCR test_tipc/test_train_inference_python.sh (40c45e2c)",
+            Driver.TEMPLATE: "models repo tutorials/tipc/train_infer_python/template/test/test_train_inference_python.sh (8042c21b)",
         }[self]
 
 
@@ -80,6 +83,9 @@ DRIVER_MARKERS: Dict[Driver, Tuple[str, ...]] = {
                  "python_infer_cpu_usemkldnn_${use_mkldnn}", '"${LOG_PATH}/_export_${Count}.log"'),
     Driver.OCR_CURRENT: ("python_infer_cpu_gpus_${_gpu}_usemkldnn_${use_mkldnn}", '"${LOG_PATH}_export_${Count}.log"',
                          '"${status_log}" "${model_name}" "${_save_log_path}"'),
+    # the template's common_func.sh (read beside the script) prints neither model nor log
+    Driver.TEMPLATE: ('LOG_PATH="./test_tipc/output"\n', "save_infer_dir=$(dirname $infer_model)",
+                      'Run successfully with command - ${run_command}!  '),
 }
 DRIVER_SCRIPT = Path("test_tipc") / "test_train_inference_python.sh"
 
@@ -88,6 +94,9 @@ def recognise_driver(script: Path) -> Tuple[Optional[Driver], Driver, List[str]]
     """(the variant whose every marker the script has, or None; the closest variant; the markers
     of the closest it lacks)."""
     text = script.read_text(encoding="utf-8", errors="replace")
+    common = script.parent / "common_func.sh"  # status_check's wording lives there
+    if common.is_file():
+        text += "\n" + common.read_text(encoding="utf-8", errors="replace")
     found = {d: [m for m in markers if m not in text] for d, markers in DRIVER_MARKERS.items()}
     exact = [d for d, missing in found.items() if not missing]
     closest = min(found, key=lambda d: (len(found[d]) / len(DRIVER_MARKERS[d]), list(Driver).index(d)))
@@ -227,6 +236,12 @@ def _status_ocr(ok: bool, model: str, text: str, log: Optional[str]) -> str:
     return f"\033[33m Run {word} with command - {model} - {text} - {log or ''} \033[0m"
 
 
+def _status_template(ok: bool, _model: str, text: str, _log: Optional[str]) -> str:
+    # the TIPC template's common_func.sh status_check: 3 arguments, "!  " before the colour reset
+    word = "successfully" if ok else "failed"
+    return f"\033[33m Run {word} with command - {text}!  \033[0m"
+
+
 def _status_clas(ok: bool, model: str, text: str, log: Optional[str]) -> str:
     # PaddleClas common_func.sh status_check: OCR's line with a " !" before the colour reset
     word = "successfully" if ok else "failed"
@@ -301,11 +316,13 @@ def plan(config: TipcConfig, mode: str, *, repo: Path, python: str, log_root: Pa
         raise UserError(f"{config.path}: a {config.layout} config, but --driver {driver} reads the {driver.layout} "
                         f"layout; drop --driver or pick {fitting}.")
     planner = {Driver.STEP6: _plan_step6, Driver.CLAS: _plan_clas, Driver.OCR: _plan_ocr,
-               Driver.OCR_CURRENT: lambda b: _plan_ocr(b, current=True)}[driver]
+               Driver.OCR_CURRENT: lambda b: _plan_ocr(b, current=True),
+               Driver.TEMPLATE: lambda b: _plan_ocr(b, template=True)}[driver]
     model_name = config.value(2)
     if not model_name:
         raise UserError(f"{config.where(2)}: model_name is empty; TIPC names its output folder after it.")
-    log_path = Path(log_root) / model_name / mode
+    # the template writes every mode's logs into one folder: LOG_PATH="./test_tipc/output"
+    log_path = Path(log_root) if driver is Driver.TEMPLATE else Path(log_root) / model_name / mode
     b = _Builder(config, mode, python, Path(repo), log_path, gpu_missing)
     status_format = planner(b)
     return Plan(driver, config, mode, model_name, config.value(3), python, log_path, b.commands, status_format)
@@ -531,7 +548,7 @@ def _inference_51(b: _Builder, v: Dict[str, str], ocr: bool, model_dir: str, img
         # any other use_gpu word: the script echoes "Does not support hardware..." and runs nothing
 
 
-def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool, current: bool = False) -> None:
+def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool, current: bool = False, template: bool = False) -> None:
     """The train branch (PaddleClas lines 183-336; PaddleOCR's else-branch; ``current``: PaddleOCR's
     driver at 40c45e2c, whose training commands dropped ``${set_autocast}`` and whose status lines
     carry each command's log)."""
@@ -598,8 +615,12 @@ def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool, current: bool = F
                         b.env = {"CUDA_VISIBLE_DEVICES": env}
                     eval_log = f"{L}/{trainer}_gpus_{gpu}_autocast_{autocast}_nodes_{nodes}_eval.log"
                     text = f"{b.python} {v['eval_py']} {eval_pretrain} {set_use_gpu} {sp(v['eval_key1'], v['eval_value1'])}"
-                    b.add(CommandKind.EVAL, text, eval_log, None if ocr and not current else eval_log, trailing_blank=ocr,
-                          trainer=trainer, stem=stem, train_mode=mode_name, skip=skip)
+                    if template:  # not redirected: TIPC's stdout, kept in the log the harness names
+                        b.add(CommandKind.EVAL, text, None, own_log=Path(eval_log), trainer=trainer, stem=stem,
+                              train_mode=mode_name, skip=skip)
+                    else:
+                        b.add(CommandKind.EVAL, text, eval_log, None if ocr and not current else eval_log,
+                              trailing_blank=ocr, trainer=trainer, stem=stem, train_mode=mode_name, skip=skip)
                 if run_export != "null":
                     export_log = f"{L}/{trainer}_gpus_{gpu}_autocast_{autocast}_nodes_{nodes}_export.log"
                     if ocr or _clas_model_dir(model_name) == model_name:
@@ -607,9 +628,12 @@ def _train_chain_51(b: _Builder, v: Dict[str, str], ocr: bool, current: bool = F
                     # else PaddleClas (lines 314-318) resets set_eval_pretrain and keeps the previous
                     # set_export_weight (empty at first): mirrored
                     text = f"{b.python} {run_export} {b.export_weight} {sp(v['save_infer_key'], save_log)}"
-                    b.add(CommandKind.EXPORT, text, export_log, None if ocr and not current else export_log,
-                          trailing_blank=ocr,
-                          trainer=trainer, stem=stem, train_mode=mode_name, skip=skip)
+                    if template:
+                        b.add(CommandKind.EXPORT, text, None, own_log=Path(export_log), trainer=trainer, stem=stem,
+                              train_mode=mode_name, skip=skip)
+                    else:
+                        b.add(CommandKind.EXPORT, text, export_log, None if ocr and not current else export_log,
+                              trailing_blank=ocr, trainer=trainer, stem=stem, train_mode=mode_name, skip=skip)
                     if env:
                         b.env = {"CUDA_VISIBLE_DEVICES": env}
                     model_dir = save_log
@@ -650,23 +674,34 @@ def _plan_clas(b: _Builder):
     return _status_clas
 
 
-def _plan_ocr(b: _Builder, current: bool = False):
+def _plan_ocr(b: _Builder, current: bool = False, template: bool = False):
+    """PaddleOCR's drivers, and the models repo's TIPC template (OCR's older driver with flat
+    logs, a three-argument status_check, whole_infer exports saved beside their weights and not
+    redirected)."""
     v = _fifty_one(b, ocr=True)
+    status = _status_template if template else _status_ocr
     if b.mode != "whole_infer":
-        _train_chain_51(b, v, ocr=True, current=current)
-        return _status_ocr
+        # (the template's pact/fpgm trainers start from the norm trainer's weights: not mirrored)
+        _train_chain_51(b, v, ocr=True, current=current, template=template)
+        return status
     L = str(b.log_path)
     exports = split_fields(v["infer_export"], "|")
     quant_flags = split_fields(v["infer_is_quant"], "|")
     for count, infer_model in enumerate(split_fields(v["infer_model_dir_list"], "|")):
         export = exports[count] if count < len(exports) else ""
+        save_dir = infer_model  # what inference reads: the export's save dir, else the listed model
         if export != "null":
+            save_dir = posixpath.dirname(infer_model) if template else infer_model
             text = (f"{b.python} {export} {set_params(v['export_weight'], infer_model)} "
-                    f"{set_params(v['save_infer_key'], infer_model)}")
-            # the current driver writes "${LOG_PATH}_export_N.log" (no slash) and passes it on
-            log = f"{L}_export_{count}.log" if current else f"{L}/_export_{count}.log"
-            b.add(CommandKind.EXPORT, text, log, log if current else None, stem=f"export_{count}", train_mode="normal")
+                    f"{set_params(v['save_infer_key'], save_dir)}")
+            if template:  # no redirection: its output is TIPC's stdout, kept in a log of the harness's
+                b.add(CommandKind.EXPORT, text, None, own_log=Path(f"{L}/export_{count}.log"), trailing_blank=False,
+                      stem=f"export_{count}", train_mode="normal")
+            else:
+                # the current driver writes "${LOG_PATH}_export_N.log" (no slash) and passes it on
+                log = f"{L}_export_{count}.log" if current else f"{L}/_export_{count}.log"
+                b.add(CommandKind.EXPORT, text, log, log if current else None, stem=f"export_{count}", train_mode="normal")
         flag = quant_flags[count] if count < len(quant_flags) else ""
-        _inference_51(b, v, True, infer_model, v["infer_img_dir"], flag, "0" if current else "", f"export_{count}",
+        _inference_51(b, v, True, save_dir, v["infer_img_dir"], flag, "0" if current else "", f"export_{count}",
                       None, None, status_log=current, ocr_gpus=current)
-    return _status_ocr
+    return status
