@@ -77,7 +77,7 @@ class Driver(Word):
 # How each driver variant is recognised: lines only it has (all must be present). The repository's
 # own test_tipc/test_train_inference_python.sh decides which plan is made.
 DRIVER_MARKERS: Dict[Driver, Tuple[str, ...]] = {
-    Driver.STEP6: ("NR==1, NR==32{print}", "_python_infer_cpu_batchsize_${batch_size}.log"),
+    Driver.STEP6: ("NR==1, NR==32{print}", "/python_infer_cpu_batchsize_${batch_size}.log"),
     Driver.CLAS: ("func_set_amp_params", "-o Global.print_mem_info=True", "cd deploy"),
     Driver.OCR: ('set_autocast=$(func_set_params "${autocast_key}" "${autocast}")',
                  "python_infer_cpu_usemkldnn_${use_mkldnn}", '"${LOG_PATH}/_export_${Count}.log"'),
