@@ -2,7 +2,8 @@
 
 ``python -m harness images [--paddle V ...] [--device cpu|gpu] [--make-base]`` (``nox -s images``):
 
-* CPU images (``docker/cpu.Dockerfile``): ``[docker].cpu_base`` plus the version's CPU packages,
+* CPU images (``docker/cpu.Dockerfile``): ``[docker].cpu_base`` plus the version's CPU packages
+  and the runtime packages its CPU sessions pin (ONNX Runtime, OpenVINO; ``Matrix.runtime_packages``),
   installed offline from wheels the host downloads once into a cache (``pip download``; the
   build itself needs no network). ``--wheels DIR`` uses a folder of wheels you bring instead.
 * GPU images (``docker/gpu.Dockerfile``): ``paddle."<version>".gpu_base`` (Paddle's official GPU
@@ -139,6 +140,7 @@ def build_matrix_images(matrix: Any, versions: List[str], devices: List[str], *,
                 packages = list(entry.get("packages") or [])
                 if not packages:
                     raise UserError(f"{matrix.path}: paddle.\"{version}\".packages: none, so no CPU image can be built.")
+                packages += matrix.runtime_packages(version, "cpu")  # ONNX Runtime, OpenVINO sessions
             else:
                 base_image = entry.get("gpu_base")
                 packages = []

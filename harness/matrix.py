@@ -154,6 +154,15 @@ class Matrix:
         extra = list(runtime.get("packages", [])) if at_least(version, runtime.get("requires_paddle")) else []
         return list(entry[key]) + extra
 
+    def runtime_packages(self, version: str, device: str) -> List[str]:
+        """Every runtime package the ``device`` sessions pin for Paddle ``version`` (ONNX Runtime,
+        OpenVINO): what that version's image carries so its sessions run in a container too."""
+        found: List[str] = []
+        for name, raw in self.data["sessions"].items():
+            if raw.get("device") == device and at_least(version, raw.get("requires_paddle")):
+                found += [p for p in raw.get("packages", []) if p not in found]
+        return found
+
     @property
     def fingerprint(self) -> str:
         """What the matrix says, after defaults, as a short digest: records carry it, and shards

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, installed_paddle, matrix_text, one_line_error, run_harness
+from .conftest import ORT_SESSION, ROOT, installed_paddle, matrix_text, one_line_error, run_harness
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("dockerd") or not shutil.which("debootstrap"),
@@ -62,7 +62,8 @@ def engine(tmp_path_factory):
 
 
 def _matrix(path: Path, version: str, models, stage_timeout: float = 120) -> Path:
-    text = matrix_text(version, models, stage_timeout=stage_timeout)
+    # with the ONNX Runtime session: its pinned packages go into the image too
+    text = matrix_text(version, models, stage_timeout=stage_timeout, extra=ORT_SESSION)
     path.write_text(text + f'\n[docker]\ncpu_base = "{BASE}"\nimage_prefix = "{PREFIX}"\nmemory = "4g"\n')
     return path
 
@@ -122,6 +123,23 @@ def test_a_cpu_session_in_a_container_gives_the_venv_run_known_answers(image, tm
     import docker
 
     assert docker.from_env().containers.list(all=True) == []
+
+
+def test_onnx_runtime_runs_in_the_image_as_in_the_venv(image, tmp_path):
+    """The image carries the ORT session's pinned packages: its cells run in a container (no
+    network, so nothing could be installed on the spot) with the venv's ladder."""
+    if not image["version"].startswith("3."):
+        pytest.skip("paddle2onnx 2.x needs Paddle 3")
+    matrix = _matrix(tmp_path / "m.toml", image["version"], {"clean": "tests.factories:clean"})
+    runs = {where: run_harness("run", "--matrix", str(matrix), "--session", "cpu_ort_fp32", "--results",
+                               str(tmp_path / where), *extra) for where, extra in (("venv", ()), ("docker", ("--runner", "docker")))}
+    assert runs["docker"].returncode == runs["venv"].returncode == 0, runs["docker"].stdout[-2000:]
+    local, contained = _records(tmp_path / "venv")["clean"], _records(tmp_path / "docker")["clean"]
+    assert contained["runner"]["kind"] == "docker" and contained["runner"]["network"] == "none"
+    assert [(n, s) for n, s, _ in _ladder(contained)] == [(n, s) for n, s, _ in _ladder(local)]
+    stages = {s["name"]: s for s in contained["stages"]}
+    assert stages["ort_fp32"]["status"] == "pass" and stages["ort_fp32"]["evidence"]["providers"] == ["CPUExecutionProvider"]
+    assert stages["ort_convert"]["evidence"]["converted_twice"] is True
 
 
 def test_a_hung_stage_times_out_and_its_container_is_removed(image, tmp_path):
