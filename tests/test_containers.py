@@ -61,9 +61,18 @@ def engine(tmp_path_factory):
     log.close()
 
 
+def _ort_session() -> str:
+    """The ONNX Runtime session with the shipped matrix's pins: the image installs them."""
+    import tomllib
+
+    with (ROOT / "matrix" / "default.toml").open("rb") as fh:
+        pins = tomllib.load(fh)["sessions"]["cpu_ort_fp32"]["packages"]
+    return ORT_SESSION + f"packages = {json.dumps(pins)}\n"
+
+
 def _matrix(path: Path, version: str, models, stage_timeout: float = 120) -> Path:
     # with the ONNX Runtime session: its pinned packages go into the image too
-    text = matrix_text(version, models, stage_timeout=stage_timeout, extra=ORT_SESSION)
+    text = matrix_text(version, models, stage_timeout=stage_timeout, extra=_ort_session())
     path.write_text(text + f'\n[docker]\ncpu_base = "{BASE}"\nimage_prefix = "{PREFIX}"\nmemory = "4g"\n')
     return path
 

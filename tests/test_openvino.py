@@ -62,3 +62,31 @@ def test_openvino_stages_skip_on_pir_programs_with_the_reason(write_matrix, tmp_
     assert stages["baseline"]["status"] == "pass"
     for name in ("openvino_convert", "openvino_fp32"):
         assert stages[name]["status"] == "skip" and "reads .pdmodel programs" in stages[name]["message"]
+
+
+@pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")
+def test_the_per_tensor_diff_pairs_openvinos_tensors_with_paddles_by_name(tmp_path, nox_envdir):
+    """At zero tolerance the conversion fails (OpenVINO's conv and Paddle's sum in other orders);
+    the frontend names each tensor after the Paddle variable it computes, and the diff pairs every
+    one of them with the tensor of that name in Paddle's predictor."""
+    import json
+
+    text = matrix_text(installed_paddle(), {"clean": "tests.factories:clean"}, other_versions=["2.6.2"],
+                       extra=OPENVINO_SESSION)
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(text.replace("[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4", "[tolerances.fp32]\natol = 0\nrtol = 0"))
+    results = tmp_path / "r"
+    proc = nox_run("-s", "cpu_openvino_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results),
+                   matrix=matrix)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    record = load_record(results / "default", "cpu_openvino_fp32/2.6.2/normal/clean")
+    assert stages_by_name(record)["openvino_convert"]["status"] == "fail"
+    diff = record["analysis"]["diff"]
+    assert diff["stage"] == "openvino_convert" and diff["outcome"] == "diverges"
+    table = json.loads(Path(diff["result"]).read_text())
+    assert table["test_tensors"] >= 5 and table["pairs"] == table["test_tensors"]
+    assert {(r["op"], r["test_op"]) for r in table["rows"]} >= {("conv2d", "Convolution"), ("relu", "Relu")}
+    assert all(r["matched_by"] == "name" for r in table["rows"])
+    first = next(r for r in table["rows"] if r["status"] != "pass" and not r.get("suspect"))
+    assert diff["first_divergence"]["index"] == first["index"]
+    assert isinstance(table["hooks_changed_output"]["test"], bool)  # said either way

@@ -320,6 +320,33 @@ def match_converted(base: List[Dict[str, Any]], test: List[Dict[str, Any]],
     return pairs, unmatched
 
 
+def match_by_tensor_name(base: List[Dict[str, Any]], test: List[Dict[str, Any]]) -> Tuple[List[Tuple[int, int, str]], List[Dict[str, Any]]]:
+    """Pairs for a runtime that keeps Paddle's variable names on its tensors (OpenVINO's Paddle
+    frontend names each op output after the legacy variable it computes): the name seen once on
+    each side, with the same shape."""
+    by_name: Dict[str, List[int]] = {}
+    for i, r in enumerate(base):
+        if "file" in r:
+            by_name.setdefault(key_name(r["raw"]), []).append(i)
+    pairs: List[Tuple[int, int, str]] = []
+    unmatched: List[Dict[str, Any]] = []
+    used_b: set = set()
+    for j, t in enumerate(test):
+        if "file" not in t:
+            continue
+        found = [i for i in by_name.get(t["raw"], []) if base[i]["shape"] == t["shape"]]
+        if len(found) != 1 or len(by_name.get(t["raw"], [])) != 1:
+            unmatched.append(_unmatched(t, "test", f"{len(by_name.get(t['raw'], []))} tensors of this name in Paddle's run"
+                                                   + ("" if found else ", none of its shape")))
+            continue
+        used_b.add(found[0])
+        pairs.append((found[0], j, "name"))
+    unmatched += [_unmatched(r, "base", "no tensor of this name in the runtime's model")
+                  for i, r in enumerate(base) if "file" in r and i not in used_b]
+    pairs.sort()
+    return pairs, unmatched
+
+
 def compare_dumps(base_dir: Path, test_dir: Path, base: List[Dict[str, Any]], test: List[Dict[str, Any]],
                   tol: Dict[str, float], chosen: Optional[set] = None, matcher=None) -> Dict[str, Any]:
     """The table of matched pairs; ``matcher(value_of) -> (pairs, unmatched)`` replaces the
