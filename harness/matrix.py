@@ -56,7 +56,7 @@ _RUN_KEYS = {
     "derive_shapes",
 }
 _PADDLE_KEYS = {"python", "packages", "gpu_packages", "gpu_base", "note"}
-_SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tags", "runner", "packages",
+_SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tags", "runner", "packages", "packages_before",
                  "requires_paddle"}
 _MODE_KEYS = {"description", "requires_device", "packages"}
 _TOL_KEYS = {"atol", "rtol", "scaled_atol"}
@@ -148,19 +148,15 @@ class Matrix:
                 f"{self.path}: [paddle.\"{version}\"] has no {key}; session {session.name} "
                 f"cannot install Paddle {version}. Add {key} or remove {version} from the session."
             )
-        runtime = self.data["sessions"][session.name]
-        # A session's runtime packages (pinned in the matrix: nothing installs itself at run time),
-        # only from the Paddle version they work with; below it the stages skip with the reason.
-        extra = list(runtime.get("packages", [])) if at_least(version, runtime.get("requires_paddle")) else []
-        return list(entry[key]) + extra
+        return list(entry[key]) + session_runtime_packages(self.data["sessions"][session.name], version)
 
     def runtime_packages(self, version: str, device: str) -> List[str]:
         """Every runtime package the ``device`` sessions pin for Paddle ``version`` (ONNX Runtime,
         OpenVINO): what that version's image carries so its sessions run in a container too."""
         found: List[str] = []
-        for name, raw in self.data["sessions"].items():
-            if raw.get("device") == device and at_least(version, raw.get("requires_paddle")):
-                found += [p for p in raw.get("packages", []) if p not in found]
+        for raw in self.data["sessions"].values():
+            if raw.get("device") == device:
+                found += [p for p in session_runtime_packages(raw, version) if p not in found]
         return found
 
     @property
@@ -322,6 +318,18 @@ _RUN_DEFAULTS = {
     # Run every stage at shapes derived from the InputSpec's free dims too (harness.shared.shapes).
     "derive_shapes": True,
 }
+
+
+def session_runtime_packages(raw: Dict[str, Any], version: str) -> List[str]:
+    """A session's runtime packages for Paddle ``version`` (pinned in the matrix: nothing installs
+    itself at run time): ``packages_before."<V>"`` for versions below V (the lowest such V; ONNX
+    Runtime's .pdmodel converter is paddle2onnx 1.x, its PIR one 2.x), else ``packages`` from
+    ``requires_paddle`` on; below that nothing, and the stages skip with the reason."""
+    before = sorted((k for k in raw.get("packages_before", {}) if not at_least(version, k)),
+                    key=lambda k: [int(x) for x in k.split(".")])
+    if before:
+        return list(raw["packages_before"][before[0]])
+    return list(raw.get("packages", [])) if at_least(version, raw.get("requires_paddle")) else []
 
 
 def load(path: "str | Path") -> Matrix:
@@ -517,6 +525,13 @@ def _validate_session(path: Path, data: Dict[str, Any], name: str, raw: Any) -> 
         _str_list(path, f"{where}.tags", raw["tags"])
     if "packages" in raw:
         _str_list(path, f"{where}.packages", raw["packages"])
+    before = raw.get("packages_before", {})
+    if not isinstance(before, dict):
+        _fail(path, f"{where}.packages_before", "expected a table: \"<Paddle version>\" = [packages for the versions below it].")
+    for bound, listed in before.items():
+        if not re.fullmatch(r"\d+\.\d+(\.\d+)?", str(bound)):
+            _fail(path, f"{where}.packages_before.{bound}", f"{bound!r} is not a release like \"3.0.0\".")
+        _str_list(path, f"{where}.packages_before.{bound}", listed)
     if "requires_paddle" in raw and not re.fullmatch(r"\d+\.\d+(\.\d+)?", str(raw["requires_paddle"])):
         _fail(path, f"{where}.requires_paddle", f"{raw['requires_paddle']!r} is not a release like \"3.0.0\".")
     if raw.get("runner", "venv") not in RUNNERS:

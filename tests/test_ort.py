@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ORT_SESSION, load_record, run_harness, stages_by_name
+from .conftest import NOX, ORT_SESSION, ROOT, installed_paddle, load_record, matrix_text, nox_run, run_harness, stages_by_name
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None
                                 or importlib.util.find_spec("paddle2onnx") is None,
@@ -143,3 +143,34 @@ def test_the_per_tensor_diff_pairs_every_converted_tensor_with_paddles(write_mat
     first = next(r for r in table["rows"] if r["status"] != "pass" and not r.get("suspect"))
     assert diff["first_divergence"]["index"] == first["index"]
     assert table["final_outputs"][0]["status"] == "fail" and table["hooks_changed_output"] == {"base": False, "test": False}
+
+
+@pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")
+def test_paddle_2_6_programs_convert_with_paddle2onnx_1_and_diff_by_name(tmp_path, nox_envdir):
+    """At Paddle 2.6.2 the session's env gets the matrix's ``packages_before."3.0.0"`` pins
+    (paddle2onnx 1.x, which converts .pdmodel); the converted values carry the legacy variable
+    names, so the per-tensor diff (zero tolerance: the conversion fails) pairs them by name."""
+    import tomllib
+
+    with (ROOT / "matrix" / "default.toml").open("rb") as fh:
+        pins = tomllib.load(fh)["sessions"]["cpu_ort_fp32"]["packages_before"]["3.0.0"]
+    text = matrix_text(installed_paddle(), {"clean": "tests.factories:clean"}, other_versions=["2.6.2"],
+                       extra=ORT_SESSION + f'packages_before."3.0.0" = {json.dumps(pins)}\n')
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(text.replace("[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4", "[tolerances.fp32]\natol = 0\nrtol = 0"))
+    results = tmp_path / "r"
+    proc = nox_run("-s", "cpu_ort_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results),
+                   matrix=matrix)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    record = load_record(results / "default", "cpu_ort_fp32/2.6.2/normal/clean")
+    stages = stages_by_name(record)
+    convert = stages["ort_convert"]
+    assert convert["status"] == "fail" and convert["evidence"]["converter"].startswith("paddle2onnx 1.")
+    assert convert["evidence"]["converted"]["nodes"] > 0 and convert["evidence"]["converted_twice"] is True
+    assert stages["ort_fp32"]["evidence"]["providers"] == ["CPUExecutionProvider"]
+    diff = record["analysis"]["diff"]
+    table = json.loads(Path(diff["result"]).read_text())
+    assert diff["outcome"] == "diverges" and table["pairs"] >= 3  # conv, bn, relu, matmul here
+    assert all(r["matched_by"] == "name" and r["name"] for r in table["rows"])
+    assert {r["op"] for r in table["rows"]} >= {"conv2d", "relu"}
+    assert record["analysis"]["reproducer"]["verified"] is True

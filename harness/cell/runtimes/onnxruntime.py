@@ -258,15 +258,19 @@ class OnnxRuntime(Runtime):
             return None
         from .. import compat
 
-        if not compat.at_least("3.0.0"):
-            return (f"paddle2onnx 2.x converts PIR programs and imports only with Paddle >= 3.0.0.dev20250426 "
-                    f"(this environment: {compat.paddle.__version__}); the .pdmodel converter (paddle2onnx 1.x, "
-                    f"numpy<2) is not wired into this session")
-        for module in NEEDED:
+        # Paddle 2.6 writes .pdmodel programs: paddle2onnx 1.x converts them (2.x imports only with
+        # Paddle >= 3.0.0.dev20250426); its optimizer does not go through Polygraphy.
+        needed = NEEDED if compat.at_least("3.0.0") else ("paddle2onnx", "onnx", "onnxruntime")
+        for module in needed:
             try:
                 importlib.import_module(module)
             except Exception as exc:  # paddle2onnx raises ValueError on a Paddle it does not support
                 return f"{module} cannot be imported here ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+        import paddle2onnx
+
+        if not compat.at_least("3.0.0") and not paddle2onnx.__version__.startswith("1."):
+            return (f"paddle2onnx {paddle2onnx.__version__} here; Paddle {compat.paddle.__version__}'s .pdmodel "
+                    f"programs are converted by paddle2onnx 1.x (the matrix's packages_before pins it)")
         return None
 
     def convert(self, files: Dict[str, str]) -> Tuple[Path, Dict[str, Any]]:
@@ -453,10 +457,13 @@ class OnnxRuntime(Runtime):
         paddle_side = layerwise.dump(predictor, feeds, dump / "base")
         del predictor
         ort_side = self._dump_marked(files, test, feeds, dump / "test", out / "session")
-        program_ops = collections.Counter(layerwise.normalized_op(op) for op in program_op_types(Path(files["program"])))
+        if Path(files["program"]).suffix == ".json":
+            program_ops = collections.Counter(layerwise.normalized_op(op) for op in program_op_types(Path(files["program"])))
+            pair = lambda value_of: layerwise.match_converted(paddle_side["index"], ort_side["index"], program_ops)  # noqa: E731
+        else:  # paddle2onnx 1.x names each value after the legacy Paddle variable it computes
+            pair = lambda value_of: layerwise.match_by_tensor_name(paddle_side["index"], ort_side["index"])  # noqa: E731
         result = layerwise.compare_dumps(dump / "base", dump / "test", paddle_side["index"], ort_side["index"], tolerance,
-                                         matcher=lambda value_of: layerwise.match_converted(
-                                             paddle_side["index"], ort_side["index"], program_ops))
+                                         matcher=pair)
         final = [compare_tol(a, b, tolerance) for a, b in zip(paddle_side["outputs"], ort_side["outputs"])]
         result.update(
             base_config=base.to_dict(), test_config=test.to_dict(), **tolerance,
@@ -477,14 +484,21 @@ class OnnxRuntime(Runtime):
         _, plain_outputs = plain.run(feeds)
         path, _ = self.convert(files)
         model = onnx.load(str(path))
+        legacy = Path(files["program"]).suffix != ".json"
         finals = [o.name for o in model.graph.output]
         marked: List[Tuple[str, str, int, int]] = []  # (value, op, occurrence, output index)
         for node in model.graph.node:
             for value in node.output:
                 named = P2O_NAME.fullmatch(value)
-                if named and value not in finals:
+                if value in finals or node.op_type == "Constant":
+                    continue
+                if named and not legacy:  # paddle2onnx 2.x: p2o.<op>.<k>.<output>
                     marked.append((value, named.group(1), int(named.group(2)), int(named.group(3))))
-                    model.graph.output.append(onnx.ValueInfoProto(name=value))
+                elif legacy and not value.startswith("p2o."):  # 1.x: the legacy variable's own name
+                    marked.append((value, node.op_type, -1, -1))
+                else:
+                    continue
+                model.graph.output.append(onnx.ValueInfoProto(name=value))
         options = ort.SessionOptions()
         options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[config.ort.level])
         options.intra_op_num_threads = config.ort.threads
