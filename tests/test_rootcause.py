@@ -14,7 +14,7 @@ from harness.shared.engine_info import engine_output_names
 from harness.shared.errors import UserError
 from harness.shared.search import build_budget, find_alternatives, find_culprits
 
-from .conftest import NOX, installed_paddle, matrix_text, nox_run, one_line_error, run_harness
+from .conftest import NOX, ROOT, installed_paddle, matrix_text, nox_run, one_line_error, run_harness
 
 DATA = Path(__file__).parent / "data"
 
@@ -243,3 +243,35 @@ def test_conv_bn_fuse_pass_is_found_as_the_culprit_on_legacy_ir(tmp_path, nox_en
     assert "op" not in reduce and reduce["sub_exports"] <= reduce["budget"]
     repro = record["analysis"]["reproducer"]
     assert repro["program"] == "piece" and repro["path"] == reduce["path"] and repro["verified"] is True
+
+
+def test_paddles_own_executor_runs_a_legacy_program_under_paddle_3(tmp_path):
+    """The triage's middle leg (Paddle's executor on the saved program) for a .pdmodel under Paddle 3
+    (PaddleSlim's PACT export writes one): jit.load reads only PIR .json there, so the legacy static
+    executor runs it — and gives dygraph's numbers."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from harness.cell import compat
+
+    if not compat.at_least("3.0.0"):
+        pytest.skip("Paddle 2.6 writes .pdmodel and jit.load reads it")
+    script = (
+        "import paddle, numpy as np, sys\n"
+        "sys.path.insert(0, sys.argv[2])\n"
+        "from tests.factories import clean\n"
+        "paddle.seed(1); model, spec = clean(); model.eval()\n"
+        "paddle.jit.save(model, sys.argv[1] + '/model', input_spec=spec)\n"
+        "x = np.random.RandomState(0).rand(2, 3, 16, 16).astype('float32')\n"
+        "np.save(sys.argv[1] + '/x.npy', x); np.save(sys.argv[1] + '/y.npy', model(paddle.to_tensor(x)).numpy())\n")
+    subprocess.run([sys.executable, "-c", script, str(tmp_path), str(ROOT)], check=True, capture_output=True,
+                   env={**__import__("os").environ, "FLAGS_enable_pir_api": "0"})
+    assert (tmp_path / "model.pdmodel").exists() and not (tmp_path / "model.json").exists()
+    x, y = np.load(tmp_path / "x.npy"), np.load(tmp_path / "y.npy")
+    got = compat.run_saved_program({"program": str(tmp_path / "model.pdmodel")}, {"image": x}, ["image"])
+    assert len(got) == 1 and np.allclose(got[0], y, atol=1e-5)
+    import paddle
+
+    assert paddle.in_dynamic_mode()  # left as it was found

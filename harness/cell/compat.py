@@ -556,7 +556,24 @@ def run_saved_program(files: Dict[str, str], feeds: Dict[str, Any], order: List[
     flattened as ``jit.save`` flattens them."""
     from .structure import flatten_outputs
 
-    layer = paddle.jit.load(str(Path(files["program"]).with_suffix("")))
+    prefix = str(Path(files["program"]).with_suffix(""))
+    if Path(files["program"]).suffix == ".pdmodel" and at_least("3.0.0"):
+        # A legacy program under Paddle 3 (PaddleSlim's save_quantized_model writes .pdmodel):
+        # jit.load looks for the PIR .json only, so the legacy static executor runs it.
+        from paddle import pir_utils
+
+        paddle.enable_static()
+        try:
+            with pir_utils.OldIrGuard():
+                exe = paddle.static.Executor(paddle.CPUPlace())
+                program, feed_names, fetch = paddle.static.load_inference_model(prefix, exe)
+                import numpy
+
+                return [numpy.asarray(a) for a in exe.run(program, feed={n: feeds[n] for n in feed_names},
+                                                       fetch_list=fetch)]
+        finally:
+            paddle.disable_static()
+    layer = paddle.jit.load(prefix)
     layer.eval()
     with paddle.no_grad():
         out = layer(*[paddle.to_tensor(feeds[name]) for name in order])
