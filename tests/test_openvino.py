@@ -1,8 +1,9 @@
-"""OpenVINO (``cpu_openvino_fp32``): its Paddle frontend reads ``.pdmodel`` programs, so the cells
-run at Paddle 2.6.2 (through nox, in that session's env with the pinned ``openvino``); at 3.x the
-stages skip with the reason. What precision the plugin's nodes ran in is read back from its runtime
-model: OpenVINO's default on a CPU with bf16 is bf16, and an fp32 stage that ran bf16 is ``noop``
-with the reason, never a pass — on every CPU the status follows what was read back.
+"""OpenVINO (``cpu_openvino_fp32``): its Paddle frontend reads ``.pdmodel`` programs: the cell's
+own at Paddle 2.6.2, at 3.x the PIR export's legacy twin (``jit.save`` under
+``pir_utils.OldIrGuard``). The cells run through nox, in that session's env with the pinned
+``openvino``. What precision the plugin's nodes ran in is read back from its runtime model:
+OpenVINO's default on a CPU with bf16 is bf16, and an fp32 stage that ran bf16 is ``noop`` with the
+reason, never a pass — on every CPU the status follows what was read back.
 """
 
 from __future__ import annotations
@@ -11,21 +12,31 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import NOX, OPENVINO_SESSION, installed_paddle, load_record, matrix_text, nox_run, run_harness, stages_by_name
+from .conftest import NOX, OPENVINO_SESSION, installed_paddle, load_record, matrix_text, nox_run, stages_by_name
 
 LOWER = ("bf16", "f16")
 
 
 @pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")
-def test_openvino_reads_the_precision_it_ran_and_an_fp32_stage_that_ran_bf16_is_not_a_pass(tmp_path, nox_envdir):
+@pytest.mark.parametrize("version", ["2.6.2", "installed"])
+def test_openvino_reads_the_precision_it_ran_and_an_fp32_stage_that_ran_bf16_is_not_a_pass(tmp_path, nox_envdir, version):
+    """At 2.6.2 the frontend reads the cell's .pdmodel; at 3.x the PIR export's legacy twin
+    (jit.save under pir_utils.OldIrGuard), said in the evidence."""
+    installed = installed_paddle()
+    version = installed if version == "installed" else version
     matrix = tmp_path / "matrix.toml"
-    matrix.write_text(matrix_text(installed_paddle(), {"resnet": "harness.models:resnet18"}, other_versions=["2.6.2"],
+    matrix.write_text(matrix_text(installed, {"resnet": "harness.models:resnet18"}, other_versions=["2.6.2"],
                                   extra="inputs.image = { shape = [1, 3, 32, 32] }\n" + OPENVINO_SESSION))
     results = tmp_path / "r"
-    proc = nox_run("-s", "cpu_openvino_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results),
-                   matrix=matrix)
+    session = "cpu_openvino_fp32" if version == installed else f"cpu_openvino_fp32@{version}"
+    proc = nox_run("-s", session, "--envdir", str(nox_envdir), "--", "--results", str(results), matrix=matrix)
     assert proc.returncode in (0, 1), proc.stdout[-3000:]
-    record = load_record(results / "default", "cpu_openvino_fp32/2.6.2/normal/resnet")
+    record = load_record(results / "default", f"cpu_openvino_fp32/{version}/normal/resnet")
+    if version.startswith("3."):
+        assert record["setup"]["export"]["program"].endswith(".json")
+        assert record["setup"]["export"]["legacy_program"].endswith("/legacy/model.pdmodel")
+        assert stages_by_name(record)["openvino_convert"]["evidence"]["program_read"] == \
+            "model.pdmodel (legacy twin of the PIR export)"
     stages = stages_by_name(record)
     assert list(stages) == ["baseline", "openvino_convert", "openvino_fp32"]
     convert, deployed = stages["openvino_convert"], stages["openvino_fp32"]
@@ -50,18 +61,6 @@ def test_openvino_reads_the_precision_it_ran_and_an_fp32_stage_that_ran_bf16_is_
     if repro:
         text = Path(repro["script"]).read_text()
         assert "core.read_model(" in text and "import paddle" not in text
-
-
-def test_openvino_stages_skip_on_pir_programs_with_the_reason(write_matrix, tmp_path, paddle_version):
-    if not paddle_version.startswith("3."):
-        pytest.skip("PIR .json programs are written by Paddle 3")
-    matrix = write_matrix({"clean": "tests.factories:clean"}, extra=OPENVINO_SESSION)
-    run_harness("run", "--matrix", str(matrix), "--session", "cpu_openvino_fp32", "--results", str(tmp_path / "r"))
-    record = load_record(tmp_path / "r" / "default", f"cpu_openvino_fp32/{paddle_version}/normal/clean")
-    stages = stages_by_name(record)
-    assert stages["baseline"]["status"] == "pass"
-    for name in ("openvino_convert", "openvino_fp32"):
-        assert stages[name]["status"] == "skip" and "reads .pdmodel programs" in stages[name]["message"]
 
 
 @pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")

@@ -56,7 +56,8 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    files = piece["files"] if piece else setup["export"]
+    engine = runtime(plan.runtime)
+    files = engine.program_files(piece["files"] if piece else setup["export"])
     model = f"model{Path(files['program']).suffix}"
     shutil.copyfile(files["program"], folder / model)
     params = ""
@@ -65,7 +66,6 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
         shutil.copyfile(files["params"], folder / params)
     feeds = dict(np.load(piece["inputs"])) if piece else ctx.feeds(shape)
     np.savez(folder / "inputs.npz", **feeds)
-    engine = runtime(plan.runtime)
     run_lines = engine.reproducer_lines(model, params, plan.config, files)
     expected = None
     if status is Status.FAIL:

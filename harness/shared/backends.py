@@ -222,8 +222,8 @@ class OpenVinoCpu(Backend):
 
 OV_CONVERT = "openvino_convert"  # the frontend's reading checked at an explicit f32 hint
 OPENVINO_READS_PIR = (
-    "OpenVINO's Paddle frontend reads .pdmodel programs (Paddle 2.6, or 3.x exported with "
-    "FLAGS_enable_pir_api=0), not PIR .json (measured with openvino 2026.4.1)")
+    "the legacy twin of the PIR export, jit.save under pir_utils.OldIrGuard: OpenVINO's Paddle "
+    "frontend reads .pdmodel, not PIR .json (openvino 2026.4.1)")
 
 
 DEVICES: Dict[str, Tuple[str, ...]] = {"cpu": ("native", "onednn", "ort", "openvino"), "gpu": ("native", "trt")}
@@ -290,15 +290,15 @@ def plan_stages(device: str, word: str, precision: str, fmt: str, options: Deplo
                       requires=backend.requires(fmt, precision), runtime=backend.runtime, search=backend.search)]
     if isinstance(backend, OpenVinoCpu):
         deploy = backend.deploy(fmt, precision, options)
-        skip = (OPENVINO_READS_PIR if pir else
-                f"{precision} is not a precision of the OpenVINO CPU sessions (fp32, bf16)"
+        skip = (f"{precision} is not a precision of the OpenVINO CPU sessions (fp32, bf16)"
                 if precision not in backend.precisions else None)
         convert = deploy.replace(openvino=OpenVino(precision_hint="f32", threads=options.reference_threads))
         lever = ("INFERENCE_PRECISION_HINT=bf16" if precision == "bf16" else
                  "OpenVINO's defaults (no precision hint; the precision it ran is read back)")
         return plans + [
             StagePlan(OV_CONVERT, convert, "fp32", Reference.BASELINE,
-                      "openvino.Core().read_model (the Paddle frontend), compiled with INFERENCE_PRECISION_HINT=f32",
+                      "openvino.Core().read_model (the Paddle frontend) on the .pdmodel"
+                      + (f" ({OPENVINO_READS_PIR})" if pir else "") + ", compiled with INFERENCE_PRECISION_HINT=f32",
                       skip=skip, requires=(Requirement.OPENVINO,), runtime=backend.runtime),
             StagePlan(backend.stage_name(precision), deploy, precision, Reference.BASELINE,
                       f"{lever}, {options.deploy_threads} thread(s)", skip=skip,

@@ -68,12 +68,23 @@ class OpenVino(Runtime):
             return f"openvino cannot be imported here ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
         return None
 
+    def program_files(self, files: Dict[str, str]) -> Dict[str, str]:
+        """The frontend reads legacy ``.pdmodel`` programs only: a PIR export's legacy twin
+        (``compat.legacy_twin``), or the export itself when it is legacy."""
+        if files.get("legacy_program"):
+            return {"program": files["legacy_program"], "params": files.get("legacy_params", ""), "format": "legacy"}
+        if Path(files["program"]).suffix == ".json":
+            raise RuntimeError(f"OpenVINO's Paddle frontend reads .pdmodel, not PIR .json, and this export has no "
+                               f"legacy twin: {files.get('legacy_error') or 'none was written'}")
+        return files
+
     def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
                 scratch: Path, variants: Sequence[Dict[str, np.ndarray]] = ()) -> OpenVinoSession:
         import openvino as ov
 
         core = ov.Core()
-        model = core.read_model(files["program"])  # the Paddle frontend finds the params beside it
+        source = self.program_files(files)
+        model = core.read_model(source["program"])  # the Paddle frontend finds the params beside it
         compiled = core.compile_model(model, "CPU", _properties(config))
         runtime_model = compiled.get_runtime_model()
         precisions: Dict[str, int] = collections.Counter()
@@ -86,6 +97,7 @@ class OpenVino(Runtime):
         hint = read.to_string() if hasattr(read, "to_string") else str(read)  # an ov.Type: "bf16", "f32"
         evidence: Dict[str, Any] = {
             "runtime": f"openvino {ov.get_version()}", "frontend_ops": len(model.get_ops()),
+            "program_read": Path(source["program"]).name + (" (legacy twin of the PIR export)" if source is not files else ""),
             "config_read_back": {"INFERENCE_PRECISION_HINT": hint,
                                  "INFERENCE_NUM_THREADS": int(compiled.get_property("INFERENCE_NUM_THREADS")),
                                  "NUM_STREAMS": str(compiled.get_property("NUM_STREAMS"))},
@@ -136,7 +148,7 @@ class OpenVino(Runtime):
         del predictor
         _, plain = self.session(files, test, feeds, out / "session").run(feeds)
         core = ov.Core()
-        model = core.read_model(files["program"])
+        model = core.read_model(self.program_files(files)["program"])
         finals = len(model.outputs)
         marked = [(op.get_type_name(), port) for op in model.get_ordered_ops()
                   if op.get_type_name() not in ("Constant", "Parameter", "Result")
