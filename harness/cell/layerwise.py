@@ -432,6 +432,51 @@ def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base: Predicto
     return result
 
 
+def diff_against_paddle(files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
+                        test: PredictorConfig, tol: Dict[str, float], out: Path, dump_test, pair) -> Dict[str, Any]:
+    """Paddle's predictor at ``base`` with every op output hooked against another runtime's run at
+    ``test``: ``dump_test(folder)`` writes that runtime's tensors (``{"index", "outputs",
+    "hooks_changed_output"}``), ``pair(base_index, test_index)`` matches them. Written to
+    ``out/result.json`` as ``run_diff``'s result is."""
+    from . import compat
+
+    started = time.perf_counter()
+    folder = out / "dump"
+    shapes = {k: list(v.shape) for k, v in feeds.items()}
+    predictor = compat.create_predictor(compat.make_config(files, base.replace(memory=False), shapes))
+    paddle_side = dump(predictor, feeds, folder / "base")
+    del predictor
+    other = dump_test(folder / "test")
+    result = compare_dumps(folder / "base", folder / "test", paddle_side["index"], other["index"], tol,
+                           matcher=lambda value_of: pair(paddle_side["index"], other["index"]))
+    final = [compare_tol(a, b, tol) for a, b in zip(paddle_side["outputs"], other["outputs"])]
+    result.update(
+        base_config=base.to_dict(), test_config=test.to_dict(), **tol,
+        hooks_changed_output={"base": paddle_side["hooks_changed_output"], "test": other["hooks_changed_output"]},
+        final_outputs=[{"status": f["status"], "max_abs": f["max_abs"], "max_rel": f["max_rel"]} for f in final],
+        seconds=round(time.perf_counter() - started, 3))
+    write_result(out / "result.json", result)
+    return result
+
+
+def save_tensors(folder: Path, tensors: List[Tuple[Dict[str, Any], np.ndarray]]) -> List[Dict[str, Any]]:
+    """A runtime's fetched tensors on disk, one ``.npy`` each, with the index ``compare_dumps`` reads
+    (each row: the caller's fields plus shape, dtype and file)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    index: List[Dict[str, Any]] = []
+    for fields, array in tensors:
+        array = np.asarray(array)
+        path = folder / f"{len(index):05d}.npy"
+        np.save(path, array)
+        index.append({**fields, "shape": list(array.shape), "dtype": str(array.dtype), "file": path.name})
+    (folder / "index.json").write_text(json.dumps(index))
+    return index
+
+
+def same_outputs(a: List[np.ndarray], b: List[np.ndarray]) -> bool:
+    return len(a) == len(b) and all(x.shape == y.shape and np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
+
+
 def write_result(path: Path, result: Dict[str, Any]) -> Path:
     """The diff as JSON for the host side, which renders its tables and plot."""
     path.parent.mkdir(parents=True, exist_ok=True)

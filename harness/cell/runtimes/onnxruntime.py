@@ -445,40 +445,23 @@ class OnnxRuntime(Runtime):
 
         Marking outputs keeps ONNX Runtime from fusing across them: the marked run's final outputs
         are compared with an unmarked session's, and a difference is said (``hooks_changed_output``)."""
-        import time
+        from .. import layerwise
 
-        from .. import compat, layerwise
-        from ...shared.compare import compare_tol
-
-        started = time.perf_counter()
-        dump = out / "dump"
-        shapes = {k: list(v.shape) for k, v in feeds.items()}
-        predictor = compat.create_predictor(compat.make_config(files, base.replace(memory=False), shapes))
-        paddle_side = layerwise.dump(predictor, feeds, dump / "base")
-        del predictor
-        ort_side = self._dump_marked(files, test, feeds, dump / "test", out / "session")
         if Path(files["program"]).suffix == ".json":
             program_ops = collections.Counter(layerwise.normalized_op(op) for op in program_op_types(Path(files["program"])))
-            pair = lambda value_of: layerwise.match_converted(paddle_side["index"], ort_side["index"], program_ops)  # noqa: E731
+            pair = lambda b, t: layerwise.match_converted(b, t, program_ops)  # noqa: E731
         else:  # paddle2onnx 1.x names each value after the legacy Paddle variable it computes
-            pair = lambda value_of: layerwise.match_by_tensor_name(paddle_side["index"], ort_side["index"])  # noqa: E731
-        result = layerwise.compare_dumps(dump / "base", dump / "test", paddle_side["index"], ort_side["index"], tolerance,
-                                         matcher=pair)
-        final = [compare_tol(a, b, tolerance) for a, b in zip(paddle_side["outputs"], ort_side["outputs"])]
-        result.update(
-            base_config=base.to_dict(), test_config=test.to_dict(), **tolerance,
-            hooks_changed_output={"base": paddle_side["hooks_changed_output"], "test": ort_side["hooks_changed_output"]},
-            final_outputs=[{"status": f["status"], "max_abs": f["max_abs"], "max_rel": f["max_rel"]} for f in final],
-            seconds=round(time.perf_counter() - started, 3))
-        layerwise.write_result(out / "result.json", result)
-        return result
+            pair = layerwise.match_by_tensor_name
+        return layerwise.diff_against_paddle(files, feeds, base, test, tolerance, out,
+                                             lambda folder: self._dump_marked(files, test, feeds, folder, out / "session"),
+                                             pair)
 
     def _dump_marked(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
                      out_dir: Path, scratch: Path) -> Dict[str, Any]:
-        import json
-
         import onnx
         import onnxruntime as ort
+
+        from .. import layerwise
 
         plain = self.session(files, config, feeds, scratch)
         _, plain_outputs = plain.run(feeds)
@@ -506,19 +489,10 @@ class OnnxRuntime(Runtime):
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"], **kwargs)
         wanted = {i.name for i in session.get_inputs()}
         got = session.run(finals + [m[0] for m in marked], {k: v for k, v in feeds.items() if k in wanted})
-        out_dir.mkdir(parents=True, exist_ok=True)
-        index: List[Dict[str, Any]] = []
-        for (value, op, occurrence, output), array in zip(marked, got[len(finals):]):
-            array = np.asarray(array)
-            path_ = out_dir / f"{len(index):05d}.npy"
-            np.save(path_, array)
-            index.append({"op": op, "raw": value, "occurrence": occurrence, "output": output,
-                          "shape": list(array.shape), "dtype": str(array.dtype), "file": path_.name})
-        (out_dir / "index.json").write_text(json.dumps(index))
+        index = layerwise.save_tensors(out_dir, [({"op": op, "raw": value, "occurrence": k, "output": o}, array)
+                                                 for (value, op, k, o), array in zip(marked, got[len(finals):])])
         outputs = [np.asarray(a) for a in got[:len(finals)]]
-        same = len(outputs) == len(plain_outputs) and all(
-            a.shape == b.shape and np.array_equal(a, b, equal_nan=True) for a, b in zip(plain_outputs, outputs))
-        return {"index": index, "outputs": outputs, "hooks_changed_output": not same}
+        return {"index": index, "outputs": outputs, "hooks_changed_output": not layerwise.same_outputs(plain_outputs, outputs)}
 
     def cause_words(self, message: str) -> str:
         """A conversion the converter aborted: its own words (the harness's sentence around them

@@ -132,21 +132,19 @@ class OpenVino(Runtime):
         name the frontend gives each tensor. Extra outputs can keep the plugin from fusing across
         them: the marked run's final outputs are compared with a plain compile's, and a difference
         is said (``hooks_changed_output``)."""
-        import json
-        import time
+        from .. import layerwise
 
+        return layerwise.diff_against_paddle(files, feeds, base, test, tolerance, out,
+                                             lambda folder: self._dump_marked(files, test, feeds, folder, out / "session"),
+                                             layerwise.match_by_tensor_name)
+
+    def _dump_marked(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
+                     out_dir: Path, scratch: Path) -> Dict[str, Any]:
         import openvino as ov
 
-        from .. import compat, layerwise
-        from ...shared.compare import compare_tol
+        from .. import layerwise
 
-        started = time.perf_counter()
-        dump = out / "dump"
-        shapes = {k: list(v.shape) for k, v in feeds.items()}
-        predictor = compat.create_predictor(compat.make_config(files, base.replace(memory=False), shapes))
-        paddle_side = layerwise.dump(predictor, feeds, dump / "base")
-        del predictor
-        _, plain = self.session(files, test, feeds, out / "session").run(feeds)
+        _, plain = self.session(files, config, feeds, scratch).run(feeds)
         core = ov.Core()
         model = core.read_model(self.program_files(files)["program"])
         finals = len(model.outputs)
@@ -154,29 +152,13 @@ class OpenVino(Runtime):
                   if op.get_type_name() not in ("Constant", "Parameter", "Result")
                   for port in op.outputs() if port.get_names()]
         model.add_outputs([port for _, port in marked])
-        compiled = core.compile_model(model, "CPU", _properties(test))
+        compiled = core.compile_model(model, "CPU", _properties(config))
         results = compiled({i.get_any_name(): feeds[i.get_any_name()] for i in compiled.inputs})
         got = [np.asarray(results[o]) for o in compiled.outputs]
-        (dump / "test").mkdir(parents=True, exist_ok=True)
-        index: List[Dict[str, Any]] = []
-        for (kind, port), array in zip(marked, got[finals:]):
-            name = sorted(port.get_names())[0]
-            path = dump / "test" / f"{len(index):05d}.npy"
-            np.save(path, array)
-            index.append({"op": kind, "raw": name, "shape": list(array.shape), "dtype": str(array.dtype),
-                          "file": path.name})
-        (dump / "test" / "index.json").write_text(json.dumps(index))
-        changed = not all(a.shape == b.shape and np.array_equal(a, b, equal_nan=True) for a, b in zip(plain, got[:finals]))
-        result = layerwise.compare_dumps(dump / "base", dump / "test", paddle_side["index"], index, tolerance,
-                                         matcher=lambda value_of: layerwise.match_by_tensor_name(paddle_side["index"], index))
-        final = [compare_tol(a, b, tolerance) for a, b in zip(paddle_side["outputs"], got[:finals])]
-        result.update(
-            base_config=base.to_dict(), test_config=test.to_dict(), **tolerance,
-            hooks_changed_output={"base": paddle_side["hooks_changed_output"], "test": changed},
-            final_outputs=[{"status": f["status"], "max_abs": f["max_abs"], "max_rel": f["max_rel"]} for f in final],
-            seconds=round(time.perf_counter() - started, 3))
-        layerwise.write_result(out / "result.json", result)
-        return result
+        index = layerwise.save_tensors(out_dir, [({"op": kind, "raw": sorted(port.get_names())[0]}, array)
+                                                 for (kind, port), array in zip(marked, got[finals:])])
+        return {"index": index, "outputs": got[:finals],
+                "hooks_changed_output": not layerwise.same_outputs(plain, got[:finals])}
 
     def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
         return "\n".join([
