@@ -94,6 +94,11 @@ def paddle_version() -> str:
     return installed_paddle()
 
 
+def exact_fp32(text: str) -> str:
+    """A test matrix's text with the fp32 tolerance at zero: any difference in any bit fails."""
+    return text.replace("[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4", "[tolerances.fp32]\natol = 0\nrtol = 0")
+
+
 @pytest.fixture
 def write_matrix(tmp_path, paddle_version):
     def write(models: Dict[str, str], name: str = "matrix.toml", **kwargs) -> Path:

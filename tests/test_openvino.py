@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import NOX, OPENVINO_SESSION, installed_paddle, load_record, matrix_text, nox_run, stages_by_name
+from .conftest import NOX, OPENVINO_SESSION, exact_fp32, installed_paddle, load_record, matrix_text, nox_run, stages_by_name
 
 LOWER = ("bf16", "f16")
 
@@ -73,7 +73,7 @@ def test_the_per_tensor_diff_pairs_openvinos_tensors_with_paddles_by_name(tmp_pa
     text = matrix_text(installed_paddle(), {"clean": "tests.factories:clean"}, other_versions=["2.6.2"],
                        extra=OPENVINO_SESSION)
     matrix = tmp_path / "matrix.toml"
-    matrix.write_text(text.replace("[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4", "[tolerances.fp32]\natol = 0\nrtol = 0"))
+    matrix.write_text(exact_fp32(text))
     results = tmp_path / "r"
     proc = nox_run("-s", "cpu_openvino_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results),
                    matrix=matrix)

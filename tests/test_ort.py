@@ -15,11 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import NOX, ORT_SESSION, ROOT, installed_paddle, load_record, matrix_text, nox_run, run_harness, stages_by_name
+from .conftest import NOX, ORT_SESSION, ROOT, exact_fp32, installed_paddle, load_record, matrix_text, nox_run, run_harness, stages_by_name
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None
                                 or importlib.util.find_spec("paddle2onnx") is None,
                                 reason="needs the cpu_ort_fp32 session's packages (nox -s tests installs them)")
+
+
+def _run_exact(write_matrix, tmp_path, paddle_version, name, factory):
+    """One model through cpu_ort_fp32 at zero fp32 tolerance; its record."""
+    matrix = write_matrix({name: factory}, extra=ORT_SESSION)
+    matrix.write_text(exact_fp32(matrix.read_text()))
+    run_harness("run", "--matrix", str(matrix), "--session", "cpu_ort_fp32", "--results", str(tmp_path / "r"))
+    return load_record(tmp_path / "r" / "default", f"cpu_ort_fp32/{paddle_version}/normal/{name}")
 
 
 def _run(write_matrix, tmp_path, models):
@@ -81,11 +89,7 @@ def test_an_ort_optimizer_that_changes_the_numbers_is_found_by_name(write_matrix
     after ``EliminateIdentity`` removed it; switching off either one fixes the output."""
     if not paddle_version.startswith("3."):
         pytest.skip("paddle2onnx 2.x needs Paddle 3")
-    matrix = write_matrix({"recip": "tests.factories:reciprocal_times"}, extra=ORT_SESSION)
-    matrix.write_text(matrix.read_text().replace("[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4",
-                                                 "[tolerances.fp32]\natol = 0\nrtol = 0"))
-    run_harness("run", "--matrix", str(matrix), "--session", "cpu_ort_fp32", "--results", str(tmp_path / "r"))
-    record = load_record(tmp_path / "r" / "default", f"cpu_ort_fp32/{paddle_version}/normal/recip")
+    record = _run_exact(write_matrix, tmp_path, paddle_version, "recip", "tests.factories:reciprocal_times")
     stages = stages_by_name(record)
     assert stages["ort_convert"]["status"] == "pass", stages["ort_convert"]
     assert stages["ort_fp32"]["status"] == "fail"
@@ -127,11 +131,7 @@ def test_the_per_tensor_diff_pairs_every_converted_tensor_with_paddles(write_mat
     wrote in Paddle's predictor, and the first divergence is the first pair out of tolerance."""
     if not paddle_version.startswith("3."):
         pytest.skip("paddle2onnx 2.x needs Paddle 3")
-    matrix = write_matrix({"clean": "tests.factories:clean"}, extra=ORT_SESSION)
-    matrix.write_text(matrix.read_text().replace("[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4",
-                                                 "[tolerances.fp32]\natol = 0\nrtol = 0"))
-    run_harness("run", "--matrix", str(matrix), "--session", "cpu_ort_fp32", "--results", str(tmp_path / "r"))
-    record = load_record(tmp_path / "r" / "default", f"cpu_ort_fp32/{paddle_version}/normal/clean")
+    record = _run_exact(write_matrix, tmp_path, paddle_version, "clean", "tests.factories:clean")
     assert stages_by_name(record)["ort_convert"]["status"] == "fail"
     diff = record["analysis"]["diff"]
     assert diff["stage"] == "ort_convert" and diff["outcome"] == "diverges"
@@ -157,7 +157,7 @@ def test_paddle_2_6_programs_convert_with_paddle2onnx_1_and_diff_by_name(tmp_pat
     text = matrix_text(installed_paddle(), {"clean": "tests.factories:clean"}, other_versions=["2.6.2"],
                        extra=ORT_SESSION + f'packages_before."3.0.0" = {json.dumps(pins)}\n')
     matrix = tmp_path / "matrix.toml"
-    matrix.write_text(text.replace("[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4", "[tolerances.fp32]\natol = 0\nrtol = 0"))
+    matrix.write_text(exact_fp32(text))
     results = tmp_path / "r"
     proc = nox_run("-s", "cpu_ort_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results),
                    matrix=matrix)
