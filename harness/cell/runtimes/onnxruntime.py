@@ -9,8 +9,14 @@ the stage that switched the optimizations on is then ``noop``, never a pass.
 
 The conversion runs once per program, in a forked child (the ONNX file is kept beside the program);
 what paddle2onnx logged on the way (its optimizer can fail and fall back silently) is kept in the evidence.
+A second conversion under glibc's malloc perturbation runs beside it: a converter whose output
+depends on memory it never wrote is a finding (``settle``). paddle2onnx 2.x converts PIR programs
+(Paddle 3), 1.x the ``.pdmodel`` of Paddle 2.6 (the matrix pins each per Paddle version).
 paddle2onnx's optimizer imports Polygraphy with ``POLYGRAPHY_AUTOINSTALL_DEPS=1``, which would
 pip-install onnx-graphsurgeon and sympy on the spot: their absence is an unmet requirement here.
+
+Root cause: the search space is what ORT's verbose log says changed the graph (``search_items``);
+the per-tensor diff fetches every converted value and pairs it with Paddle's (``tensor_diff``).
 """
 
 from __future__ import annotations
