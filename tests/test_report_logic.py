@@ -117,3 +117,14 @@ def test_an_ops_error_inside_a_program_is_named_by_the_ops_words_not_by_the_user
     assert paddle_message(raised) == ("ValueError: InvalidArgumentError: Input dimension size should be equal to 5, "
                                       "but received dimension size is 4.")
     assert paddle_message(ValueError("plain message")) == "ValueError: plain message"
+
+
+def test_a_dy2static_error_is_named_by_its_own_line_not_by_the_transformed_code_header():
+    """Paddle 3.3.1, jit.save under pir_utils.OldIrGuard on a PaddleClas MobileNetV3 (its words)."""
+    from harness.shared.causes import paddle_message
+
+    raised = TypeError('In transformed code:\n\n    File "mobilenet_v3.py", line 228, in forward\n\tx = self.blocks(x)\n\n'
+                       "    TypeError: (InvalidType) multiply(): argument (position 1) must be Value, but got Variable "
+                       "(at /paddle/paddle/fluid/pybind/eager_utils.cc:2308)")
+    assert paddle_message(raised) == ("TypeError: (InvalidType) multiply(): argument (position 1) must be Value, "
+                                      "but got Variable (at /paddle/paddle/fluid/pybind/eager_utils.cc:2308)")

@@ -200,8 +200,9 @@ def legacy_twin(layer: "paddle.nn.Layer", input_spec: List[Any], prefix: Path) -
         with pir_utils.OldIrGuard():
             paddle.jit.save(layer, str(twin), input_spec=input_spec)
     except Exception as exc:  # the program may not build on the legacy IR: said, not hidden
-        return {"legacy_error": f"jit.save under pir_utils.OldIrGuard raised {type(exc).__name__}: "
-                                f"{str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ''}"}
+        from ..shared.causes import paddle_message
+
+        return {"legacy_error": f"jit.save under pir_utils.OldIrGuard raised {paddle_message(exc)[:300]}"}
     params = twin.with_name(twin.name + ".pdiparams")
     return {"legacy_program": str(twin.with_name(twin.name + ".pdmodel")),
             "legacy_params": str(params) if params.exists() else ""}

@@ -25,11 +25,12 @@ def paddle_message(exc: BaseException) -> str:
     """Paddle's own first message line, without the C++ traceback around it."""
     text = str(exc).strip() or type(exc).__name__
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if lines and lines[0] == "In user code:":
-        # A program's op raised while Paddle ran it: the op's own error follows the user-code lines.
+    if lines and lines[0] in ("In user code:", "In transformed code:"):
+        # A program's op raised while Paddle ran it (or dy2static traced it): the op's own error
+        # follows the code lines.
         inner = next((ln for ln in lines[1:] if _ERROR_LINE.match(ln)), None)
         if inner:
-            return f"{type(exc).__name__}: {inner}"
+            return inner if inner.startswith(f"{type(exc).__name__}:") else f"{type(exc).__name__}: {inner}"
     for i, line in enumerate(lines):
         if line.startswith("Error Message Summary"):
             rest = [ln for ln in lines[i + 1:] if not set(ln) <= set("-=")]
