@@ -666,7 +666,9 @@ def _plan_clas(b: _Builder):
     if kl not in ("null", "False"):
         L = str(b.log_path)
         b.add(CommandKind.QUANT, f"{b.python} {kl}", f"{L}/export.log", f"{L}/export.log", trailing_blank=False)
-        b.cwd = b.repo / "deploy"
+        # `cd ${infer_model_dir_list}/quant_post_static_model` then `cd ../../deploy`: the repository's
+        # deploy/ for a model folder one level down, elsewhere for another depth (as bash goes)
+        b.cwd = Path(posixpath.normpath(f"{b.repo}/{v['infer_model_dir_list']}/quant_post_static_model/../../deploy"))
         model_dir = f"../{v['infer_model_dir_list']}/quant_post_static_model"
         _inference_51(b, v, False, model_dir, v["infer_img_dir"], "True", "0", "kl_quant", None, None,
                       status_log=True)
