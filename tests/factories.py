@@ -272,3 +272,18 @@ class PadThenConv(SmallConvNet):
 
 def pad_then_conv():
     return PadThenConv(), _image_spec()
+
+
+class MaskedConv(SmallConvNet):
+    """A mask written by slice assignment (``set_value``), as Swin's shifted windows build theirs:
+    paddle2onnx 1.3.1 aborts on Paddle 2.6.2's ``set_value`` ("Cannot found attribute fp32_values")."""
+
+    def forward(self, image):
+        x = nn.functional.relu(self.bn(self.conv(image)))
+        mask = paddle.zeros_like(x)
+        mask[:, :, 0:2, :] = 1.0
+        return self.fc((x * mask).mean(axis=[2, 3]))
+
+
+def masked_conv():
+    return MaskedConv(), _image_spec()

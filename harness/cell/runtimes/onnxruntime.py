@@ -344,7 +344,6 @@ class OnnxRuntime(Runtime):
     @staticmethod
     def _why_not(program: Path, code: int, output: str) -> str:
         import paddle2onnx
-        from paddle2onnx.paddle2onnx_cpp2py_export import get_all_supported_operators_pir
 
         how = f"signal {-code}" if code < 0 else f"exit {code}"
         text = output.splitlines()
@@ -355,6 +354,9 @@ class OnnxRuntime(Runtime):
         # Only an abort over unsupported operators is about op coverage; other failures (an
         # attribute a converter rejects) name no missing op.
         if program.suffix == ".json" and "unsupported operators" in said:
+            # paddle2onnx 2.x only (1.x, for .pdmodel, has no PIR list)
+            from paddle2onnx.paddle2onnx_cpp2py_export import get_all_supported_operators_pir
+
             supported = set(get_all_supported_operators_pir())
             missing = sorted({op for op in program_op_types(program) if not _listed(op, supported)})
         where = (f"; op types of this program missing from paddle2onnx's supported list: {', '.join(missing)}"
