@@ -152,6 +152,17 @@ def nox_run(*args: str, matrix: Path = None, timeout: float = 900) -> subprocess
                           capture_output=True, text=True, timeout=timeout)
 
 
+def exact_cells_at_2_6(tmp_path: Path, nox_envdir: Path, session: str, models: Dict[str, str], extra: str) -> Path:
+    """``session`` at Paddle 2.6.2 through nox on ``models`` at zero fp32 tolerance (so the
+    conversion fails and the root cause runs); the results folder."""
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(exact_fp32(matrix_text(installed_paddle(), models, other_versions=["2.6.2"], extra=extra)))
+    results = tmp_path / "r"
+    proc = nox_run("-s", f"{session}@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results), matrix=matrix)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    return results / "default"
+
+
 def onednn_isa(record: dict) -> str:
     """The ISA oneDNN chose for the cell (the record's machine block), e.g. avx512_core_vnni."""
     from harness.shared.machine import onednn_isa as recorded_isa

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import NOX, OPENVINO_SESSION, exact_fp32, installed_paddle, load_record, matrix_text, nox_run, stages_by_name
+from .conftest import NOX, OPENVINO_SESSION, exact_cells_at_2_6, installed_paddle, load_record, matrix_text, nox_run, stages_by_name
 
 LOWER = ("bf16", "f16")
 
@@ -70,15 +70,9 @@ def test_the_per_tensor_diff_pairs_openvinos_tensors_with_paddles_by_name(tmp_pa
     one of them with the tensor of that name in Paddle's predictor."""
     import json
 
-    text = matrix_text(installed_paddle(), {"clean": "tests.factories:clean"}, other_versions=["2.6.2"],
-                       extra=OPENVINO_SESSION)
-    matrix = tmp_path / "matrix.toml"
-    matrix.write_text(exact_fp32(text))
-    results = tmp_path / "r"
-    proc = nox_run("-s", "cpu_openvino_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results),
-                   matrix=matrix)
-    assert proc.returncode == 1, proc.stdout[-3000:]
-    record = load_record(results / "default", "cpu_openvino_fp32/2.6.2/normal/clean")
+    results = exact_cells_at_2_6(tmp_path, nox_envdir, "cpu_openvino_fp32", {"clean": "tests.factories:clean"},
+                                 OPENVINO_SESSION)
+    record = load_record(results, "cpu_openvino_fp32/2.6.2/normal/clean")
     assert stages_by_name(record)["openvino_convert"]["status"] == "fail"
     diff = record["analysis"]["diff"]
     assert diff["stage"] == "openvino_convert" and diff["outcome"] == "diverges"

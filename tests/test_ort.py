@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import NOX, ORT_SESSION, ROOT, exact_fp32, installed_paddle, load_record, matrix_text, nox_run, run_harness, stages_by_name
+from .conftest import NOX, ORT_SESSION, ROOT, exact_cells_at_2_6, exact_fp32, load_record, run_harness, stages_by_name
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None
                                 or importlib.util.find_spec("paddle2onnx") is None,
@@ -155,15 +155,10 @@ def test_paddle_2_6_programs_convert_with_paddle2onnx_1_and_diff_by_name(tmp_pat
 
     with (ROOT / "matrix" / "default.toml").open("rb") as fh:
         pins = tomllib.load(fh)["sessions"]["cpu_ort_fp32"]["packages_before"]["3.0.0"]
-    text = matrix_text(installed_paddle(), {"clean": "tests.factories:clean", "masked": "tests.factories:masked_conv"},
-                       other_versions=["2.6.2"], extra=ORT_SESSION + f'packages_before."3.0.0" = {json.dumps(pins)}\n')
-    matrix = tmp_path / "matrix.toml"
-    matrix.write_text(exact_fp32(text))
-    results = tmp_path / "r"
-    proc = nox_run("-s", "cpu_ort_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results),
-                   matrix=matrix)
-    assert proc.returncode == 1, proc.stdout[-3000:]
-    record = load_record(results / "default", "cpu_ort_fp32/2.6.2/normal/clean")
+    results = exact_cells_at_2_6(tmp_path, nox_envdir, "cpu_ort_fp32",
+                                 {"clean": "tests.factories:clean", "masked": "tests.factories:masked_conv"},
+                                 ORT_SESSION + f'packages_before."3.0.0" = {json.dumps(pins)}\n')
+    record = load_record(results, "cpu_ort_fp32/2.6.2/normal/clean")
     stages = stages_by_name(record)
     convert = stages["ort_convert"]
     assert convert["status"] == "fail" and convert["evidence"]["converter"].startswith("paddle2onnx 1.")
@@ -176,7 +171,7 @@ def test_paddle_2_6_programs_convert_with_paddle2onnx_1_and_diff_by_name(tmp_pat
     assert {r["op"] for r in table["rows"]} >= {"conv2d", "relu"}
     assert record["analysis"]["reproducer"]["verified"] is True
     # What 1.x cannot convert is a finding in its own words (found on PaddleClas's Swin at 2.6.2).
-    masked = load_record(results / "default", "cpu_ort_fp32/2.6.2/normal/masked")
+    masked = load_record(results, "cpu_ort_fp32/2.6.2/normal/masked")
     message = stages_by_name(masked)["ort_convert"]["message"]
     assert "paddle2onnx 1.3.1 could not convert the program" in message and "set_value" in message, message
     assert masked["analysis"]["reproducer"]["verified"] is True

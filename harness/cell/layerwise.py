@@ -293,29 +293,40 @@ def match_converted(base: List[Dict[str, Any]], test: List[Dict[str, Any]],
         rows_of.setdefault(key, []).append(i)
     for calls in instructions.values():
         calls.sort(key=lambda key: int(key.rpartition(":")[2] or 0))
+
+    def find(t: Dict[str, Any]) -> Tuple[List[int], str, str]:
+        op = normalized_op(t["op"])
+        calls = instructions.get(op, [])
+        if len(calls) != program_ops.get(op, 0) or t["occurrence"] >= len(calls):
+            return [], "", (f"{op} runs {len(calls)} times in Paddle's predictor and occurs "
+                            f"{program_ops.get(op, 0)} times in the saved program")
+        call = calls[t["occurrence"]]
+        same = [i for i in rows_of[call] if base[i]["shape"] == t["shape"]]
+        moved = [i for i in rows_of[call]
+                 if len(t["shape"]) == 4 and base[i]["shape"] == [t["shape"][k] for k in (0, 2, 3, 1)]]
+        found, how = (same, "occurrence") if same else (moved, f"occurrence, {NHWC}")
+        return found, how, f"{len(found)} outputs of {call} have its shape"
+
+    return _pair_each(base, test, find, "no corresponding tensor in the converted graph")
+
+
+def _pair_each(base: List[Dict[str, Any]], test: List[Dict[str, Any]], find,
+               unpaired: str) -> Tuple[List[Tuple[int, int, str]], List[Dict[str, Any]]]:
+    """Each test tensor paired with the one base tensor ``find(row) -> (candidates, how, why not)``
+    names; the rest listed as unmatched (a test tensor with ``why not``, a base one with ``unpaired``)."""
     pairs: List[Tuple[int, int, str]] = []
     unmatched: List[Dict[str, Any]] = []
     used_b: set = set()
     for j, t in enumerate(test):
         if "file" not in t:
             continue
-        op = normalized_op(t["op"])
-        calls = instructions.get(op, [])
-        if len(calls) != program_ops.get(op, 0) or t["occurrence"] >= len(calls):
-            unmatched.append(_unmatched(t, "test", f"{op} runs {len(calls)} times in Paddle's predictor and occurs "
-                                                   f"{program_ops.get(op, 0)} times in the saved program"))
-            continue
-        same = [i for i in rows_of[calls[t["occurrence"]]] if base[i]["shape"] == t["shape"]]
-        moved = [i for i in rows_of[calls[t["occurrence"]]]
-                 if len(t["shape"]) == 4 and base[i]["shape"] == [t["shape"][k] for k in (0, 2, 3, 1)]]
-        found, how = (same, "occurrence") if same else (moved, f"occurrence, {NHWC}")
+        found, how, why = find(t)
         if len(found) != 1:
-            unmatched.append(_unmatched(t, "test", f"{len(found)} outputs of {calls[t['occurrence']]} have its shape"))
+            unmatched.append(_unmatched(t, "test", why))
             continue
         used_b.add(found[0])
         pairs.append((found[0], j, how))
-    unmatched += [_unmatched(r, "base", "no corresponding tensor in the converted graph")
-                  for i, r in enumerate(base) if "file" in r and i not in used_b]
+    unmatched += [_unmatched(r, "base", unpaired) for i, r in enumerate(base) if "file" in r and i not in used_b]
     pairs.sort()
     return pairs, unmatched
 
@@ -328,23 +339,14 @@ def match_by_tensor_name(base: List[Dict[str, Any]], test: List[Dict[str, Any]])
     for i, r in enumerate(base):
         if "file" in r:
             by_name.setdefault(key_name(r["raw"]), []).append(i)
-    pairs: List[Tuple[int, int, str]] = []
-    unmatched: List[Dict[str, Any]] = []
-    used_b: set = set()
-    for j, t in enumerate(test):
-        if "file" not in t:
-            continue
-        found = [i for i in by_name.get(t["raw"], []) if base[i]["shape"] == t["shape"]]
-        if len(found) != 1 or len(by_name.get(t["raw"], [])) != 1:
-            unmatched.append(_unmatched(t, "test", f"{len(by_name.get(t['raw'], []))} tensors of this name in Paddle's run"
-                                                   + ("" if found else ", none of its shape")))
-            continue
-        used_b.add(found[0])
-        pairs.append((found[0], j, "name"))
-    unmatched += [_unmatched(r, "base", "no tensor of this name in the runtime's model")
-                  for i, r in enumerate(base) if "file" in r and i not in used_b]
-    pairs.sort()
-    return pairs, unmatched
+
+    def find(t: Dict[str, Any]) -> Tuple[List[int], str, str]:
+        named = by_name.get(t["raw"], [])
+        found = [i for i in named if base[i]["shape"] == t["shape"]]
+        why = f"{len(named)} tensors of this name in Paddle's run" + ("" if found else ", none of its shape")
+        return (found if len(named) == 1 else []), "name", why
+
+    return _pair_each(base, test, find, "no tensor of this name in the runtime's model")
 
 
 def compare_dumps(base_dir: Path, test_dir: Path, base: List[Dict[str, Any]], test: List[Dict[str, Any]],

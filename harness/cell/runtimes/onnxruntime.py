@@ -221,6 +221,19 @@ def _stderr_to(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _session_options(config: PredictorConfig) -> Tuple[Any, Dict[str, Any]]:
+    """The SessionOptions and InferenceSession keywords of a stage's config (``config_calls``
+    writes the same as code for reproducers)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[config.ort.level])
+    options.intra_op_num_threads = config.ort.threads
+    options.inter_op_num_threads = 1
+    kwargs = {"disabled_optimizers": list(config.ort.disabled_optimizers)} if config.ort.disabled_optimizers else {}
+    return options, kwargs
+
+
 def _graph_evidence(model: Any) -> Dict[str, Any]:
     ops = [node.op_type for node in model.graph.node]
     return {"nodes": len(ops), "op_types": dict(collections.Counter(ops)),
@@ -370,15 +383,11 @@ class OnnxRuntime(Runtime):
 
         path, converted = self.convert(files)
         evidence = dict(converted)  # the cached conversion evidence stays as it was
-        options = ort.SessionOptions()
-        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[config.ort.level])
-        options.intra_op_num_threads = config.ort.threads
-        options.inter_op_num_threads = 1
+        options, kwargs = _session_options(config)
         optimized = Path(f"{scratch}.optimized.onnx")
         optimized.parent.mkdir(parents=True, exist_ok=True)
         options.optimized_model_filepath = str(optimized)
         options.log_severity_level = 0  # verbose: the only place ORT says which transformers changed the graph
-        kwargs = {"disabled_optimizers": list(config.ort.disabled_optimizers)} if config.ort.disabled_optimizers else {}
         log = Path(f"{scratch}.ort.log")
         with _stderr_to(log):
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"], **kwargs)
@@ -490,10 +499,7 @@ class OnnxRuntime(Runtime):
                 else:
                     continue
                 model.graph.output.append(onnx.ValueInfoProto(name=value))
-        options = ort.SessionOptions()
-        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[config.ort.level])
-        options.intra_op_num_threads = config.ort.threads
-        kwargs = {"disabled_optimizers": list(config.ort.disabled_optimizers)} if config.ort.disabled_optimizers else {}
+        options, kwargs = _session_options(config)  # the stage's own options, outputs marked
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"], **kwargs)
         wanted = {i.name for i in session.get_inputs()}
         got = session.run(finals + [m[0] for m in marked], {k: v for k, v in feeds.items() if k in wanted})
