@@ -172,40 +172,13 @@ def _has_trt() -> bool:
 
 # -- export -------------------------------------------------------------
 
-# Set by a cell whose session runs a runtime that reads only legacy programs (OpenVINO's Paddle
-# frontend): every PIR export then gets a legacy twin.
-LEGACY_TWIN = False
-
-
 def export(layer: "paddle.nn.Layer", input_spec: List[Any], prefix: Path) -> Dict[str, str]:
     """to_static + jit.save, once per cell; returns the files that were written."""
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     static = paddle.jit.to_static(layer, input_spec=input_spec, full_graph=True)
     paddle.jit.save(static, str(prefix))
-    files = model_files(prefix)
-    if LEGACY_TWIN and files["format"] == ProgramFormat.PIR:
-        files.update(legacy_twin(layer, input_spec, prefix))
-    return files
-
-
-def legacy_twin(layer: "paddle.nn.Layer", input_spec: List[Any], prefix: Path) -> Dict[str, str]:
-    """The same layer saved as a legacy ``.pdmodel`` beside a PIR export (``jit.save`` under
-    ``pir_utils.OldIrGuard``; measured on 3.3.1: OpenVINO reads it, resnet18 within 1.7e-5 of
-    dygraph), or why it could not be (``legacy_error``)."""
-    from paddle import pir_utils
-
-    twin = prefix.parent / "legacy" / prefix.name
-    try:
-        with pir_utils.OldIrGuard():
-            paddle.jit.save(layer, str(twin), input_spec=input_spec)
-    except Exception as exc:  # the program may not build on the legacy IR: said, not hidden
-        from ..shared.causes import paddle_message
-
-        return {"legacy_error": f"jit.save under pir_utils.OldIrGuard raised {paddle_message(exc)[:300]}"}
-    params = twin.with_name(twin.name + ".pdiparams")
-    return {"legacy_program": str(twin.with_name(twin.name + ".pdmodel")),
-            "legacy_params": str(params) if params.exists() else ""}
+    return model_files(prefix)
 
 
 def model_files(prefix: Path) -> Dict[str, str]:

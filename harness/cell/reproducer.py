@@ -57,7 +57,7 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     engine = runtime(plan.runtime)
-    files = engine.program_files(piece["files"] if piece else setup["export"])
+    files = piece["files"] if piece else setup["export"]
     model = f"model{Path(files['program']).suffix}"
     shutil.copyfile(files["program"], folder / model)
     params = ""

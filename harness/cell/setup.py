@@ -143,8 +143,6 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     timings["dygraph"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    # OpenVINO's frontend reads legacy programs only: its cells' PIR exports get a legacy twin.
-    compat.LEGACY_TWIN = ctx.cell.session["backend"] == "openvino"
     files = phase("export", lambda: ctx.mode.export(compat, layer, input_spec, ctx.work / "export" / "model"))
     timings["export"] = time.perf_counter() - t
     if not outputs:

@@ -65,7 +65,9 @@ class Requirement(str, enum.Enum):
     TENSORRT = "a Paddle build with TensorRT"
     PIR_TENSORRT = "paddle.tensorrt (Paddle 3.x GPU builds)"
     BF16_CPU = "a CPU with bfloat16 (AVX512-BF16 or AMX)"
-    ONNXRUNTIME = "paddle2onnx, onnx-graphsurgeon and onnxruntime in the environment (paddle2onnx 2.x: Paddle >= 3.0)"
+    PADDLE2ONNX = ("paddle2onnx and what its optimizer imports (onnx, onnx-graphsurgeon, sympy) in the environment "
+                   "(paddle2onnx 2.x for Paddle 3's PIR programs, 1.x for 2.6's .pdmodel)")
+    ONNXRUNTIME = "onnxruntime in the environment"
     OPENVINO = "the openvino package in the environment"
 
 
@@ -195,15 +197,17 @@ class OnnxRuntimeCpu(Backend):
         return PredictorConfig(device="cpu", ort=OnnxRuntime(level="all", threads=options.deploy_threads))
 
     def requires(self, fmt, precision):
-        return (Requirement.ONNXRUNTIME,)
+        return (Requirement.PADDLE2ONNX, Requirement.ONNXRUNTIME)
 
 
 ORT_CONVERT = "ort_convert"  # the conversion checked with ONNX Runtime's optimizations off
 
 
 class OpenVinoCpu(Backend):
-    """The program read by OpenVINO's Paddle frontend and compiled by its CPU plugin: the path
-    PaddleX's high-performance inference ranks first on x86 CPUs for many models."""
+    """The program read by OpenVINO and compiled by its CPU plugin: the path PaddleX's
+    high-performance inference ranks first on x86 CPUs for many models. OpenVINO's Paddle
+    frontend reads legacy ``.pdmodel`` programs only (openvino 2026.4.1; OpenVINO issue #30911):
+    a PIR program reaches it as deployments take it there, through the ONNX paddle2onnx makes."""
 
     word = "openvino"
     search = None
@@ -217,13 +221,18 @@ class OpenVinoCpu(Backend):
         return PredictorConfig(device="cpu", openvino=OpenVino(precision_hint=hint, threads=options.deploy_threads))
 
     def requires(self, fmt, precision):
-        return (Requirement.OPENVINO, Requirement.BF16_CPU) if precision == "bf16" else (Requirement.OPENVINO,)
+        needs = (Requirement.OPENVINO, Requirement.PADDLE2ONNX) if fmt == PIR else (Requirement.OPENVINO,)
+        return needs + ((Requirement.BF16_CPU,) if precision == "bf16" else ())
+
+    @staticmethod
+    def reads(fmt: str) -> str:
+        """What OpenVINO reads of a program in ``fmt`` (the stage's lever says it)."""
+        return ("the ONNX paddle2onnx converts the PIR program into (the path of PaddleX's high-performance "
+                "inference; OpenVINO's Paddle frontend reads .pdmodel only)" if fmt == PIR else
+                "the .pdmodel, through OpenVINO's Paddle frontend")
 
 
-OV_CONVERT = "openvino_convert"  # the frontend's reading checked at an explicit f32 hint
-OPENVINO_READS_PIR = (
-    "the legacy twin of the PIR export, jit.save under pir_utils.OldIrGuard: OpenVINO's Paddle "
-    "frontend reads .pdmodel, not PIR .json (openvino 2026.4.1)")
+OV_CONVERT = "openvino_convert"  # the program as OpenVINO reads it, checked at an explicit f32 hint
 
 
 DEVICES: Dict[str, Tuple[str, ...]] = {"cpu": ("native", "onednn", "ort", "openvino"), "gpu": ("native", "trt")}
@@ -297,9 +306,8 @@ def plan_stages(device: str, word: str, precision: str, fmt: str, options: Deplo
                  "OpenVINO's defaults (no precision hint; the precision it ran is read back)")
         return plans + [
             StagePlan(OV_CONVERT, convert, "fp32", Reference.BASELINE,
-                      "openvino.Core().read_model (the Paddle frontend) on the .pdmodel"
-                      + (f" ({OPENVINO_READS_PIR})" if pir else "") + ", compiled with INFERENCE_PRECISION_HINT=f32",
-                      skip=skip, requires=(Requirement.OPENVINO,), runtime=backend.runtime),
+                      f"openvino.Core().read_model on {backend.reads(fmt)}, compiled with INFERENCE_PRECISION_HINT=f32",
+                      skip=skip, requires=backend.requires(fmt, "fp32"), runtime=backend.runtime),
             StagePlan(backend.stage_name(precision), deploy, precision, Reference.BASELINE,
                       f"{lever}, {options.deploy_threads} thread(s)", skip=skip,
                       requires=backend.requires(fmt, precision), runtime=backend.runtime)]

@@ -1,4 +1,36 @@
-"""User-facing errors: one line, exit code 2, no traceback."""
+"""Who failed: the user (``UserError``), Paddle or a runtime (``Finding``), or the harness itself
+(``HarnessFailure``). Standard library only: both sides import it.
+
+* ``UserError``: bad input; one line naming the file, key or argument, exit code 2, no traceback.
+* ``Finding``: raised by harness code to carry what Paddle, a runtime or a converter did, in its own
+  words (a conversion paddle2onnx aborted): the stage is ``error``, and the message is a cause.
+* ``HarnessFailure``: the harness could not build what a stage, a trial or a step needs (a program
+  for a runtime, a reduction piece, a file of its own that is gone): the stage is ``untestable``,
+  counted apart, never a cause, never searched or reduced.
+
+``harness_made`` decides for any exception: a ``HarnessFailure``; or one raised in the harness's
+own code (its innermost frame of known owner is the harness, not Paddle, a runtime or the model)
+that carries none of Paddle's own error words — a bug of the harness, not a finding.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from pathlib import Path
+from typing import Iterable, Optional
+
+HARNESS_ROOT = Path(__file__).resolve().parents[1]
+# Model code the harness ships (built-in and zoo factories): the model's, not the harness's.
+MODEL_CODE = HARNESS_ROOT / "models"
+# Packages whose frames make an exception theirs: Paddle and the runtimes and converters it meets.
+OTHERS = ("paddle", "paddle2onnx", "onnxruntime", "onnx", "openvino", "paddleslim", "paddlex", "paddleclas",
+          "polygraphy", "tensorrt")
+# Paddle's C++ errors reach Python through a call in the harness's own frame, and always carry
+# their category or traceback words: those are Paddle's, whatever frame raised them.
+PADDLE_WORDS = re.compile(r"\((?:InvalidArgument|NotFound|OutOfRange|AlreadyExists|ResourceExhausted|"
+                          r"PreconditionNotMet|PermissionDenied|ExecutionTimeout|Unimplemented|Unavailable|"
+                          r"Fatal|External|InvalidType)\)|C\+\+ Traceback|Error Message Summary")
 
 
 class UserError(Exception):
@@ -8,3 +40,50 @@ class UserError(Exception):
     """
 
     exit_code = 2
+
+
+class Finding(RuntimeError):
+    """What Paddle, a runtime or a converter did, raised by harness code in their words."""
+
+
+class HarnessFailure(Exception):
+    """The harness could not build what a stage, trial or step needs: its own failure."""
+
+
+def _owner(filename: str, harness_roots: Iterable[Path]) -> Optional[str]:
+    path = Path(filename)
+    if any(part in OTHERS for part in path.parts) and "site-packages" in path.parts:
+        return "other"
+    if path.is_relative_to(MODEL_CODE):
+        return "model"
+    if path.is_relative_to(HARNESS_ROOT) or any(path.is_relative_to(r) for r in harness_roots):
+        return "harness"
+    if "site-packages" in path.parts or "/lib/python" in filename:
+        return None  # numpy, the standard library: neither side's
+    return "model"  # a user's model package
+
+
+def harness_made(exc: BaseException, harness_roots: Iterable[Path] = ()) -> Optional[str]:
+    """Why ``exc`` is the harness's own failure (one line with the place), or None when it is a
+    finding (Paddle's, a runtime's, a converter's or the model's). ``harness_roots``: folders of
+    code the harness generated (a reduction's pieces)."""
+    if isinstance(exc, HarnessFailure):
+        return str(exc)
+    if isinstance(exc, (Finding, UserError)):
+        return None
+    module = type(exc).__module__.split(".")[0]
+    if module in OTHERS or PADDLE_WORDS.search(str(exc)):
+        return None
+    roots = list(harness_roots)
+    frames = traceback.extract_tb(exc.__traceback__)
+    for frame in reversed(frames):
+        owner = _owner(frame.filename, roots)
+        if owner is None:
+            continue
+        if owner != "harness":
+            return None
+        where = Path(frame.filename)
+        place = where.relative_to(HARNESS_ROOT.parent) if where.is_relative_to(HARNESS_ROOT.parent) else where.name
+        text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        return f"the harness raised {type(exc).__name__}{': ' + text if text else ''} at {place}:{frame.lineno}"
+    return None

@@ -44,10 +44,6 @@ class Runtime(abc.ABC):
     #: the import lines of this runtime's reproducer script
     reproducer_imports: str = ""
 
-    def program_files(self, files: Dict[str, str]) -> Dict[str, str]:
-        """The files of an export this runtime reads (a reproducer copies these)."""
-        return files
-
     @abc.abstractmethod
     def unmet(self, requirement: Requirement) -> Optional[str]:
         """Why this build or machine cannot meet a backend's requirement, or None."""

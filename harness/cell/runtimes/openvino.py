@@ -1,5 +1,13 @@
-"""OpenVINO as a runtime: ``openvino.Core().read_model`` on the saved ``.pdmodel`` (OpenVINO's
-Paddle frontend), ``compile_model`` for the CPU plugin.
+"""OpenVINO as a runtime: ``openvino.Core().read_model``, ``compile_model`` for the CPU plugin.
+
+What it reads depends on the program's format, as deployments reach it: a legacy ``.pdmodel``
+(Paddle 2.6) through OpenVINO's Paddle frontend; a PIR ``.json`` (Paddle 3), which that frontend
+cannot read (OpenVINO issue #30911), through the ONNX paddle2onnx makes of it — the route PaddleX's
+high-performance inference takes, and the same conversion ONNX Runtime's sessions use
+(``onnx_conversion``; its failures are the converter's findings, in its words). Measured at 3.3.1 on
+the built-in models: an export in a fresh interpreter with ``FLAGS_enable_pir_api=0`` (the other
+route) raises in dy2static for the detector and the encoder ("In transformed code"), while
+paddle2onnx converts both; the stage's evidence says which route it took (``program_read``).
 
 Evidence, read back rather than assumed: the frontend's op count, the compiled model's properties
 (``INFERENCE_PRECISION_HINT``, threads, streams) and, per node of the runtime model the plugin
@@ -20,6 +28,7 @@ import numpy as np
 
 from ...shared.backends import Requirement, StagePlan
 from ...shared.config import PredictorConfig
+from . import onnx_conversion
 from .base import Runtime, Session
 
 # OpenVINO's element type names as the dtype names the stage checks use.
@@ -36,9 +45,10 @@ def _properties(config: PredictorConfig) -> Dict[str, Any]:
 
 
 class OpenVinoSession(Session):
-    def __init__(self, compiled: Any, evidence: Dict[str, Any]):
+    def __init__(self, compiled: Any, evidence: Dict[str, Any], settle: Any = None):
         self.compiled = compiled
         self.build_evidence = evidence
+        self.settle = settle  # raises when the program's second conversion differed
 
     def input_names(self) -> List[str]:
         return [i.get_any_name() for i in self.compiled.inputs]
@@ -50,6 +60,8 @@ class OpenVinoSession(Session):
 
     def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
         names, outputs = self.run(feeds)
+        if self.settle is not None:
+            self.settle()
         return names, outputs, {}
 
 
@@ -58,6 +70,8 @@ class OpenVino(Runtime):
     reproducer_imports = "import openvino as ov\n"
 
     def unmet(self, requirement: Requirement) -> Optional[str]:
+        if requirement is Requirement.PADDLE2ONNX:
+            return onnx_conversion.unmet()
         if requirement is not Requirement.OPENVINO:
             from .. import compat
 
@@ -68,22 +82,20 @@ class OpenVino(Runtime):
             return f"openvino cannot be imported here ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
         return None
 
-    def program_files(self, files: Dict[str, str]) -> Dict[str, str]:
-        """The frontend reads legacy ``.pdmodel`` programs only: a PIR export's legacy twin
-        (``compat.legacy_twin``), or the export itself when it is legacy."""
-        if files.get("legacy_program"):
-            return {"program": files["legacy_program"], "params": files.get("legacy_params", ""), "format": "legacy"}
-        if Path(files["program"]).suffix == ".json":
-            raise RuntimeError(f"OpenVINO's Paddle frontend reads .pdmodel, not PIR .json, and this export has no "
-                               f"legacy twin: {files.get('legacy_error') or 'none was written'}")
-        return files
+    def _readable(self, files: Dict[str, str]) -> Dict[str, str]:
+        """What OpenVINO reads: the ``.pdmodel`` itself, or the ONNX of a PIR program (converted
+        once per program; a conversion that fails raises the converter's finding)."""
+        if Path(files["program"]).suffix != ".json":
+            return files
+        path, _ = onnx_conversion.converter().convert(files)
+        return {"program": str(path), "params": "", "format": "onnx", "converted_from": files["program"]}
 
     def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
                 scratch: Path, variants: Sequence[Dict[str, np.ndarray]] = ()) -> OpenVinoSession:
         import openvino as ov
 
         core = ov.Core()
-        source = self.program_files(files)
+        source = self._readable(files)
         model = core.read_model(source["program"])  # the Paddle frontend finds the params beside it
         compiled = core.compile_model(model, "CPU", _properties(config))
         runtime_model = compiled.get_runtime_model()
@@ -97,7 +109,7 @@ class OpenVino(Runtime):
         hint = read.to_string() if hasattr(read, "to_string") else str(read)  # an ov.Type: "bf16", "f32"
         evidence: Dict[str, Any] = {
             "runtime": f"openvino {ov.get_version()}", "frontend_ops": len(model.get_ops()),
-            "program_read": Path(source["program"]).name + (" (legacy twin of the PIR export)" if source is not files else ""),
+            "program_read": self._what_it_read(source),
             "config_read_back": {"INFERENCE_PRECISION_HINT": hint,
                                  "INFERENCE_NUM_THREADS": int(compiled.get_property("INFERENCE_NUM_THREADS")),
                                  "NUM_STREAMS": str(compiled.get_property("NUM_STREAMS"))},
@@ -114,7 +126,21 @@ class OpenVino(Runtime):
                 f"OpenVINO ran {', '.join(f'{v} nodes in {k}' for k, v in lower.items())} (its precision hint "
                 f"reads back {hint}{'' if asked else ', the default on this CPU'}): this stage says nothing "
                 f"about fp32; INFERENCE_PRECISION_HINT=f32 keeps fp32")
-        return OpenVinoSession(compiled, evidence)
+        if source.get("converted_from"):
+            evidence["conversion"] = onnx_conversion.converter().convert(files)[1]
+        return OpenVinoSession(compiled, evidence, settle=lambda: self._settle(files))
+
+    @staticmethod
+    def _what_it_read(source: Dict[str, str]) -> str:
+        if source.get("converted_from"):
+            return (f"{Path(source['program']).name} (paddle2onnx's conversion of {Path(source['converted_from']).name}: "
+                    f"OpenVINO's Paddle frontend reads .pdmodel only)")
+        return f"{Path(source['program']).name} (OpenVINO's Paddle frontend)"
+
+    @staticmethod
+    def _settle(files: Dict[str, str]) -> None:
+        if Path(files["program"]).suffix == ".json":
+            onnx_conversion.converter().settle(Path(files["program"]))
 
     def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:
         return []  # the CPU plugin's transformations cannot be switched off one by one from Python
@@ -127,16 +153,17 @@ class OpenVino(Runtime):
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
                     test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
-        """Paddle's predictor at ``base`` (every op output hooked) against the frontend's model at
-        ``test`` with every named op output added as a model output, paired by the Paddle variable
-        name the frontend gives each tensor. Extra outputs can keep the plugin from fusing across
-        them: the marked run's final outputs are compared with a plain compile's, and a difference
-        is said (``hooks_changed_output``)."""
+        """Paddle's predictor at ``base`` (every op output hooked) against OpenVINO's model at
+        ``test`` with every named op output added as a model output, paired by what names it: the
+        Paddle variable name the Paddle frontend keeps, or paddle2onnx's op-occurrence name in a
+        converted PIR program. Extra outputs can keep the plugin from fusing across them: the
+        marked run's final outputs are compared with a plain compile's, and a difference is said
+        (``hooks_changed_output``)."""
         from .. import layerwise
 
         return layerwise.diff_against_paddle(files, feeds, base, test, tolerance, out,
                                              lambda folder: self._dump_marked(files, test, feeds, folder, out / "session"),
-                                             layerwise.match_by_tensor_name)
+                                             onnx_conversion.pairing(files))
 
     def _dump_marked(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
                      out_dir: Path, scratch: Path) -> Dict[str, Any]:
@@ -146,27 +173,48 @@ class OpenVino(Runtime):
 
         _, plain = self.session(files, config, feeds, scratch).run(feeds)
         core = ov.Core()
-        model = core.read_model(self.program_files(files)["program"])
+        source = self._readable(files)
+        model = core.read_model(source["program"])
         finals = len(model.outputs)
-        marked = [(op.get_type_name(), port) for op in model.get_ordered_ops()
-                  if op.get_type_name() not in ("Constant", "Parameter", "Result")
-                  for port in op.outputs() if port.get_names()]
+        marked = []
+        for op in model.get_ordered_ops():
+            if op.get_type_name() in ("Constant", "Parameter", "Result"):
+                continue
+            for port in op.outputs():
+                names = port.get_names()
+                if not names:
+                    continue
+                entry = (onnx_conversion.marked_entry(names) if source.get("converted_from") else
+                         {"op": op.get_type_name(), "raw": sorted(names)[0]})
+                if entry is not None:
+                    marked.append((entry, port))
         model.add_outputs([port for _, port in marked])
         compiled = core.compile_model(model, "CPU", _properties(config))
         results = compiled({i.get_any_name(): feeds[i.get_any_name()] for i in compiled.inputs})
         got = [np.asarray(results[o]) for o in compiled.outputs]
-        index = layerwise.save_tensors(out_dir, [({"op": kind, "raw": sorted(port.get_names())[0]}, array)
-                                                 for (kind, port), array in zip(marked, got[finals:])])
+        index = layerwise.save_tensors(out_dir, [(entry, array) for (entry, _), array in zip(marked, got[finals:])])
         return {"index": index, "outputs": got[:finals],
                 "hooks_changed_output": not layerwise.same_outputs(plain, got[:finals])}
 
     def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
+        """At Paddle 3 the script converts the PIR program as the harness did (paddle2onnx, twice),
+        then OpenVINO reads the ONNX; at 2.6 OpenVINO reads the ``.pdmodel`` itself."""
+        converted = Path(files["program"]).suffix == ".json"
+        read = ("model = core.read_model(onnx_file)" if converted else
+                f"model = core.read_model(os.path.join(here, {model!r}))  # finds the params file beside it")
         return "\n".join([
+            *(onnx_conversion.reproducer_lines(model, params) if converted else []),
             "core = ov.Core()",
-            f"model = core.read_model(os.path.join(here, {model!r}))  # finds the params file beside it",
+            read,
             *self.config_calls(files, config),
             'compiled = core.compile_model(model, "CPU", properties)',
             "results = compiled({i.get_any_name(): inputs[i.get_any_name()] for i in compiled.inputs})",
             "names = [o.get_any_name() for o in compiled.outputs]",
             "outputs = [results[o] for o in compiled.outputs]",
         ]) + "\n"
+
+    def cause_words(self, message: str) -> str:
+        """A conversion paddle2onnx aborted: its own words, as ONNX Runtime's sessions say them."""
+        from ...shared.causes import stage_cause
+
+        return onnx_conversion.cause_words(message) or stage_cause(message)[:120]

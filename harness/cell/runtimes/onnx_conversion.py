@@ -1,0 +1,374 @@
+"""paddle2onnx's conversion of a saved Paddle program, shared by the runtimes that read ONNX: ONNX
+Runtime, and OpenVINO at Paddle 3 (its Paddle frontend reads only legacy ``.pdmodel`` programs;
+PaddleX's high-performance inference reaches OpenVINO through this same ONNX). One conversion per
+program and process, kept beside the program (``<prefix>.onnx``), whoever asks first.
+
+paddle2onnx aborts its process (SIGABRT) on an op it cannot convert: the conversion runs in a forked
+child, and its failure is the converter's finding in its own words (``ConversionError``). A second
+conversion under glibc's malloc perturbation runs beside it: a converter whose output depends on
+memory it never wrote is a finding too (``Converter.settle``). paddle2onnx 2.x converts PIR programs
+(Paddle 3), 1.x the ``.pdmodel`` of Paddle 2.6 (the matrix pins each per Paddle version).
+paddle2onnx's optimizer imports Polygraphy with ``POLYGRAPHY_AUTOINSTALL_DEPS=1``, which would
+pip-install onnx-graphsurgeon and sympy on the spot: their absence is an unmet requirement
+(``unmet``), never an install.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import importlib
+import os
+import re
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from ...shared.errors import Finding
+
+# What the conversion needs importable (paddle2onnx 2.x), and what Polygraphy would otherwise
+# install by itself; paddle2onnx 1.x's optimizer does not go through Polygraphy.
+NEEDED = ("paddle2onnx", "onnx", "onnx_graphsurgeon", "sympy")
+NEEDED_1X = ("paddle2onnx", "onnx")
+# A PIR program's feeding and fetching ops: converted by paddle2onnx without being listed.
+PLUMBING = {"data", "fetch", "feed", "parameter", "p", "shadow_output", "constant"}  # "p": a parameter
+CONVERT_TIMEOUT = 600.0
+# paddle2onnx names each value after the Paddle op that made it: ``p2o.<op>.<occurrence>.<output>``.
+P2O_NAME = re.compile(r"p2o\.(.+)\.(\d+)\.(\d+)")
+
+
+def unmet() -> Optional[str]:
+    """Why this environment cannot convert its Paddle's programs, or None."""
+    from .. import compat
+
+    # Paddle 2.6 writes .pdmodel programs: paddle2onnx 1.x converts them (2.x imports only with
+    # Paddle >= 3.0.0.dev20250426).
+    for module in NEEDED if compat.at_least("3.0.0") else NEEDED_1X:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # paddle2onnx raises ValueError on a Paddle it does not support
+            return f"{module} cannot be imported here ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+    import paddle2onnx
+
+    if not compat.at_least("3.0.0") and not paddle2onnx.__version__.startswith("1."):
+        return (f"paddle2onnx {paddle2onnx.__version__} here; Paddle {compat.paddle.__version__}'s .pdmodel "
+                f"programs are converted by paddle2onnx 1.x (the matrix's packages_before pins it)")
+    return None
+
+
+def graph_evidence(model: Any) -> Dict[str, Any]:
+    ops = [node.op_type for node in model.graph.node]
+    return {"nodes": len(ops), "op_types": dict(collections.Counter(ops)),
+            "op_sequence_sha1": hashlib.sha1("\n".join(ops).encode()).hexdigest()[:16]}
+
+
+# glibc's mallopt(M_PERTURB, byte): memory malloc hands out is filled with byte ^ 0xff, so a
+# converter that reads memory it never wrote reads that instead of whatever happened to be there.
+M_PERTURB = -6
+PERTURB_BYTE = 0xA5
+# The words every finding of that kind carries (the reproducer raises with them too).
+DIFFERS_BY_MEMORY = "paddle2onnx's output depends on memory it never wrote"
+
+
+def _fork_conversion(program: str, params: str, target: str, log: Path, perturb: int = 0) -> int:
+    """``paddle2onnx.export`` in a forked child (paddle2onnx aborts its process on what it cannot
+    convert; a fork costs no second ``import paddle``), its output to ``log``; the child's pid.
+    ``perturb``: the byte glibc fills the child's fresh allocations with (0: untouched)."""
+    import paddle2onnx  # imported here, before the fork: the child only converts
+
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: nothing here returns
+        try:
+            fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            if perturb:
+                import ctypes
+
+                ctypes.CDLL("libc.so.6").mallopt(M_PERTURB, perturb)
+            paddle2onnx.export(program, params, target, enable_onnx_checker=True)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+        except BaseException:
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(1)
+    return pid
+
+
+def _reap(pid: int, deadline: float) -> int:
+    """The child's exit code, negative for a signal; killed (SIGKILL, -9) past ``deadline``."""
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return -signal.SIGKILL
+        time.sleep(0.05)
+
+
+def _glibc() -> bool:
+    import platform
+
+    return platform.libc_ver()[0] == "glibc"
+
+
+def memory_dependent_values(plain: Any, perturbed: Any, limit: int = 3) -> List[str]:
+    """Where two conversions of one program differ: node attributes and initializers, by name."""
+    import onnx
+    from onnx import numpy_helper
+
+    said: List[str] = []
+
+    def made_by(node: Any) -> str:
+        """The Paddle op paddle2onnx converted into ``node`` (from its outputs' names)."""
+        ops = {m.group(1) for m in (P2O_NAME.fullmatch(o) for o in node.output) if m}
+        return f", from {', '.join(sorted(ops))}" if ops else ""
+
+    if len(plain.graph.node) != len(perturbed.graph.node):
+        return [f"{len(plain.graph.node)} vs {len(perturbed.graph.node)} nodes"]
+    for a, b in zip(plain.graph.node, perturbed.graph.node):
+        if a == b:
+            continue
+        for x, y in zip(a.attribute, b.attribute):
+            if x != y:
+                left, right = onnx.helper.get_attribute_value(x), onnx.helper.get_attribute_value(y)
+                if isinstance(left, onnx.TensorProto):
+                    left, right = numpy_helper.to_array(left).ravel()[:4].tolist(), numpy_helper.to_array(right).ravel()[:4].tolist()
+                said.append(f"node {a.name} ({a.op_type}{made_by(a)}) attribute {x.name}: {left} vs {right}")
+        if a.input != b.input or a.output != b.output:
+            said.append(f"node {a.name} ({a.op_type}): its inputs or outputs differ")
+    inits = {i.name: i for i in perturbed.graph.initializer}
+    for init in plain.graph.initializer:
+        other = inits.get(init.name)
+        if other is not None and init != other:
+            users = "; ".join(f"{n.name} ({n.op_type}{made_by(n)})" for n in plain.graph.node if init.name in n.input)
+            said.append(f"initializer {init.name} (input of {users or 'no node'}): "
+                        f"{numpy_helper.to_array(init).ravel()[:4].tolist()} vs {numpy_helper.to_array(other).ravel()[:4].tolist()}")
+    return said[:limit] or (["the files differ"] if plain != perturbed else [])
+
+
+CONVERTER_SAID = "; it said:"
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_LOG_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \[\w+\]\s*")
+
+
+def _plain(line: str) -> str:
+    """A converter log line without colours, timestamp, level and paddle2onnx's tag."""
+    text = _ANSI.sub("", line).strip()
+    text = _LOG_PREFIX.sub("", text).replace("[ERROR][Paddle2ONNX] ", "")
+    return text.rstrip(".").strip()
+
+
+def _listed(op: str, supported: "set[str]") -> bool:
+    """Whether paddle2onnx lists a PIR op: its list keeps the legacy names (``elementwise_add`` for
+    ``add``, ``reduce_mean`` for ``mean``, ``matmul_v2``), inplace ops drop their ``_``."""
+    name = op.rstrip("_")
+    return op in PLUMBING or any(c in supported for c in (
+        op, name, f"elementwise_{name}", f"reduce_{name}", f"{name}_v2", f"{name}2d",
+        {"subtract": "elementwise_sub", "multiply": "elementwise_mul", "divide": "elementwise_div",
+         "maximum": "elementwise_max", "minimum": "elementwise_min", "remainder": "elementwise_mod",
+         "full": "fill_constant", "full_int_array": "fill_constant", "flatten": "flatten_contiguous_range"}
+        .get(name, name)))
+
+
+class ConversionError(Finding):
+    """paddle2onnx could not convert the program: its words and the op types it does not list."""
+
+
+def program_op_types(program: Path) -> List[str]:
+    """The op names of a PIR ``.json`` program (``"<dialect id>.<name>"`` under ``"#"``)."""
+    import json
+
+    names: List[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for op in node.get("ops") or [] if isinstance(node.get("ops"), list) else []:
+                if isinstance(op, dict) and isinstance(op.get("#"), str):
+                    names.append(op["#"].split(".", 1)[-1])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(program.read_text(encoding="utf-8")))
+    return names
+
+
+class Converter:
+    """Conversions of this process, by program: done, failed (a finding), or the perturbed second
+    conversion still running."""
+
+    def __init__(self) -> None:
+        self._converted: Dict[str, Tuple[Path, Dict[str, Any]]] = {}
+        self._failed: Dict[str, str] = {}  # program -> why its conversion is a finding
+        self._pending: Dict[str, Tuple[int, float]] = {}  # program -> the perturbed conversion's child
+
+    def convert(self, files: Dict[str, str]) -> Tuple[Path, Dict[str, Any]]:
+        """The program as ONNX (converted once, kept beside the program) and what the converter did.
+
+        paddle2onnx aborts its process (SIGABRT) on an op it cannot convert, with the op's name
+        left in an unflushed buffer: the conversion runs in a forked child, and when it dies the
+        program's op types missing from paddle2onnx's own supported list name the op."""
+        import onnx
+
+        program = Path(files["program"])
+        self.settle(program)  # a use after the first waits for the second conversion
+        if str(program) in self._converted:  # every stage and probe of a cell asks for the same program
+            return self._converted[str(program)]
+        target = program.with_suffix(".onnx")
+        report = target.with_suffix(".convert.log")
+        if not target.exists():
+            # The conversion users get, and beside it (on the other core) one whose fresh memory
+            # holds other bytes: a converter that reads memory it never wrote shows in the
+            # difference. The second is compared when the first stage that uses the ONNX has run
+            # (``settle``): nobody waits for it before then.
+            deadline = time.monotonic() + CONVERT_TIMEOUT
+            params = files.get("params") or ""
+            pid = _fork_conversion(str(program), params, str(target), report)
+            if _glibc():
+                perturbed = target.with_suffix(".perturbed.onnx")
+                self._pending[str(program)] = (_fork_conversion(
+                    str(program), params, str(perturbed), perturbed.with_suffix(".log"), perturb=PERTURB_BYTE), deadline)
+            code = _reap(pid, deadline)
+            if code != 0 or not target.exists():
+                self.settle(program, compare=False)
+                raise ConversionError(self._why_not(program, code, report.read_text(encoding="utf-8", errors="replace")))
+        said = [ln for ln in report.read_text(encoding="utf-8").splitlines() if ln.strip()] if report.exists() else []
+        model = onnx.load(str(target))
+        import paddle2onnx
+
+        evidence = {"converter": f"paddle2onnx {paddle2onnx.__version__}",
+                    "opset": max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=None),
+                    "converted": graph_evidence(model),
+                    "converter_fell_back": [ln.strip() for ln in said if "Fail to" in ln][:3],
+                    "converted_twice": str(program) in self._pending}
+        self._converted[str(program)] = (target, evidence)
+        return target, evidence
+
+    def settle(self, program: Path, compare: bool = True) -> None:
+        """The second conversion of ``program`` (under malloc perturbation), once finished,
+        compared with the first; a difference is the program's conversion finding from now on."""
+        import onnx
+        import paddle2onnx
+
+        if str(program) in self._pending:
+            pid, deadline = self._pending.pop(str(program))
+            code = _reap(pid, deadline)
+            perturbed = program.with_suffix(".perturbed.onnx")
+            if compare and code == 0 and perturbed.exists():
+                differs = memory_dependent_values(onnx.load(str(program.with_suffix(".onnx"))), onnx.load(str(perturbed)))
+                if differs:
+                    self._failed[str(program)] = (
+                        f"{DIFFERS_BY_MEMORY} (paddle2onnx {paddle2onnx.__version__}; converted again with glibc's "
+                        f"M_PERTURB filling fresh memory with 0x{PERTURB_BYTE:02x} ^ 0xff): {'; '.join(differs)}")
+        if str(program) in self._failed:
+            self._converted.pop(str(program), None)
+            raise ConversionError(self._failed[str(program)])
+
+    @staticmethod
+    def _why_not(program: Path, code: int, output: str) -> str:
+        import paddle2onnx
+
+        how = f"signal {-code}" if code < 0 else f"exit {code}"
+        text = output.splitlines()
+        lines = ([ln.strip() for ln in text if "[ERROR]" in ln] or
+                 [ln.strip() for ln in text if ln.split(":")[0].endswith(("Error", "Exception"))])
+        said = _plain(lines[0]) if lines else "no message"
+        missing: List[str] = []
+        # Only an abort over unsupported operators is about op coverage; other failures (an
+        # attribute a converter rejects) name no missing op.
+        if program.suffix == ".json" and "unsupported operators" in said:
+            # paddle2onnx 2.x only (1.x, for .pdmodel, has no PIR list)
+            from paddle2onnx.paddle2onnx_cpp2py_export import get_all_supported_operators_pir
+
+            supported = set(get_all_supported_operators_pir())
+            missing = sorted({op for op in program_op_types(program) if not _listed(op, supported)})
+        where = (f"; op types of this program missing from paddle2onnx's supported list: {', '.join(missing)}"
+                 if missing else "")
+        return f"paddle2onnx {paddle2onnx.__version__} could not convert the program ({how}){CONVERTER_SAID} {said}{where}"
+
+
+
+_CONVERTER: Optional[Converter] = None
+
+
+def converter() -> Converter:
+    """The process's one converter: every runtime reading ONNX shares its conversions."""
+    global _CONVERTER
+    if _CONVERTER is None:
+        _CONVERTER = Converter()
+    return _CONVERTER
+
+
+def cause_words(message: str) -> Optional[str]:
+    """A conversion finding's own words (what a reproducer, run alone, prints), or None when the
+    message is not one."""
+    from ...shared.causes import cause_of
+
+    if DIFFERS_BY_MEMORY in message:
+        return cause_of(DIFFERS_BY_MEMORY)
+    if CONVERTER_SAID in message:
+        return cause_of(message.split(CONVERTER_SAID, 1)[1].split("; op types")[0].strip())[:120]
+    return None
+
+
+def pairing(files: Dict[str, str]) -> Any:
+    """How a converted graph's tensors pair with Paddle's predictor's (``layerwise``): paddle2onnx
+    2.x names each value after the PIR op that made it and its occurrence in the program; 1.x (and
+    OpenVINO's Paddle frontend) keep the legacy variable names."""
+    from .. import layerwise
+
+    program = Path(files["program"])
+    if program.suffix != ".json":
+        return layerwise.match_by_tensor_name
+    program_ops = collections.Counter(layerwise.normalized_op(op) for op in program_op_types(program))
+    return lambda base, test: layerwise.match_converted(base, test, program_ops)
+
+
+def marked_entry(names: Any) -> Optional[Dict[str, Any]]:
+    """The per-tensor table's entry of a converted value named by paddle2onnx 2.x, or None."""
+    for name in sorted(names):
+        found = P2O_NAME.fullmatch(name)
+        if found:
+            return {"op": found.group(1), "raw": name, "occurrence": int(found.group(2)), "output": int(found.group(3))}
+    return None
+
+
+def reproducer_lines(model: str, params: str) -> List[str]:
+    """A reproducer's conversion: paddle2onnx as the harness called it, twice (the second under
+    malloc perturbation); leaves ``onnx_file``."""
+    params_path = f"os.path.join(here, {params!r})" if params else '""'
+    return [
+        "import subprocess",
+        "",
+        "import paddle2onnx",
+        "",
+        'onnx_file = os.path.join(here, "model.onnx")',
+        f"program, params = os.path.join(here, {model!r}), {params_path}",
+        "# paddle2onnx aborts the process on an op it cannot convert (its message, then SIGABRT).",
+        "paddle2onnx.export(program, params, onnx_file, enable_onnx_checker=True)",
+        "# The same conversion in a process whose fresh memory glibc fills with other bytes",
+        f"# (MALLOC_PERTURB_={PERTURB_BYTE}): a converter that reads memory it never wrote writes another file.",
+        'again = os.path.join(here, "model.perturbed.onnx")',
+        'subprocess.run([sys.executable, "-c", "import sys, paddle2onnx; paddle2onnx.export(*sys.argv[1:4], '
+        'enable_onnx_checker=True)", program, params, again],',
+        f'               env=dict(os.environ, MALLOC_PERTURB_="{PERTURB_BYTE}"), check=True, capture_output=True)',
+        'with open(onnx_file, "rb") as one, open(again, "rb") as other:',
+        '    if one.read() != other.read():',
+        f'        raise RuntimeError("{DIFFERS_BY_MEMORY}: model.onnx and model.perturbed.onnx differ")',
+    ]
+
