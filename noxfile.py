@@ -223,7 +223,9 @@ def tests(s: nox.Session) -> None:
     default = MATRIX.run["default_paddle"]
     # With the PACT mode's packages (PaddleSlim and its pins, numpy<2 among them): its tests run here.
     # And the ONNX Runtime session's pinned packages: its tests convert and run real programs.
+    # And OpenVINO's (at Paddle 3 it reads paddle2onnx's ONNX): its tests run in this env too.
     s.install("pytest", "xmlschema", "nox", "uv", *MATRIX.packages(MATRIX.session("cpu_ort_fp32"), default),
+              *MATRIX.packages(MATRIX.session("cpu_openvino_fp32"), default),
               *CELL_SIDE_EXTRAS, *HOST_SIDE, *MATRIX.mode_packages(["pact"]))
     _install_families(s, [_matrix.ZOO], default)  # the zoo's packages: its tests use a real architecture
     s.run("pytest", *(s.posargs or ["-q"]), env={"HARNESS_TEST_PADDLE": default})

@@ -8,13 +8,16 @@ User errors print one line and exit 2; ``run`` exits 1 when any cell did not pas
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
-from typing import List, Optional
+from typing import Iterator, List, Optional
 
-from .pathargs import file_to_read, folder_to_read, folder_to_write, python_interpreter, relative_file
+from .pathargs import (at_least_one, file_to_read, folder_to_read, folder_to_write, python_interpreter,
+                       relative_file, run_name)
 from .shared.errors import UserError
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix" / "default.toml"
@@ -39,9 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--model", action="append", help="only this model (repeatable)")
     run.add_argument("--mode", action="append", help="only this train mode (repeatable)")
     run.add_argument("--results", type=folder_to_write, default=Path("results"), help="results root (default: %(default)s)")
-    run.add_argument("--run", dest="run_name", default="default", help="run name under the results root")
+    run.add_argument("--run", dest="run_name", type=run_name, default="default", help="run name under the results root")
     run.add_argument("--force", action="store_true", help="redo cells that already have a record")
-    run.add_argument("--jobs", type=int, default=None,
+    run.add_argument("--jobs", type=at_least_one, default=None,
                      help="cells at once (default: the cores at the cells' pinned thread count)")
     run.add_argument("--no-root-cause", dest="root_cause", action="store_false",
                      help="record failing stages without the per-tensor diff and culprit search (faster CI)")
@@ -78,8 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="shape of an input whose InputSpec has free dims (default: batch 2, others 32)")
     tipc.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
     tipc.add_argument("--results", type=folder_to_write, default=Path("results"))
-    tipc.add_argument("--run", dest="run_name", default="default", help="run name under the results root")
-    tipc.add_argument("--jobs", type=int, default=None, help="export cells at once")
+    tipc.add_argument("--run", dest="run_name", type=run_name, default="default", help="run name under the results root")
+    tipc.add_argument("--jobs", type=at_least_one, default=None, help="export cells at once")
     tipc.add_argument("--no-root-cause", dest="root_cause", action="store_false")
 
     images = sub.add_parser("images", help="build the Docker images the matrix names (host side)")
@@ -106,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="merge every record of a run into markdown and a table")
     report.add_argument("--results", type=folder_to_read, default=Path("results"))
-    report.add_argument("--run", dest="run_name", default="default")
+    report.add_argument("--run", dest="run_name", type=run_name, default="default")
     report.add_argument("--out", type=Path, help="markdown file (default: <results>/<run>/report.md)")
     report.add_argument("--junit", type=Path, help="JUnit XML (default: <results>/<run>/report.xml)")
     report.add_argument("--html", type=Path, help="self-contained HTML (default: <results>/<run>/report.html)")
@@ -117,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     qualify = sub.add_parser("qualify", help="release verdict over a run: qualified or not (exit 0/1)")
     qualify.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
     qualify.add_argument("--results", type=folder_to_read, default=Path("results"))
-    qualify.add_argument("--run", dest="run_name", default="default")
+    qualify.add_argument("--run", dest="run_name", type=run_name, default="default")
     qualify.add_argument("--known", type=file_to_read, help="known-issues TOML ([[known]] cell, stage, reason, link)")
     scope = qualify.add_mutually_exclusive_group()
     scope.add_argument("--strict", action="store_true", help="also block on skipped cells and hazards (a release)")
@@ -127,18 +130,18 @@ def _parser() -> argparse.ArgumentParser:
 
     regress = sub.add_parser("regress", help="cross-version report: transitions, drift, agreement, portability")
     regress.add_argument("--results", type=folder_to_read, default=Path("results"))
-    regress.add_argument("--run", dest="run_name", default="default")
+    regress.add_argument("--run", dest="run_name", type=run_name, default="default")
     regress.add_argument("--base", help="base Paddle version (default: every older version)")
     regress.add_argument("--head", help="head Paddle version (default: the newest with records)")
     regress.add_argument("--out", type=Path, help="markdown file (default: <results>/<run>/regression.md)")
 
     port = sub.add_parser("port", help="run other versions' exports with this environment's Paddle")
     port.add_argument("--results", type=folder_to_read, default=Path("results"))
-    port.add_argument("--run", dest="run_name", default="default")
+    port.add_argument("--run", dest="run_name", type=run_name, default="default")
     port.add_argument("--session", default="cpu_fp32", help="whose exports to load (default: %(default)s)")
     port.add_argument("--model", action="append")
     port.add_argument("--force", action="store_true", help="redo pairs that already have a record")
-    port.add_argument("--jobs", type=int, default=None, help="loads at once (default: the cores)")
+    port.add_argument("--jobs", type=at_least_one, default=None, help="loads at once (default: the cores)")
 
     diff = sub.add_parser("diff", help="per-tensor diff of an exported model between two predictor configs")
     diff.add_argument("--model-dir", type=Path, required=True, help="folder with <prefix>.json|.pdmodel + .pdiparams")
@@ -174,14 +177,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     results = args.results / args.run_name
     matrix.expand(session.name, version, modes=args.mode, models=args.model)  # bad input before any work
     launcher = _launcher(args, matrix, session, version, results)
-    # Hazards belong to the (Paddle build, session), not to cells: --force redoes cells only;
-    # delete <results>/<run>/<session>/<version>/hazards.json to probe again.
-    probe_hazards(session, version, results, launcher)
-    records = run_session(
-        matrix, session.name, version, results=results, modes=args.mode, models=args.model,
-        force=args.force, launcher=launcher, root_cause=args.root_cause,
-        jobs=args.jobs or default_jobs(matrix.run["reference_threads"]), checkpoints=args.checkpoints,
-    )
+    with _owned(results, launcher):
+        # Hazards belong to the (Paddle build, session), not to cells: --force redoes cells only;
+        # delete <results>/<run>/<session>/<version>/hazards.json to probe again.
+        probe_hazards(session, version, results, launcher)
+        records = run_session(
+            matrix, session.name, version, results=results, modes=args.mode, models=args.model,
+            force=args.force, launcher=launcher, root_cause=args.root_cause,
+            jobs=args.jobs or default_jobs(matrix.run["reference_threads"]), checkpoints=args.checkpoints,
+        )
     probes = [p for p in load_hazard_probes(results) if p["session"] == session.name and p["paddle"] == version]
     model = RunModel(records, probes)
     print()
@@ -190,6 +194,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"\nrecords: {results}/{session.name}/{version}/   summary: {summary}")
     # vacuous is not a pass: the run says so with its exit code too.
     return 0 if all(Status.of(r["verdict"]["status"]) in (Status.PASS, Status.SKIP) for r in records) else 1
+
+
+@contextlib.contextmanager
+def _owned(results: Path, launcher=None) -> Iterator[None]:
+    """The run folder's lock (one writer per run): a second run on it ends with one line naming the
+    holder (exit 2); a dead holder's lock is taken over, the containers it left running removed."""
+    from .runlock import RunLock
+
+    with RunLock(results) as lock:
+        if lock.took_over:
+            print(f"[harness] {results}: taking over from pid {lock.took_over.get('pid')}, which ended without "
+                  f"finishing; its unfinished cells are redone")
+        reap = getattr(launcher, "reap", None)
+        if reap is not None:
+            reap()
+        yield
 
 
 def _launcher(args: argparse.Namespace, matrix, session, version: str, results: Path):
@@ -298,10 +318,11 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
     if args.dry_run:
         return 0
     print()
-    summary = tipc_run.run_tipc(plan, matrix=matrix, sessions=sessions, results=results, python=python,
-                                launcher=launcher, seed=matrix.run["seed"], shapes=shapes,
-                                jobs=args.jobs or default_jobs(matrix.run["reference_threads"]),
-                                root_cause=args.root_cause)
+    with _owned(results, launcher):
+        summary = tipc_run.run_tipc(plan, matrix=matrix, sessions=sessions, results=results, python=python,
+                                    launcher=launcher, seed=matrix.run["seed"], shapes=shapes,
+                                    jobs=args.jobs or default_jobs(matrix.run["reference_threads"]),
+                                    root_cause=args.root_cause)
     print()
     print(tipc_run.table(summary))
     print(f"\nresults_python.log: {plan.log_path / 'results_python.log'}   summary: {plan.log_path / 'tipc.json'}")
@@ -410,8 +431,9 @@ def _cmd_port(args: argparse.Namespace) -> int:
     from . import portability
     from .shared.vocab import Status
 
-    results = portability.run(args.results / args.run_name, args.session, args.model, force=args.force,
-                              jobs=args.jobs or os.cpu_count() or 1)
+    with _owned(args.results / args.run_name):
+        results = portability.run(args.results / args.run_name, args.session, args.model, force=args.force,
+                                  jobs=args.jobs or os.cpu_count() or 1)
     return 1 if any(Status.of(r["status"]).blocks for r in results) else 0
 
 
@@ -421,7 +443,15 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     return diff.run(args)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM (a CI job cancelled, `kill`) ends the run as Ctrl-C does
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    import signal
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
     args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
                "diff": _cmd_diff, "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,
@@ -432,7 +462,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("interrupted; finished cells keep their records, rerun to resume", file=sys.stderr)
+        print("interrupted: rerun to resume (finished cells keep their records; the running ones were stopped "
+              "and are redone)", file=sys.stderr)
         return 130
 
 

@@ -64,6 +64,25 @@ def relative_file(text: str) -> Path:
     return path
 
 
+def run_name(text: str) -> str:
+    """A run's name: one plain folder name under the results root (no path, no ``..``)."""
+    if not text or text in (".", "..") or "/" in text or os.sep in text or "\0" in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a plain name; give one folder name such as "
+                                         f"'nightly' (no '/', not empty, not '.' or '..')")
+    return text
+
+
+def at_least_one(text: str) -> int:
+    """A count of things at once (``--jobs``): a whole number, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give 1 or more") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1; give 1 or more")
+    return value
+
+
 def python_interpreter(text: str) -> str:
     """An interpreter: a path to an executable file, or a name on PATH."""
     if os.path.sep not in text:

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from . import __version__
-from .launch import Launcher, LocalLauncher, Outcome, run_child, supervise
+from . import provenance
+from .launch import INTERRUPT, Interrupted, Launcher, LocalLauncher, Outcome, run_child, supervise
 from .shared.backends import IMPORT_ORDER_MODES
 from .shared.errors import UserError
 from .shared.results import StageResult
@@ -79,6 +80,8 @@ def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journa
     while True:
         launches += 1
         outcome = supervise(launcher, args, work / "worker.log", overdue, fresh=_imports_before_paddle(spec))
+        if outcome.interrupted:
+            raise Interrupted(spec.id)  # no record: the cell is redone from scratch next time
         if outcome.ok:
             break
         if outcome.user_error:
@@ -205,6 +208,8 @@ def probe_hazards(session: Any, version: str, results: Path, launcher: Launcher,
                             timeout=HAZARD_PROBE_TIMEOUT)
     finally:
         launcher.reclaim(path.parent)
+    if outcome.interrupted:
+        raise Interrupted("hazard probe")
     if outcome.ok and path.exists():
         return json.loads(path.read_text(encoding="utf-8"))
     probe = {"kind": "hazards", "paddle": version, "hazards": [], "probe": outcome.describe() if not outcome.timed_out
@@ -269,12 +274,16 @@ def run_cells(cells: List[CellSpec], *, results: Path, force: bool = False, laun
     records: Dict[str, Dict[str, Any]] = {}
     todo = []
     for spec in cells:
+        spec = spec.replace(produced_by=provenance.digest(spec))
         path = cell_record_path(results, spec.id)
         record = load_record(path) if path.exists() and not force else None
-        if record is not None:
+        why = provenance.why_redo(record, spec.produced_by) if record is not None else None
+        if record is not None and why is None:
             progress(f"[harness] {spec.id}: {record['verdict']['status']} (recorded earlier; --force reruns)")
             records[spec.id] = record
         else:
+            if why:
+                progress(f"[harness] {spec.id}: redone: {why}")
             todo.append(spec)
     board = Progress(len(cells), len(records), results, progress)
 
@@ -292,9 +301,15 @@ def run_cells(cells: List[CellSpec], *, results: Path, force: bool = False, laun
                 record = future.result()
                 records[record["id"]] = record
         except BaseException:
-            for future in futures:  # bad input or an interrupt: finished cells keep their records
+            # Bad input or an interrupt: every running child is stopped (its cell writes no record:
+            # it is redone next time), finished cells keep their records.
+            INTERRUPT.set()
+            for future in futures:
                 future.cancel()
+            pool.shutdown(wait=True)
             raise
+        finally:
+            INTERRUPT.clear()
     return [records[spec.id] for spec in cells if spec.id in records]
 
 

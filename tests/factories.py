@@ -287,3 +287,68 @@ class MaskedConv(SmallConvNet):
 
 def masked_conv():
     return MaskedConv(), _image_spec()
+
+
+class NeedsItsParent(Block):
+    """Works only inside its parent's forward (the parent arms it first), as layers that read a
+    parent's state do: alone, a piece of it cannot even be traced."""
+
+    armed = False
+
+    def forward(self, x):
+        if not self.armed:
+            raise RuntimeError("NeedsItsParent called outside its parent")
+        return super().forward(x)
+
+
+class StateBesideAnUnexportable(nn.Layer):
+    """``guarded`` cannot be exported alone (a piece the harness cannot build); ``counting`` reads
+    Python state (the baseline's consistency failure)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2D(3, 8, 3, padding=1)
+        self.guarded = NeedsItsParent(8)
+        self.counting = CountingBlock(8)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, image):
+        self.guarded.armed = True
+        x = self.guarded(self.stem(image))
+        self.guarded.armed = False
+        return self.head(self.counting(x).mean(axis=[2, 3]))
+
+
+def state_beside_an_unexportable():
+    return StateBesideAnUnexportable(), _image_spec()
+
+
+class StateAndUpsample(nn.Layer):
+    """Two causes in two stages: a block reading Python state (``baseline`` fails) and an
+    interpolate (Paddle 3.3's oneDNN raises on it at ``onednn_fp32``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.counting = CountingBlock(3)
+        self.conv = nn.Conv2D(3, 4, 3, padding=1)
+
+    def forward(self, image):
+        x = self.conv(self.counting(image))
+        return nn.functional.interpolate(x, scale_factor=2, mode="bilinear")
+
+
+def state_and_upsample():
+    return StateAndUpsample(), _image_spec()
+
+
+class Slow(SmallConvNet):
+    """Slow in Python (a second per forward call: setup runs several), so that a test can interrupt
+    cells in flight; its predictor stages are as fast as ``clean``'s."""
+
+    def forward(self, image):
+        time.sleep(1.0)
+        return super().forward(image)
+
+
+def slow():
+    return Slow(), _image_spec()

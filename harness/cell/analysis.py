@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List
 
 from ..shared.backends import StagePlan
-from ..shared.causes import paddle_message
+from ..shared.causes import raised_status
 from ..shared.compare import compare_tol
 from ..shared.errors import UserError
 from ..shared.search import build_budget, find_alternatives, find_culprits
@@ -76,7 +76,8 @@ def analyse(ctx: CellContext, done: Dict[str, Dict[str, Any]]) -> None:
             result = {"status": Status.ERROR, "message": str(exc)}
         except Exception as exc:
             traceback.print_exc()
-            result = {"status": Status.ERROR, "message": paddle_message(exc)}
+            status, message = raised_status(exc, [ctx.work])
+            result = {"status": status, "message": message}
         result["stage"] = plan.name
         result["seconds"] = round(time.perf_counter() - started, 3)
         ctx.journal.finish(kind.journal_key, result)
@@ -175,7 +176,10 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, A
             session = engine.session(setup["export"], config, feeds, ctx.work / f"{plan.name}.search")
             _, got = session.run(feeds)
         except Exception as exc:
-            message = paddle_message(exc)
+            status, message = raised_status(exc)
+            if status is Status.UNTESTABLE:  # the harness could not build this probe: it says nothing
+                messages.append(message)
+                return Probe.INVALID
             if raised and engine.cause_words(message) == cause:
                 return Probe.FAIL
             messages.append(message)

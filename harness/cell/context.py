@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
+from ..shared.errors import HarnessFailure
 from ..shared.backends import QUANTIZED_MODES, DeployOptions, StagePlan, plan_stages
 from ..shared.records import Journal
 from ..shared.spec import OUTPUTS, CellSpec
@@ -59,10 +61,25 @@ class CellContext:
 
     def feeds(self, shape: int = 0) -> Dict[str, np.ndarray]:
         """The inputs at the primary shape (0) or at shape variant ``shape``."""
-        return dict(np.load(self.work / self.file("inputs", shape)))
+        with self._own_file(self.file("inputs", shape)) as path:
+            return dict(np.load(path))
 
     def save_outputs(self, name: str, arrays: List[np.ndarray]) -> None:
         OUTPUTS.save(self.work / name, arrays)
 
     def load_outputs(self, name: str, labels: List[str]) -> List[np.ndarray]:
-        return OUTPUTS.load(self.work / name, len(labels))
+        with self._own_file(name) as path:
+            return OUTPUTS.load(path, len(labels))
+
+    @contextlib.contextmanager
+    def _own_file(self, name: str) -> Iterator[Path]:
+        """A file the cell wrote itself: when it is gone or torn, the harness cannot test what
+        needs it (another process changed the work folder), which is no finding about Paddle."""
+        path = self.work / name
+        try:
+            yield path
+        except (OSError, ValueError, EOFError) as exc:
+            if isinstance(exc, ValueError) and path.exists() and path.stat().st_size:
+                raise
+            raise HarnessFailure(f"the cell's own {name} in {self.work} is gone or torn ({type(exc).__name__}): "
+                                 f"something else changed the work folder; rerun the cell") from exc

@@ -15,7 +15,10 @@ forked cell with a spawned one number for number.
 Protocol (one JSON object per line): requests on stdin ``{"id", "args", "log"}``; on stdout
 ``{"ready": true}`` once, then ``{"id", "pid"}`` when a child starts and ``{"id", "exit"}`` when
 it ends (the exit code, or minus the signal number, as ``subprocess`` reports it). End of stdin
-ends the server (its children finish on their own). The host half is ``harness.launch.forkserver``.
+(the host exited, or was killed) ends the server and kills the children still running: nobody is
+left to record them, and a rerun must not race them on their cell folders. Each child also asks
+the kernel to kill it when the server dies (``PR_SET_PDEATHSIG``), so a server killed by -9
+takes its children along. The host half is ``harness.launch.forkserver``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ def _child(args: List[str], log: str, protocol_fds: List[int]) -> None:
     code = 1
     try:
         os.setsid()
-        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        _die_with_parent()
+        out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)  # replaces the request pipe
         os.dup2(out, 1)
@@ -63,6 +67,26 @@ def _child(args: List[str], log: str, protocol_fds: List[int]) -> None:
             os._exit(code if isinstance(code, int) else 1)
 
 
+def _die_with_parent() -> None:
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _kill_all(running: Dict[int, int]) -> None:
+    import signal
+
+    for pid in running:
+        try:
+            os.killpg(pid, signal.SIGKILL)  # each child leads its own process group
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def serve() -> int:
     import importlib
 
@@ -88,6 +112,7 @@ def serve() -> int:
                 chunk = os.read(requests, 65536)
                 if not chunk:
                     open_input = False
+                    _kill_all(running)
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)

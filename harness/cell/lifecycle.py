@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Dict
 
-from ..shared.causes import paddle_message
+from ..shared.causes import paddle_message, raised_status
 from ..shared.errors import UserError
 from ..shared.protocol import EXIT_OK, EXIT_USER_ERROR
 from ..shared.spec import CellSpec
@@ -59,7 +59,8 @@ class Cell:
                 return EXIT_USER_ERROR
             except Exception as exc:  # the model or Paddle raised while building/training/exporting
                 traceback.print_exc()
-                result = {"status": Status.ERROR, "message": paddle_message(exc), "phase": getattr(exc, "phase", None)}
+                status, message = raised_status(exc)
+                result = {"status": status, "message": message, "phase": getattr(exc, "phase", None)}
             result.setdefault("machine", self.machine())
             ctx.journal.finish(SETUP, result)
             done[SETUP] = result
@@ -77,7 +78,8 @@ class Cell:
                 result = stages.run_stage(ctx, plan, done)
             except Exception as exc:
                 traceback.print_exc()
-                result = stages.planned(plan, status=Status.ERROR, message=paddle_message(exc))
+                status, message = raised_status(exc)
+                result = stages.planned(plan, status=status, message=message)
             result.setdefault("seconds", round(time.perf_counter() - started, 4))
             ctx.journal.finish(plan.name, result)
             done[plan.name] = result

@@ -40,7 +40,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from ..shared.backends import StagePlan
-from ..shared.causes import paddle_message
+from ..shared.causes import paddle_message, raised_status
 from ..shared.compare import compare_tol
 from ..shared.spec import OUTPUTS
 from ..shared.vocab import Analysis, Reference, Stage, Status
@@ -471,7 +471,7 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
         "path": node, "members": members if members != [node] else [],
         "layer": type(calls[node].layer).__name__, "depth": found["depth"], "why_here": found["why"],
         "sub_exports": exports[0], "leaves": leaves, "budget": budget(leaves, found["depth"]),
-        "trials": [{"members": t.members, "reproduces": t.reproduces, "note": t.note,
+        "trials": [{"members": t.members, "reproduces": t.reproduces, "untestable": t.untestable, "note": t.note,
                     **({"max_abs": t.margin} if t.margin is not None else {})} for t in trials],
     }
     baseline_types = (done.get(Stage.BASELINE.value, {}).get("evidence") or {}).get("op_types") or {}
@@ -505,8 +505,13 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
 
 
 def _raised(trial: Trial, exc: BaseException, failed: Status, cause: str, engine: Any) -> Trial:
-    """The stage's config raised on the piece: the same cause reproduces an error."""
-    message = paddle_message(exc)
+    """The stage's config raised on the piece: the same cause reproduces an error; what the harness
+    made itself (its own code raised) says nothing either way."""
+    status, message = raised_status(exc)
+    if status is Status.UNTESTABLE:
+        trial.untestable = True
+        trial.note += f"could not be run alone: {message[:300]}"
+        return trial
     trial.reproduces = failed is Status.ERROR and bool(cause) and engine.cause_words(message) == cause
     trial.note += "raises the same cause" if trial.reproduces else f"raises otherwise: {message[:300]}"
     return trial

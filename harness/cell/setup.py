@@ -248,8 +248,10 @@ def check_packages(ctx: CellContext, requirements: List[str], key: str, how: str
 
 def _checkpoint_meta(ctx: CellContext) -> Dict[str, Any]:
     cell = ctx.cell
+    # The model's source too: weights trained for an edited model are not this model's.
     return {"factory": cell.model["factory"], "mode": cell.mode, "seed": cell.seed,
-            "train_steps": cell.train_steps, "inputs": cell.model.get("inputs", {})}
+            "train_steps": cell.train_steps, "inputs": cell.model.get("inputs", {}),
+            "source": (cell.produced_by or {}).get("model_source")}
 
 
 def load_checkpoint(ctx: CellContext, layer: Any) -> Optional[Dict[str, Any]]:

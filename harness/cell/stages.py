@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..shared.backends import StagePlan
-from ..shared.causes import paddle_message
+from ..shared.causes import raised_status
 from ..shared.compare import compare_tol, worst
 from ..shared.vocab import SETUP, Reference, Stage, Status
 from .context import CellContext
@@ -64,7 +64,8 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
     try:
         out_names, got, ran = session.run_with_evidence(feeds)
     except Exception as exc:  # built, then raised running: what the build ran is the search's space
-        return planned(plan, status=Status.ERROR, message=paddle_message(exc), evidence=session.build_evidence,
+        status, message = raised_status(exc)
+        return planned(plan, status=status, message=message, evidence=session.build_evidence,
                        timings={"build": round(build_s, 4)})
     run_s = time.perf_counter() - t
     evidence = dict(session.build_evidence, **ran)
@@ -112,7 +113,8 @@ def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tu
         try:
             names, got = session.run(feeds)
         except Exception as exc:
-            found.append(dict(entry, status=Status.ERROR, message=paddle_message(exc)))
+            status, message = raised_status(exc)
+            found.append(dict(entry, status=status, message=message))
             continue
         if len(got) != len(labels):
             found.append(dict(entry, status=Status.ERROR,
@@ -129,10 +131,11 @@ def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tu
                           **({"message": note} if note else {})))
     result["shapes"] = found
     result.setdefault("timings", {})["shapes"] = round(time.perf_counter() - started, 4)
-    first = next((v for v in found if Status.of(v["status"]).blocks), None)
+    first = next((v for v in found if Status.of(v["status"]).blocks or Status.of(v["status"]) is Status.UNTESTABLE), None)
     if (result.get("evidence") or {}).get("not_as_claimed"):
         first = None  # the stage did not run as claimed at any shape: its numbers decide nothing
-    if first is not None and not Status.of(result["status"]).blocks:
+    if first is not None and not Status.of(result["status"]).blocks and (
+            Status.of(first["status"]).blocks or Status.of(result["status"]) is not Status.UNTESTABLE):
         result["status"] = first["status"]
         result["failing_shape"] = first["index"]
         if first.get("worst"):

@@ -39,6 +39,13 @@ from ..shared.vocab import Status
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 POLL_SECONDS = 0.05
+# Set when the host is interrupted (SIGINT, SIGTERM): every supervised child is stopped at once
+# (its process group, its container) and its caller records nothing for it.
+INTERRUPT = threading.Event()
+
+
+class Interrupted(KeyboardInterrupt):
+    """A child was stopped because the host was interrupted: nothing of it is recorded."""
 
 
 class Child(Protocol):
@@ -87,6 +94,7 @@ class Outcome:
     returncode: Optional[int]
     timed_out: bool = False
     log: Optional[Path] = None
+    interrupted: bool = False  # stopped because the host was interrupted: says nothing of the child
 
     @property
     def ok(self) -> bool:
@@ -179,7 +187,8 @@ class LocalLauncher:
             return server.start(list(args), log.name)
         return subprocess.Popen(cell_command(self.python, list(args)), stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, env=self._env,
-                                start_new_session=True)  # so stop() kills the child's whole process group
+                                start_new_session=True,  # so stop() kills the child's whole process group
+                                preexec_fn=die_with_parent)  # and a host killed by -9 takes it along
 
     def stop(self, proc: subprocess.Popen) -> None:
         try:
@@ -192,6 +201,20 @@ class LocalLauncher:
         """A finished process leaves nothing behind."""
 
 
+def die_with_parent() -> None:
+    """In a child before it runs: the kernel kills it when its parent dies (``PR_SET_PDEATHSIG``),
+    however the parent died (kill -9 included). Linux only; elsewhere nothing."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+PR_SET_PDEATHSIG = 1
+
+
 def supervise(launcher: Launcher, args: Sequence[str], log_path: Path,
               overdue: Callable[[], bool] = lambda: False, timeout: Optional[float] = None,
               fresh: bool = False) -> Outcome:
@@ -199,13 +222,21 @@ def supervise(launcher: Launcher, args: Sequence[str], log_path: Path,
     ``fresh``: the child needs an interpreter of its own (no fork server)."""
     started = time.monotonic()
     with open(log_path, "ab") as log:
+        if INTERRUPT.is_set():
+            return Outcome(None, log=log_path, interrupted=True)
         proc = launcher.start(list(args), log, fresh=fresh)
         try:
             while proc.poll() is None:
+                if INTERRUPT.is_set():
+                    launcher.stop(proc)
+                    return Outcome(proc.returncode, log=log_path, interrupted=True)
                 if overdue() or (timeout is not None and time.monotonic() - started > timeout):
                     launcher.stop(proc)
                     return Outcome(proc.returncode, timed_out=True, log=log_path)
                 time.sleep(POLL_SECONDS)
+        except BaseException:  # an interrupt in this thread: the child goes with it
+            launcher.stop(proc)
+            raise
         finally:
             launcher.cleanup(proc)
     return Outcome(proc.returncode, log=log_path)

@@ -31,6 +31,7 @@ SIGNAL_EXIT_BASE = 128
 # the results folder handed over for the run and given back afterwards.
 UNPRIVILEGED = (1000, 1000)
 CONTAINER_PYTHON = "python3"
+RUN_LABEL = "paddle-harness.results"
 
 
 def sdk() -> Any:
@@ -190,6 +191,9 @@ class DockerLauncher:
             volumes={str(self.repo): {"bind": str(self.repo), "mode": "ro"},
                      str(self.writable): {"bind": str(self.writable), "mode": "rw"}},
             tmpfs={"/tmp": "rw,size=1g"},
+            # Whose run it belongs to: a host killed by -9 cannot stop its containers; the next run
+            # on the folder, holding its lock, removes them (``reap``).
+            labels={RUN_LABEL: str(self.writable)},
         )
         if self.gpu:
             options["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
@@ -208,6 +212,17 @@ class DockerLauncher:
         except Exception:
             pass
         child._done.wait(timeout=30)
+
+    def reap(self) -> int:
+        """Remove the containers a dead run on this results folder left running (the caller holds
+        the folder's lock, so none of them is anybody's now); how many."""
+        found = self.client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={self.writable}"})
+        for container in found:
+            try:
+                container.remove(force=True)
+            except Exception:
+                pass
+        return len(found)
 
     def cleanup(self, child: ContainerChild) -> None:
         try:

@@ -6,6 +6,7 @@ or Paddle is escaped) and matplotlib (the drift plot; the per-tensor plots the r
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import re
@@ -122,7 +123,7 @@ def _diagnosis(found: Optional[Diagnosis]) -> Optional[Dict[str, Any]]:
     if found is None:
         return None
     return {"layer": found.layer, "op": found.op or found.fusion, "searches": found.searches, "triage": found.triage,
-            "reproducer": found.reproducer}
+            "reproducer": found.reproducer, "not_analysed": found.not_analysed}
 
 
 def render(model: RunModel, title: str) -> str:
@@ -155,6 +156,7 @@ def render(model: RunModel, title: str) -> str:
         title=title, harness=__version__, n_cells=len(model.records),
         counts=[(str(s), counts[s]) for s in STATUS_ORDER if counts.get(s)],
         columns=model.columns, rows=rows, hazards=hazards, numeric=numeric,
+        gaps=[dataclasses.asdict(g) for g in model.harness_gaps()],
         causes=[{"kind": c.kind, "count": c.count, "message": c.message, "places": c.places,
                  "diagnosis": _diagnosis(model.diagnosis(c))} for c in model.causes()],
         machines=[{"key": m.key, "label": m.label, "cells": len(m.cells),

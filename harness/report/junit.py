@@ -19,7 +19,7 @@ from .model import RunModel, stage_results
 from ..shared.notes import fmt_number, stage_note
 
 FAILURES = (Status.FAIL, Status.VACUOUS)
-ERRORS = (Status.ERROR, Status.CRASH, Status.TIMEOUT)
+ERRORS = (Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.UNTESTABLE)  # untestable: the type says whose
 SKIPS = (Status.SKIP, Status.NOOP)
 
 

@@ -49,29 +49,29 @@ class Diagnosis:
     searches: List[str] = dataclasses.field(default_factory=list)
     triage: str = ""
     reproducer: Optional[Dict[str, Any]] = None
+    not_analysed: str = ""  # why this stage has no analysis of its own (another stage had it)
 
     @classmethod
     def of(cls, record: Dict[str, Any], stage: Optional[str] = None) -> Optional["Diagnosis"]:
+        """``stage``'s own diagnosis (default: the stage the cell localized): its searches, and its
+        place and reproducer when it is the stage the cell reduced; for another stage, a word that
+        it was not reduced — never the reduced stage's place."""
         analysis = record.get("analysis") or {}
         reduce = analysis.get("reduce") or {}
         repro = analysis.get("reproducer") or {}
-        first = reduce.get("stage") or repro.get("stage")
-        if not first or (stage is not None and first != stage):
+        localized = reduce.get("stage") or repro.get("stage")
+        stage = stage or localized
+        if not stage:
             return None
-        found = cls(stage=first)
-        if Status.of(reduce.get("status")) is Status.PASS:
-            members = ", ".join(reduce.get("members") or []) or reduce.get("path")
-            found.layer = (f"{members} ({reduce.get('layer')})" if reduce.get("outcome") == "localized"
-                           else "the whole model (no sublayer reproduces alone)")
-            own = reduce.get("own_op_types") or []
-            found.op = reduce.get("op") or (f"one of {', '.join(own)}" if own else "")
-            if reduce.get("fusion"):
-                found.op, found.fusion = "", f"the fusion by {', '.join(reduce['fusion'])} across its sublayers"
-        elif reduce.get("message"):
-            found.layer = f"not reduced: {reduce['message']}"
+        found = cls(stage=stage)
+        if localized == stage:
+            found._place(reduce, repro)
+        elif localized:
+            found.not_analysed = (f"{stage} not reduced: the cell's first failing stage ({localized}) was, and its "
+                                  f"place and reproducer are its own")
         for key in ("bisect", "exclude"):
             entry = analysis.get(key) or {}
-            if entry.get("stage") != first:
+            if entry.get("stage") != stage:
                 continue
             if entry.get("verdict"):
                 found.searches.append(entry["verdict"])
@@ -81,14 +81,26 @@ class Diagnosis:
             elif entry.get("outcome"):
                 found.searches.append(f"{key}: {entry['outcome']}")
         triage = analysis.get("triage") or {}
-        if triage.get("outcome"):
+        if triage.get("outcome") and triage.get("stage") == stage:
             found.triage = f"triage: {triage['outcome']}"
+        return found if found.words() else None
+
+    def _place(self, reduce: Dict[str, Any], repro: Dict[str, Any]) -> None:
+        if Status.of(reduce.get("status")) is Status.PASS:
+            members = ", ".join(reduce.get("members") or []) or reduce.get("path")
+            self.layer = (f"{members} ({reduce.get('layer')})" if reduce.get("outcome") == "localized"
+                          else "the whole model (no sublayer reproduces alone)")
+            own = reduce.get("own_op_types") or []
+            self.op = reduce.get("op") or (f"one of {', '.join(own)}" if own else "")
+            if reduce.get("fusion"):
+                self.op, self.fusion = "", f"the fusion by {', '.join(reduce['fusion'])} across its sublayers"
+        elif reduce.get("message"):
+            self.layer = f"not reduced: {reduce['message']}"
         if repro.get("script"):
-            found.reproducer = repro
-        return found
+            self.reproducer = repro
 
     def words(self) -> str:
-        parts = []
+        parts = [self.not_analysed] if self.not_analysed else []
         if self.layer:
             parts.append(f"layer {self.layer}")
         if self.op:
@@ -102,6 +114,15 @@ class Diagnosis:
             verified = "verified" if self.reproducer.get("verified") else "NOT verified"
             parts.append(f"reproducer: {self.reproducer['script']} ({verified})")
         return "; ".join(parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class HarnessGap:
+    """A place the harness could not test: where, what, and the harness's own words."""
+
+    place: str
+    what: str
+    message: str
 
 
 @dataclasses.dataclass
@@ -231,9 +252,36 @@ class RunModel:
         return found
 
     def diagnosis(self, cause: Cause) -> Optional[Diagnosis]:
-        """Where a cell this cause hit was localized (one with a verified reproducer first)."""
-        found = [d for r in self.records if r["id"] in cause.places for d in [Diagnosis.of(r)] if d is not None]
-        return next((d for d in found if d.reproducer and d.reproducer.get("verified")), found[0] if found else None)
+        """Where a stage that raised this cause was localized, from that stage's own analysis
+        (one with a verified reproducer first); else why its stages were not analysed."""
+        found = [d for r in self.records if r["id"] in cause.places
+                 for stage in cause.stages.get(r["id"], [None])
+                 for d in [Diagnosis.of(r, stage)] if d is not None]
+        analysed = [d for d in found if not d.not_analysed]
+        return (next((d for d in analysed if d.reproducer and d.reproducer.get("verified")), None)
+                or (analysed[0] if analysed else found[0] if found else None))
+
+    def harness_gaps(self) -> List["HarnessGap"]:
+        """Every place the harness could not test (``untestable``: a setup, stage, shape or
+        analysis step it could not build; reduction pieces it could not export), counted apart
+        from the findings: none of them says anything about Paddle."""
+        gaps = []
+        for r in self.records:
+            for stage in stage_results(r):
+                if Status.of(stage.get("status")) is Status.UNTESTABLE:
+                    gaps.append(HarnessGap(r["id"], stage["name"], stage.get("message", "")))
+                for shape in stage.get("shapes") or []:
+                    if Status.of(shape.get("status")) is Status.UNTESTABLE:
+                        gaps.append(HarnessGap(r["id"], f"{stage['name']} at {shape.get('label')}", shape.get("message", "")))
+            for kind, entry in (r.get("analysis") or {}).items():
+                if Status.of(entry.get("status")) is Status.UNTESTABLE:
+                    gaps.append(HarnessGap(r["id"], f"{kind} of {entry.get('stage')}", entry.get("message", "")))
+                unbuilt = [t for t in entry.get("trials") or [] if t.get("untestable")]
+                if unbuilt:
+                    gaps.append(HarnessGap(r["id"], f"{kind} of {entry.get('stage')}",
+                                           f"{len(unbuilt)} of {len(entry['trials'])} pieces could not be built "
+                                           f"or run alone; first: {', '.join(unbuilt[0]['members'])}: {unbuilt[0].get('note', '')}"))
+        return gaps
 
     def skipped_shapes(self) -> List[Tuple[str, str, str]]:
         """(cell, shape, why) of every shape variant a cell did not run because its dygraph model
@@ -251,7 +299,7 @@ def _worded(records: Iterable[Dict[str, Any]]):
             yield "finding", f"{finding['finding']}; workaround beside it: {finding['workaround']}", r["id"]
         for stage in map(StageResult.from_dict, stage_results(r)):
             if stage.status in (Status.ERROR, Status.CRASH, Status.TIMEOUT):
-                yield stage.status.value, stage.message, r["id"]
+                yield stage.status.value, stage.message, r["id"], stage.name
 
 
 def load_hazard_probes(results: Path) -> List[Dict[str, Any]]:

@@ -6,7 +6,8 @@ answers *qualified* or *not qualified* (exit 0 or 1) with the reasons on one scr
 Required cells come from the matrix's ``[qualify]`` table (``sessions``, ``versions``, ``modes``,
 ``models``; each defaults to everything the matrix runs: every session at every version it
 lists, ``run.modes``, ``run.models``). A cell blocks when its verdict is ``fail``, ``error``,
-``crash``, ``timeout`` or ``vacuous`` and no known issue expects it. A required cell without a
+``crash``, ``timeout``, ``vacuous`` or ``untestable`` (the harness could not test it: nothing
+qualifies it) and no known issue expects it. A required cell without a
 record blocks, and so does a file in a record's place that cannot be read (truncated, another
 schema): no verdict over what did not run. ``--partial`` qualifies what is there and says so in
 the verdict line (``QUALIFIED (partial: 3 of 180 required cells)``); unreadable records block
@@ -149,7 +150,7 @@ def qualify(model: RunModel, known: Sequence[Known], required: Sequence[str], st
         entry = next((k for k in known if k.expects(record)), None)
         matched = next((k for k in known if k.matches(record)), None)
         line = _line(record)
-        if status.blocks or status is Status.VACUOUS:
+        if status.blocks or status in (Status.VACUOUS, Status.UNTESTABLE):
             if entry:
                 expected.append(f"{line} — known: {entry.reason}" + (f" ({entry.link})" if entry.link else ""))
             else:

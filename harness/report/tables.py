@@ -68,6 +68,12 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
             found = f" — {diagnosis.words()}" if diagnosis and diagnosis.words() else ""
             lines.append(f"{bullet}[{label}] {cause.kind} x{cause.count} in {len(cause.places)} cell(s): "
                          f"{clip(cause.message, 220)} — {where}{found}")
+    gaps = model.harness_gaps()
+    if gaps:
+        lines.append(f"The harness could not test ({len(gaps)} places; its own failures, not findings about Paddle):")
+        lines.extend(f"{bullet}{gap.place} {gap.what}: {clip(gap.message, 220)}" for gap in gaps[:limit * 2])
+        if len(gaps) > limit * 2:
+            lines.append(f"{bullet}... and {len(gaps) - limit * 2} more (status untestable in the records)")
     hazards = model.hazards()
     details = model.hazard_details()
     if hazards:

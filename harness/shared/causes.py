@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Dict, Iterable, List, Tuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Dict, Iterable, List, Tuple
+
+if TYPE_CHECKING:
+    from .vocab import Status
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _PATH = re.compile(r"(?:/[\w.@+-]+){2,}")
@@ -45,6 +49,19 @@ def paddle_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
+def raised_status(exc: BaseException, harness_roots: Iterable[Path] = ()) -> "Tuple[Status, str]":
+    """What an exception caught around a stage, a trial or a step means: ``untestable`` with the
+    harness's own words when the harness made it (``errors.harness_made``), else ``error`` with
+    Paddle's (or the runtime's, the converter's, the model's) first message line."""
+    from .errors import harness_made
+    from .vocab import Status
+
+    why = harness_made(exc, harness_roots)
+    if why is not None:
+        return Status.UNTESTABLE, why
+    return Status.ERROR, paddle_message(exc)
+
+
 def cause_of(message: str) -> str:
     """The message with what varies between occurrences of one cause replaced by placeholders."""
     text = _HEX.sub("<addr>", message or "")
@@ -71,23 +88,27 @@ def stage_cause(message: str) -> str:
 @dataclasses.dataclass
 class Cause:
     """One distinct cause: its kind (a status or ``hazard``), a sample message, how many results
-    it ended (``count``) and the places (cells, or sessions for hazards) it hit."""
+    it ended (``count``), the places (cells, or sessions for hazards) it hit and, per place, the
+    stages that raised it (``stages``: each stage's own diagnosis belongs to it)."""
 
     kind: str
     key: str
     message: str
     places: List[str] = dataclasses.field(default_factory=list)
     count: int = 0
+    stages: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
 
 
-def group(items: Iterable[Tuple[str, str, str]]) -> List[Cause]:
-    """``(kind, message, place)`` triples grouped by (kind, normalized message); largest first.
+def group(items: Iterable[Tuple[str, ...]]) -> List[Cause]:
+    """``(kind, message, place[, stage])`` grouped by (kind, normalized message); largest first.
     A place hit several times (a cell's stages sharing one cause) is listed once."""
     found: Dict[Tuple[str, str], Cause] = {}
-    for kind, message, place in items:
+    for kind, message, place, *stage in items:
         key = cause_of(message)
         cause = found.setdefault((kind, key), Cause(kind=kind, key=key, message=message))
         cause.count += 1
         if place not in cause.places:
             cause.places.append(place)
+        if stage:
+            cause.stages.setdefault(place, []).append(stage[0])
     return sorted(found.values(), key=lambda c: (-c.count, c.kind, c.key))

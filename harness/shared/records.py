@@ -34,6 +34,9 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes its file 0600 whatever the umask: the written file gets what a plain
+        # open() would give (0644 under the usual umask), so others can read reports and records.
+        os.fchmod(fd, 0o666 & ~UMASK)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -45,6 +48,15 @@ def atomic_write_text(path: Path, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it: done once, at import, before any thread
+    os.umask(mask)
+    return mask
+
+
+UMASK = _read_umask()
 
 
 def atomic_write_json(path: Path, data: Any) -> None:

@@ -67,14 +67,16 @@ class CellSpec:
     checkpoint: Optional[str] = None  # the run's shared weights of this (mode, model)
     root_cause: bool = True
     tipc: Optional[Dict[str, Any]] = None  # the TIPC command a captured export came from
+    # what produces the record, part by part (``harness.provenance``): a rerun compares it
+    produced_by: Optional[Dict[str, str]] = None
 
     # Key order of the JSON: the order records have always had.
     _ORDER = ("id", "session", "stages", "paddle", "mode", "mode_requires_device", "mode_packages", "model",
               "tolerances", "output_tolerances", "seed", "train_steps", "reference_threads", "deploy_threads",
               "stage_timeout", "trt_workspace_mb", "trt_min_subgraph_size", "matrix", "matrix_fingerprint",
-              "tipc", "checkpoint", "root_cause")
+              "tipc", "checkpoint", "root_cause", "produced_by")
     # Keys written only when set (a spec without them reads back the same).
-    _OPTIONAL = ("tipc", "checkpoint")
+    _OPTIONAL = ("tipc", "checkpoint", "produced_by")
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {}

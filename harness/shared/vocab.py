@@ -13,10 +13,17 @@ Statuses of a stage (and of a cell's verdict):
 * ``noop``     the stage's lever did nothing here, so its pass says nothing: it ran the same
                program as the stage it is compared with (same passes, same executed op
                sequence), or none of its ops produced the low precision it is named after;
-* ``error``    Paddle raised (its own first message line is kept);
+* ``error``    Paddle (or a runtime, a converter, the model) raised: its own first message line is kept;
 * ``crash``    the process died (signal and log tail kept);
 * ``timeout``  the stage outlived ``stage_timeout`` and was killed;
-* ``skip``     not run, with the reason (and its source where the reason is Paddle's behaviour).
+* ``skip``     not run, with the reason (and its source where the reason is Paddle's behaviour);
+* ``untestable`` the harness itself could not build what the stage needs (a program for a runtime,
+               a file of its own, its own code raised): no finding about Paddle, counted apart in
+               every report, never a cause, never searched or reduced; the cell is not qualified.
+
+``fail``, ``error``, ``crash``, ``timeout``, ``hazard`` are findings: Paddle (or a runtime, the
+converter, the model) did this. ``untestable`` says the harness could not test it. ``vacuous``,
+``noop`` and ``skip`` say the comparison or the lever said nothing here.
 
 Root-cause entries (per-tensor diff, culprit search) use the same statuses for whether the
 analysis itself ran (``pass``: it completed); what it *found* is its ``outcome``.
@@ -47,6 +54,7 @@ class Status(Word):
     CRASH = "crash"
     TIMEOUT = "timeout"
     SKIP = "skip"
+    UNTESTABLE = "untestable"
 
     @classmethod
     def of(cls, value: "str | Status | None") -> "Status":
@@ -68,8 +76,8 @@ class Status(Word):
 
 _BLOCKING = frozenset({Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT})
 # Order of the columns in summaries: the worst news first.
-STATUS_ORDER = (Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.VACUOUS, Status.NOOP,
-                Status.SKIP, Status.PASS)
+STATUS_ORDER = (Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.UNTESTABLE, Status.VACUOUS,
+                Status.NOOP, Status.SKIP, Status.PASS)
 
 HAZARD = "hazard"  # the kind of a finding that is not a stage result
 
@@ -171,12 +179,15 @@ class Transition(Word):
 
 def verdict_status(statuses: Iterable[Status]) -> Optional[Status]:
     """A cell's verdict from its stages in ladder order: the first blocking status; else
-    ``vacuous`` when a comparison said nothing; else ``pass`` when a stage really passed;
-    else None (every stage skipped or noop: the caller says why)."""
+    ``untestable`` when the harness could not test a stage; else ``vacuous`` when a comparison
+    said nothing; else ``pass`` when a stage really passed; else None (every stage skipped or
+    noop: the caller says why)."""
     seen = list(statuses)
     for status in seen:
         if status.blocks:
             return status
+    if Status.UNTESTABLE in seen:
+        return Status.UNTESTABLE
     if Status.VACUOUS in seen:
         return Status.VACUOUS
     if Status.PASS in seen:

@@ -85,7 +85,10 @@ def _fork_conversion(program: str, params: str, target: str, log: Path, perturb:
     pid = os.fork()
     if pid == 0:  # the child: nothing here returns
         try:
-            fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the cell's worker
+            fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
             os.dup2(fd, 1)
             os.dup2(fd, 2)
             if perturb:

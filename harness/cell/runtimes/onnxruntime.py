@@ -52,7 +52,7 @@ def _stderr_to(path: Path) -> Iterator[None]:
     """File descriptor 2 (where ONNX Runtime's C++ logger writes) into ``path`` for a while."""
     sys.stderr.flush()
     saved = os.dup(2)
-    fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
         os.dup2(fd, 2)
         yield
