@@ -452,6 +452,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
+        # Even when started with SIGINT ignored (a background job of a non-interactive shell
+        # inherits SIG_IGN, and Python then keeps it): Ctrl-C and `kill -INT` end the run cleanly.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
                "diff": _cmd_diff, "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,

@@ -128,6 +128,17 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _still_alive_after(pids: Set[int], seconds: float = 15.0) -> List[int]:
+    """The pids still alive after ``seconds`` (the fork server may take a moment to see its host's
+    pipe close and leave; a worker killed by its group signal is gone at once)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        alive = [p for p in pids if _alive(p)]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
 def _start(matrix: Path, results: Path) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen([sys.executable, "-m", "harness", "run", "--matrix", str(matrix), "--session", "cpu_fp32",
@@ -162,8 +173,7 @@ def test_sigint_stops_every_worker_writes_nothing_false_and_a_rerun_completes(wr
     _, err = host.communicate(timeout=60)
     assert host.returncode == 130, err[-2000:]
     assert err.count("interrupted: rerun to resume") == 1 and "Traceback" not in err
-    time.sleep(0.5)
-    assert not [p for p in workers if _alive(p)], "a worker of the interrupted run is still running"
+    assert not _still_alive_after(workers), "a worker of the interrupted run is still running"
     # Nothing recorded for the cells that were stopped; a rerun does every missing cell and every
     # record says what an undisturbed run says (these models pass every stage here).
     rerun = run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--results", str(results))
@@ -188,8 +198,7 @@ def test_one_writer_per_run_folder_and_a_dead_holders_lock_is_taken_over(write_m
         host.send_signal(signal.SIGTERM)  # a cancelled CI job: the same end as Ctrl-C
         _, err = host.communicate(timeout=60)
     assert host.returncode == 130 and "interrupted: rerun to resume" in err
-    time.sleep(0.5)
-    assert not [p for p in workers if _alive(p)]
+    assert not _still_alive_after(workers)
     # A holder killed by -9 leaves its pid in the lock file, and no lock: taken over, and said.
     (results / "default" / ".lock").write_text(json.dumps({"pid": 999999999, "argv": ["x"], "started": "then"}))
     again = run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--results", str(results),

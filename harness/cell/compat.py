@@ -37,6 +37,7 @@ import paddle.inference as paddle_infer  # noqa: E402
 
 from ..shared.backends import Requirement, program_format  # noqa: E402
 from ..shared.config import GPU_INITIAL_MEMORY_MB, PredictorConfig, TensorRT  # noqa: E402
+from ..shared.errors import Finding  # noqa: E402
 from ..shared.spec import release  # noqa: E402
 from ..shared.vocab import ProgramFormat  # noqa: E402
 
@@ -195,7 +196,7 @@ def model_files(prefix: Path) -> Dict[str, str]:
                 "params": str(params) if params.exists() else "",
                 "format": program_format(program),
             }
-    raise FileNotFoundError(f"no {prefix.name}.json or {prefix.name}.pdmodel in {prefix.parent}")
+    raise Finding(f"jit.save wrote no {prefix.name}.json or {prefix.name}.pdmodel in {prefix.parent}")
 
 
 # -- capabilities ---------------------------------------------------------
@@ -313,7 +314,7 @@ def make_config(files: Dict[str, str], cfg: PredictorConfig,
 def _require_method(config: Any, name: str):
     method = getattr(config, name, None)
     if method is None:
-        raise AttributeError(f"Paddle {paddle.__version__} has no Config.{name}(); this stage's lever does not exist here")
+        raise Finding(f"Paddle {paddle.__version__} has no Config.{name}(); this stage's lever does not exist here")
     return method
 
 
@@ -436,7 +437,7 @@ def run_predictor(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str], Lis
     names = list(predictor.get_input_names())
     missing = [n for n in names if n not in feeds]
     if missing:
-        raise KeyError(
+        raise Finding(
             f"the predictor wants inputs {missing} that the model's InputSpecs do not name "
             f"(it has {sorted(feeds)})"
         )

@@ -27,10 +27,13 @@ MODEL_CODE = HARNESS_ROOT / "models"
 OTHERS = ("paddle", "paddle2onnx", "onnxruntime", "onnx", "openvino", "paddleslim", "paddlex", "paddleclas",
           "polygraphy", "tensorrt")
 # Paddle's C++ errors reach Python through a call in the harness's own frame, and always carry
-# their category or traceback words: those are Paddle's, whatever frame raised them.
+# their category or traceback words; an op that raised while Paddle ran or traced a program comes
+# wrapped in Paddle's "In user code:" / "In transformed code:": those are Paddle's, whatever frame
+# raised them.
 PADDLE_WORDS = re.compile(r"\((?:InvalidArgument|NotFound|OutOfRange|AlreadyExists|ResourceExhausted|"
                           r"PreconditionNotMet|PermissionDenied|ExecutionTimeout|Unimplemented|Unavailable|"
-                          r"Fatal|External|InvalidType)\)|C\+\+ Traceback|Error Message Summary")
+                          r"Fatal|External|InvalidType)\)|C\+\+ Traceback|Error Message Summary|^In (?:user|transformed) code:",
+                          re.MULTILINE)
 
 
 class UserError(Exception):

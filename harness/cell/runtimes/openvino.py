@@ -44,6 +44,18 @@ def _properties(config: PredictorConfig) -> Dict[str, Any]:
     return properties
 
 
+def by_input_name(compiled: Any, feeds: Dict[str, np.ndarray]) -> Dict[Any, np.ndarray]:
+    """Feeds keyed by the compiled model's input ports. A port can carry several tensor names (the
+    ONNX frontend merges a value's aliases, e.g. a piece's ``in0`` and the cast paddle2onnx put after
+    it), and ``get_any_name`` may give another than the one fed: the port takes the array whose
+    name is one of its names."""
+    chosen = {}
+    for port in compiled.inputs:
+        name = next((n for n in sorted(port.get_names()) if n in feeds), port.get_any_name())
+        chosen[port] = feeds[name]
+    return chosen
+
+
 class OpenVinoSession(Session):
     def __init__(self, compiled: Any, evidence: Dict[str, Any], settle: Any = None):
         self.compiled = compiled
@@ -54,7 +66,7 @@ class OpenVinoSession(Session):
         return [i.get_any_name() for i in self.compiled.inputs]
 
     def run(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray]]:
-        results = self.compiled({name: feeds[name] for name in self.input_names()})
+        results = self.compiled(by_input_name(self.compiled, feeds))
         return ([o.get_any_name() for o in self.compiled.outputs],
                 [np.asarray(results[o]) for o in self.compiled.outputs])
 
@@ -190,7 +202,7 @@ class OpenVino(Runtime):
                     marked.append((entry, port))
         model.add_outputs([port for _, port in marked])
         compiled = core.compile_model(model, "CPU", _properties(config))
-        results = compiled({i.get_any_name(): feeds[i.get_any_name()] for i in compiled.inputs})
+        results = compiled(by_input_name(compiled, feeds))
         got = [np.asarray(results[o]) for o in compiled.outputs]
         index = layerwise.save_tensors(out_dir, [(entry, array) for (entry, _), array in zip(marked, got[finals:])])
         return {"index": index, "outputs": got[:finals],
@@ -208,7 +220,8 @@ class OpenVino(Runtime):
             read,
             *self.config_calls(files, config),
             'compiled = core.compile_model(model, "CPU", properties)',
-            "results = compiled({i.get_any_name(): inputs[i.get_any_name()] for i in compiled.inputs})",
+            "# an input can carry several names (the ONNX frontend merges a value's aliases): feed the one in inputs.npz",
+            "results = compiled({i: inputs[next(n for n in i.get_names() if n in inputs.files)] for i in compiled.inputs})",
             "names = [o.get_any_name() for o in compiled.outputs]",
             "outputs = [results[o] for o in compiled.outputs]",
         ]) + "\n"
