@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from ...shared.backends import Requirement, StagePlan
 from ...shared.config import PredictorConfig
+from ...shared.errors import Finding
 from . import onnx_conversion
 from .base import Runtime, Session
 
@@ -42,6 +44,23 @@ def _properties(config: PredictorConfig) -> Dict[str, Any]:
     if ov.precision_hint:
         properties["INFERENCE_PRECISION_HINT"] = ov.precision_hint
     return properties
+
+
+OV_SAID = "; OpenVINO said:"
+_OV_FRAME = re.compile(r"^(?:Exception from |Check '.*' failed at )\S+:\d+:?")
+
+
+def openvino_words(exc: BaseException) -> str:
+    """OpenVINO's own words of an exception, past the source locations it opens with: the lines of
+    its conversion summary ("Conversion is failed for: ReduceProd-17"), else its first line that is
+    not a location."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    if "Summary:" in lines:
+        summary = [ln.lstrip("- ").strip() for ln in lines[lines.index("Summary:") + 1:] if ln.startswith("--")]
+        if summary:
+            return "; ".join(summary)
+    said = [ln for ln in lines if not _OV_FRAME.match(ln)]
+    return said[0] if said else (lines[0] if lines else type(exc).__name__)
 
 
 def by_input_name(compiled: Any, feeds: Dict[str, np.ndarray]) -> Dict[Any, np.ndarray]:
@@ -108,8 +127,11 @@ class OpenVino(Runtime):
 
         core = ov.Core()
         source = self._readable(files)
-        model = core.read_model(source["program"])  # the Paddle frontend finds the params beside it
-        compiled = core.compile_model(model, "CPU", _properties(config))
+        try:
+            model = core.read_model(source["program"])  # the Paddle frontend finds the params beside it
+            compiled = core.compile_model(model, "CPU", _properties(config))
+        except RuntimeError as exc:
+            raise Finding(f"OpenVINO could not read or compile the model{OV_SAID} {openvino_words(exc)}") from exc
         runtime_model = compiled.get_runtime_model()
         precisions: Dict[str, int] = collections.Counter()
         kinds: List[str] = []
@@ -227,7 +249,10 @@ class OpenVino(Runtime):
         ]) + "\n"
 
     def cause_words(self, message: str) -> str:
-        """A conversion paddle2onnx aborted: its own words, as ONNX Runtime's sessions say them."""
-        from ...shared.causes import stage_cause
+        """A conversion paddle2onnx aborted: its own words, as ONNX Runtime's sessions say them;
+        OpenVINO's own failure: the first of its words (what its script prints on a line)."""
+        from ...shared.causes import cause_of, stage_cause
 
+        if OV_SAID in message:
+            return cause_of(message.split(OV_SAID, 1)[1].split("; ")[0].strip())[:120]
         return onnx_conversion.cause_words(message) or stage_cause(message)[:120]
