@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import zipfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
@@ -78,8 +79,6 @@ class CellContext:
         path = self.work / name
         try:
             yield path
-        except (OSError, ValueError, EOFError) as exc:
-            if isinstance(exc, ValueError) and path.exists() and path.stat().st_size:
-                raise
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # nothing of Paddle runs here
             raise HarnessFailure(f"the cell's own {name} in {self.work} is gone or torn ({type(exc).__name__}): "
                                  f"something else changed the work folder; rerun the cell") from exc

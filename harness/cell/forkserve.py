@@ -29,6 +29,8 @@ import select
 import sys
 from typing import Any, Dict, List
 
+from harness.shared.protocol import die_with_parent
+
 PRELOAD = ("harness.cell.compat", "harness.cell.lifecycle")
 
 
@@ -37,7 +39,7 @@ def _child(args: List[str], log: str, protocol_fds: List[int]) -> None:
     code = 1
     try:
         os.setsid()
-        _die_with_parent()
+        die_with_parent()
         out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)  # replaces the request pipe
@@ -65,16 +67,6 @@ def _child(args: List[str], log: str, protocol_fds: List[int]) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code if isinstance(code, int) else 1)
-
-
-def _die_with_parent() -> None:
-    try:
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def _kill_all(running: Dict[int, int]) -> None:

@@ -131,11 +131,11 @@ def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tu
                           **({"message": note} if note else {})))
     result["shapes"] = found
     result.setdefault("timings", {})["shapes"] = round(time.perf_counter() - started, 4)
-    first = next((v for v in found if Status.of(v["status"]).blocks or Status.of(v["status"]) is Status.UNTESTABLE), None)
+    first = (next((v for v in found if Status.of(v["status"]).blocks), None)
+             or next((v for v in found if Status.of(v["status"]) is Status.UNTESTABLE), None))
     if (result.get("evidence") or {}).get("not_as_claimed"):
         first = None  # the stage did not run as claimed at any shape: its numbers decide nothing
-    if first is not None and not Status.of(result["status"]).blocks and (
-            Status.of(first["status"]).blocks or Status.of(result["status"]) is not Status.UNTESTABLE):
+    if first is not None and not Status.of(result["status"]).blocks:
         result["status"] = first["status"]
         result["failing_shape"] = first["index"]
         if first.get("worst"):

@@ -34,7 +34,7 @@ from typing import Any, Callable, List, Optional, Protocol, Sequence
 from ..shared.logs import log_tail, signal_name
 from ..shared.protocol import EXIT_PADDLE_RAISED as PADDLE_RAISED
 from ..shared.protocol import EXIT_USER_ERROR as USER_ERROR
-from ..shared.protocol import cell_command
+from ..shared.protocol import cell_command, die_with_parent
 from ..shared.vocab import Status
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -199,20 +199,6 @@ class LocalLauncher:
 
     def cleanup(self, proc: subprocess.Popen) -> None:
         """A finished process leaves nothing behind."""
-
-
-def die_with_parent() -> None:
-    """In a child before it runs: the kernel kills it when its parent dies (``PR_SET_PDEATHSIG``),
-    however the parent died (kill -9 included). Linux only; elsewhere nothing."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-
-
-PR_SET_PDEATHSIG = 1
 
 
 def supervise(launcher: Launcher, args: Sequence[str], log_path: Path,

@@ -270,6 +270,7 @@ class RunModel:
             for stage in stage_results(r):
                 if Status.of(stage.get("status")) is Status.UNTESTABLE:
                     gaps.append(HarnessGap(r["id"], stage["name"], stage.get("message", "")))
+                    continue  # its message names the shape, if one made it so
                 for shape in stage.get("shapes") or []:
                     if Status.of(shape.get("status")) is Status.UNTESTABLE:
                         gaps.append(HarnessGap(r["id"], f"{stage['name']} at {shape.get('label')}", shape.get("message", "")))

@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Iterable, List, Tuple
+from typing import Dict, Iterable, List, Tuple
 
-if TYPE_CHECKING:
-    from .vocab import Status
+from .errors import harness_made
+from .vocab import Status
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _PATH = re.compile(r"(?:/[\w.@+-]+){2,}")
@@ -49,13 +49,10 @@ def paddle_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
-def raised_status(exc: BaseException, harness_roots: Iterable[Path] = ()) -> "Tuple[Status, str]":
+def raised_status(exc: BaseException, harness_roots: Iterable[Path] = ()) -> Tuple[Status, str]:
     """What an exception caught around a stage, a trial or a step means: ``untestable`` with the
     harness's own words when the harness made it (``errors.harness_made``), else ``error`` with
     Paddle's (or the runtime's, the converter's, the model's) first message line."""
-    from .errors import harness_made
-    from .vocab import Status
-
     why = harness_made(exc, harness_roots)
     if why is not None:
         return Status.UNTESTABLE, why

@@ -13,6 +13,7 @@ the one reader of:
 
 from __future__ import annotations
 
+import signal
 from typing import List
 
 EXIT_OK = 0
@@ -26,3 +27,18 @@ FORK_SERVER_MODULE = "harness.cell.forkserve"
 
 def cell_command(python: str, args: List[str]) -> List[str]:
     return [python, "-m", CELL_MODULE, *args]
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child, before it runs: the kernel kills it when its parent dies (``PR_SET_PDEATHSIG``),
+    however the parent died (kill -9 included), so no cell-side process outlives whoever would
+    record it. Linux only; elsewhere nothing."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...shared.errors import Finding
+from ...shared.protocol import die_with_parent
 
 # What the conversion needs importable (paddle2onnx 2.x), and what Polygraphy would otherwise
 # install by itself; paddle2onnx 1.x's optimizer does not go through Polygraphy.
@@ -85,9 +86,7 @@ def _fork_conversion(program: str, params: str, target: str, log: Path, perturb:
     pid = os.fork()
     if pid == 0:  # the child: nothing here returns
         try:
-            import ctypes
-
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with the cell's worker
+            die_with_parent()  # the cell's worker killed: its conversion goes too
             fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
             os.dup2(fd, 1)
             os.dup2(fd, 2)

@@ -118,8 +118,9 @@ class OpenVino(Runtime):
         once per program; a conversion that fails raises the converter's finding)."""
         if Path(files["program"]).suffix != ".json":
             return files
-        path, _ = onnx_conversion.converter().convert(files)
-        return {"program": str(path), "params": "", "format": "onnx", "converted_from": files["program"]}
+        path, evidence = onnx_conversion.converter().convert(files)
+        return {"program": str(path), "params": "", "format": "onnx", "converted_from": files["program"],
+                "conversion": dict(evidence)}
 
     def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
                 scratch: Path, variants: Sequence[Dict[str, np.ndarray]] = ()) -> OpenVinoSession:
@@ -160,9 +161,11 @@ class OpenVino(Runtime):
                 f"OpenVINO ran {', '.join(f'{v} nodes in {k}' for k, v in lower.items())} (its precision hint "
                 f"reads back {hint}{'' if asked else ', the default on this CPU'}): this stage says nothing "
                 f"about fp32; INFERENCE_PRECISION_HINT=f32 keeps fp32")
-        if source.get("converted_from"):
-            evidence["conversion"] = onnx_conversion.converter().convert(files)[1]
-        return OpenVinoSession(compiled, evidence, settle=lambda: self._settle(files))
+        if not source.get("converted_from"):
+            return OpenVinoSession(compiled, evidence)
+        evidence["conversion"] = source["conversion"]
+        program = Path(files["program"])
+        return OpenVinoSession(compiled, evidence, settle=lambda: onnx_conversion.converter().settle(program))
 
     @staticmethod
     def _what_it_read(source: Dict[str, str]) -> str:
@@ -170,11 +173,6 @@ class OpenVino(Runtime):
             return (f"{Path(source['program']).name} (paddle2onnx's conversion of {Path(source['converted_from']).name}: "
                     f"OpenVINO's Paddle frontend reads .pdmodel only)")
         return f"{Path(source['program']).name} (OpenVINO's Paddle frontend)"
-
-    @staticmethod
-    def _settle(files: Dict[str, str]) -> None:
-        if Path(files["program"]).suffix == ".json":
-            onnx_conversion.converter().settle(Path(files["program"]))
 
     def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:
         return []  # the CPU plugin's transformations cannot be switched off one by one from Python
