@@ -22,11 +22,12 @@ except ModuleNotFoundError:  # Python < 3.11: the host side runs on any Python
     import tomli as tomllib  # type: ignore[no-redef]
 
 from .shared import vocab
-from .shared.backends import DEVICES, QUANTIZED_MODES, DeployOptions, plan_stages
-from .shared.config import PRECISIONS
+from .shared.backends import QUANTIZED_MODES, DeployOptions, devices, plan_stages
 from .shared.errors import UserError
 from .shared.spec import DEFAULTS, CellSpec, at_least
-from .shared.vocab import ProgramFormat
+from .shared.vocab import Device, Precision, ProgramFormat
+
+PRECISIONS = tuple(p.value for p in Precision)
 
 # Modes the schema knows; which of them a cell side can run is decided there (harness.cell.modes).
 MODES = ("normal", "amp_o1", "amp_o2", "qat", "pact")
@@ -71,9 +72,9 @@ session_name = vocab.session_name  # one naming rule, in the vocabulary
 @dataclasses.dataclass(frozen=True)
 class Session:
     name: str
-    device: str
+    device: Device
     backend: str
-    precision: str
+    precision: Precision
     versions: List[str]
     description: str
     tags: List[str]
@@ -127,9 +128,9 @@ class Matrix:
         versions = list(raw.get("paddle") or self._default_versions())
         return Session(
             name=name,
-            device=raw["device"],
+            device=Device(raw["device"]),
             backend=raw["backend"],
-            precision=raw["precision"],
+            precision=Precision(raw["precision"]),
             versions=versions,
             description=raw.get("description", ""),
             tags=list(raw.get("tags", [])),
@@ -275,14 +276,15 @@ class Matrix:
 
     def _spec(self, session: Session, version: str, mode: str, model: str, model_fields: Dict[str, Any],
               tolerance_overrides: Dict[str, Any], requires_device: Optional[str], packages: List[str]) -> CellSpec:
-        precisions = sorted({"fp32", session.precision, *(["int8"] if mode in QUANTIZED_MODES else [])})
+        precisions = sorted({Precision.FP32.value, session.precision.value,
+                             *([Precision.INT8.value] if mode in QUANTIZED_MODES else [])})
         tolerances = {p: self.tolerance(p) for p in precisions}
         overrides = {p: copy.deepcopy(tolerance_overrides.get(p, {})) for p in precisions}
         run = self.run
         return CellSpec(
             id=vocab.cell_id(session.name, version, mode, model),
-            session={"name": session.name, "device": session.device, "backend": session.backend,
-                     "precision": session.precision},
+            session={"name": session.name, "device": session.device.value, "backend": session.backend,
+                     "precision": session.precision.value},
             stages=session.stages,
             paddle=version,
             mode=mode,
@@ -490,8 +492,8 @@ def _validate_modes(path: Path, data: Dict[str, Any], run: Dict[str, Any]) -> No
         if mode not in MODES:
             _fail(path, f"modes.{mode}", f"unknown train mode; known: {', '.join(MODES)}.")
         _check_keys(path, f"modes.{mode}", entry, _MODE_KEYS)
-        if entry.get("requires_device") not in (None, *DEVICES):
-            _fail(path, f"modes.{mode}.requires_device", f"expected one of {', '.join(DEVICES)}.")
+        if entry.get("requires_device") not in (None, *devices()):
+            _fail(path, f"modes.{mode}.requires_device", f"expected one of {', '.join(devices())}.")
         if "packages" in entry:
             _str_list(path, f"modes.{mode}.packages", entry["packages"])
     for mode in run["modes"]:
@@ -505,11 +507,12 @@ def _validate_session(path: Path, data: Dict[str, Any], name: str, raw: Any) -> 
     device = _require(path, where, raw, "device", str)
     backend = _require(path, where, raw, "backend", str)
     precision = _require(path, where, raw, "precision", str)
-    if device not in DEVICES:
-        _fail(path, f"{where}.device", f"{device!r} unknown; known: {', '.join(DEVICES)}.")
-    if backend not in DEVICES[device]:
+    known = devices()
+    if device not in known:
+        _fail(path, f"{where}.device", f"{device!r} unknown; known: {', '.join(known)}.")
+    if backend not in known[device]:
         _fail(path, f"{where}.backend",
-              f"{backend!r} is not a {device} backend; known: {', '.join(sorted(DEVICES[device]))}.")
+              f"{backend!r} is not a {device} backend; known: {', '.join(sorted(known[device]))}.")
     if precision not in PRECISIONS:
         _fail(path, f"{where}.precision", f"{precision!r} unknown; known: {', '.join(PRECISIONS)}.")
     if precision not in data["tolerances"]:

@@ -1,4 +1,4 @@
-"""GPU and TensorRT stage configs, checked without a GPU: built by the compat module on the CPU
+"""GPU and TensorRT stage configs, checked without a GPU: built by harness.cell.paddle_api on the CPU
 wheel and read back through ``paddle.inference.Config``'s own getters. What a CPU build ignores
 or refuses is part of the answer: a GPU stage's record shows it, and these paths are marked as
 never run on a GPU in the README."""
@@ -17,54 +17,55 @@ from .conftest import installed_paddle
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     installed_paddle()
-    from harness.cell import compat
+    from harness.cell import paddle_api as api
+    import harness.cell.paddle_api.config, harness.cell.paddle_api.export, harness.cell.paddle_api.predictor  # noqa: F401  (rooms of api)
     from harness.models import resnet18
 
-    compat.paddle.seed(0)
+    api.paddle.seed(0)
     layer, spec = resnet18()
     layer.eval()
-    return compat, compat.export(layer, spec, tmp_path_factory.mktemp("gpu") / "model")
+    return api, api.export.export(layer, spec, tmp_path_factory.mktemp("gpu") / "model")
 
 
 def test_gpu_fp16_profile_reaches_paddle_and_a_cpu_build_ignores_it(exported):
-    compat, files = exported
+    api, files = exported
     plan = plan_by_name(plan_stages("gpu", "native", "fp16", files["format"], DeployOptions()))["gpu_fp16"]
-    config = compat.make_config(files, plan.config)
-    back = compat.read_back(config)
+    config = api.config.make_config(files, plan.config)
+    back = api.config.read_back(config)
     # Paddle keeps the pool size and device it was given...
     assert config.memory_pool_init_size_mb() == 100 and config.gpu_device_id() == 0
     # ...but a CPU build does not switch to the GPU, and says so through its getter.
-    assert back["use_gpu"] is bool(compat.gpu_available())
+    assert back["use_gpu"] is bool(api.gpu_available())
     assert back["onednn"] is False  # the GPU profile disables oneDNN
     if files["format"] == "pir":
         assert back["new_ir"] is True
 
 
 def test_gpu_stages_skip_with_the_reason_on_a_cpu_build(exported):
-    compat, files = exported
-    from harness.shared.backends import Requirement
+    api, files = exported
+    from harness.shared import backends
 
-    if compat.gpu_available():
+    if api.gpu_available():
         pytest.skip("a GPU is visible: the GPU stages would run")
-    assert "no CUDA device" in compat.unmet(Requirement.GPU)
-    assert "no TensorRT" in compat.unmet(Requirement.TENSORRT)
+    assert "no CUDA device" in api.unmet(backends.GPU)
+    assert "no TensorRT" in api.unmet(backends.TENSORRT)
 
 
 def test_legacy_tensorrt_config_is_refused_by_a_build_without_tensorrt(exported, tmp_path):
-    compat, files = exported
+    api, files = exported
     plan = plan_by_name(plan_stages("gpu", "trt", "fp16", "legacy", DeployOptions(trt_workspace_mb=256)))["trt_fp16"]
     assert plan.config.trt == TensorRT(precision="fp16", workspace_mb=256, min_subgraph_size=3, calibration=False)
     legacy = dict(files, format="legacy")
-    if compat.trt_available():
+    if api.trt_available():
         pytest.skip("this build has TensorRT")
     with pytest.raises(Exception, match="compile with TENSORRT"):
-        compat.make_config(legacy, plan.config, shape_range([{"image": [1, 3, 32, 32]}]))
+        api.config.make_config(legacy, plan.config, shape_range([{"image": [1, 3, 32, 32]}]))
 
 
 def test_pir_tensorrt_conversion_arguments():
     """What ``paddle.tensorrt`` is handed for a PIR program (the CPU wheel has no paddle.tensorrt
     to call, so the arguments are checked as data)."""
-    from harness.cell.compat import pir_trt_arguments
+    from harness.cell.paddle_api.config import pir_trt_arguments
 
     ranges = shape_range([{"image": [2, 3, 64, 64], "im_shape": [2, 2]}, {"image": [1, 3, 64, 64], "im_shape": [1, 2]},
                           {"image": [3, 3, 97, 81], "im_shape": [3, 2]}])
@@ -81,10 +82,10 @@ def test_pir_tensorrt_conversion_arguments():
 def test_every_read_back_value_is_plain_json(exported):
     import json
 
-    compat, files = exported
+    api, files = exported
     for device, word, precision in (("cpu", "onednn", "fp32"), ("gpu", "native", "fp16")):
         for plan in plan_stages(device, word, precision, files["format"], DeployOptions()):
-            back = compat.read_back(compat.make_config(files, plan.config))
+            back = api.config.read_back(api.config.make_config(files, plan.config))
             assert json.loads(json.dumps(back)) == back
             assert back["tensorrt_precision"] == "Precision.Float32"  # a pybind enum, kept as its name
 
@@ -94,16 +95,16 @@ def test_legacy_tensorrt_dynamic_shapes_come_from_a_collected_shape_range_file(e
     do), then handed to enable_tuned_tensorrt_dynamic_shape: the getter says so."""
     import numpy as np
 
-    compat, files = exported
+    api, files = exported
     plan = plan_by_name(plan_stages("cpu", "native", "fp32", files["format"], DeployOptions()))["baseline"]
     feeds = [{"image": np.zeros(shape, "float32")} for shape in ((2, 3, 32, 32), (1, 3, 32, 32), (3, 3, 49, 41))]
-    path = compat.collect_shape_range(files, plan.config, feeds, tmp_path / "shapes.pbtxt")
+    path = api.predictor.collect_shape_range(files, plan.config, feeds, tmp_path / "shapes.pbtxt")
     ranges = _shape_ranges(path.read_text())
     # Over every shape the cell runs: distinct min, opt and max for the input (a real dynamic range).
     image = ranges["image"]
     assert image["min_shape"] == [1, 3, 32, 32] and image["max_shape"] == [3, 3, 49, 41], image
     assert len({tuple(image["min_shape"]), tuple(image["opt_shape"]), tuple(image["max_shape"])}) >= 2
-    config = compat.paddle_infer.Config(files["program"], files["params"])
+    config = api.paddle_infer.Config(files["program"], files["params"])
     config.enable_tuned_tensorrt_dynamic_shape(str(path), True)
     assert config.tuned_tensorrt_dynamic_shape() is True
 

@@ -1,9 +1,10 @@
 """The shape of the house, checked: three tiers with one-way arrows and no circle.
 
-* **shared** (``harness.shared``): vocabulary, spec, records, protocol, compare, search, causes,
-  inputs, machine — standard library and numpy only; imports nothing else of the harness.
-* **cell side** (``harness.cell``, ``harness.models``, the TIPC hook loaded into a repository's
-  processes, the plain-script benchmark): runs inside a Paddle environment; imports the shared
+* **shared** (``harness.shared``, and each runtime's descriptor ``harness.runtimes.<name>``):
+  vocabulary, spec, records, protocol, compare, search, causes, inputs, machine, the Paddle ladder
+  and the runtime registry — standard library and numpy only; imports nothing else of the harness.
+* **cell side** (``harness.cell``, ``harness.models``, every module of a runtime's package beside its
+  descriptor, the TIPC hook loaded into a repository's processes, the plain-script benchmark): runs inside a Paddle environment; imports the shared
   tier and itself, never the host side.
 * **host side** (everything else: CLI, matrix, runner, launchers, CI shards, reports, TIPC
   planning): never imports the cell side (it starts it through a launcher) nor Paddle.
@@ -15,10 +16,11 @@ functions), so a lazy import that crosses a tier is caught as well as a top-leve
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Set
+from typing import Dict, List, Set, Tuple
 
 from .conftest import ROOT
 
@@ -51,8 +53,10 @@ def _imports(name: str, path: Path, modules: Dict[str, Path]) -> Set[str]:
 
 
 def tier(name: str) -> str:
-    if name.startswith("harness.shared"):
+    if name.startswith("harness.shared") or name == "harness.runtimes":
         return "shared"
+    if name.startswith("harness.runtimes."):  # <name> is the descriptor; what lies beside it, the cell side
+        return "shared" if name.count(".") == 2 else "cell"
     if name.startswith(CELL_SIDE):
         return "cell"
     return "host"
@@ -142,3 +146,84 @@ def test_shared_and_host_tiers_import_without_paddle_docker_or_jinja2():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().startswith("ok") and len(names) > 30
+
+
+def test_a_runtimes_descriptor_is_shared_and_its_other_modules_are_the_cell_side():
+    assert tier("harness.runtimes.onnxruntime") == "shared"
+    assert tier("harness.runtimes.onnxruntime.session") == "cell"
+    assert wrong_arrows({"harness.runtimes.onnxruntime": {"harness.runtimes.onnxruntime.session"}}) == [
+        "harness.runtimes.onnxruntime (shared) -> harness.runtimes.onnxruntime.session (cell)"]
+
+
+def _runtime_words() -> Set[str]:
+    """Every word that names a runtime other than Paddle Inference: its runtime name, backend word,
+    options key, search spaces and the packages it imports, read from the registry."""
+    from harness.shared import backends
+    from harness.shared.runtime import REGISTRY
+
+    words: Set[str] = set()
+    for device, names in REGISTRY.devices().items():
+        for word in names:
+            backend = REGISTRY.backend(device, word, "pir")
+            if isinstance(backend, backends.PaddleBackend):
+                continue
+            words |= {backend.runtime, backend.word, *backend.packages}
+            words |= {backend.options.key} if backend.options else set()
+            words |= {backend.search.key} if backend.search else set()
+    return words
+
+
+def test_shared_names_no_runtime_but_through_the_registry():
+    words = _runtime_words()
+    assert {"onnxruntime", "ort", "openvino"} <= words  # the registry found the runtime packages
+    pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, words))) + r")\b", re.IGNORECASE)
+    named = [f"{path.relative_to(ROOT)}:{n}: {line.strip()[:100]}"
+             for path in sorted((ROOT / "harness" / "shared").glob("*.py"))
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert named == [], "\n".join(named)
+
+
+MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 500
+MAX_PARAMETERS = 7
+
+
+def _sizes() -> Tuple[List[str], List[str], List[str]]:
+    modules, functions, parameters = [], [], []
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT)
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            modules.append(f"{where}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            length = node.end_lineno - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                functions.append(f"{where}:{node.lineno} {node.name}: {length} lines")
+            args = node.args
+            count = len(args.posonlyargs) + len(args.args) + len(args.kwonlyargs)
+            count -= 1 if args.args and args.args[0].arg in ("self", "cls") else 0
+            if count > MAX_PARAMETERS:
+                parameters.append(f"{where}:{node.lineno} {node.name}: {count} parameters")
+    return modules, functions, parameters
+
+
+def test_no_module_over_500_lines_no_function_over_80_no_parameter_list_over_7():
+    modules, functions, parameters = _sizes()
+    assert (modules, functions, parameters) == ([], [], []), "\n".join(modules + functions + parameters)
+
+
+def test_every_relative_import_names_a_module_of_the_harness():
+    """A relative import that points nowhere fails only when its line runs (a lazy import inside a
+    function may hide for a whole run): every one must resolve to a module that exists."""
+    modules = _modules()
+    dangling = []
+    for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                target = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                if target not in modules:
+                    dangling.append(f"{path.relative_to(ROOT)}:{node.lineno} {target}")
+    assert dangling == [], "\n".join(dangling)

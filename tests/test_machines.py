@@ -124,7 +124,7 @@ def test_files_in_a_records_place_that_are_not_records_are_listed_with_the_reaso
 def test_onednn_isa_is_the_one_oneDNN_chose_and_follows_its_cap(paddle_version):
     """Read from Paddle's own oneDNN library: capped with ONEDNN_MAX_CPU_ISA=AVX2 (every CPU of
     this kind has AVX2) it must say avx2 whatever the CPU; uncapped, an ISA at least as high."""
-    code = "import json; from harness.cell import compat; print(json.dumps(compat.onednn_info()))"
+    code = "import json; from harness.cell import paddle_api as api; print(json.dumps(api.onednn_info()))"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     answers = {}
     for cap in (None, "AVX2"):

@@ -254,9 +254,11 @@ def test_paddles_own_executor_runs_a_legacy_program_under_paddle_3(tmp_path):
 
     import numpy as np
 
-    from harness.cell import compat
+    from harness.cell import paddle_api as api
 
-    if not compat.at_least("3.0.0"):
+    import harness.cell.paddle_api.config, harness.cell.paddle_api.export, harness.cell.paddle_api.predictor  # noqa: F401  (rooms of api)
+
+    if not api.at_least("3.0.0"):
         pytest.skip("Paddle 2.6 writes .pdmodel and jit.load reads it")
     script = (
         "import paddle, numpy as np, sys\n"
@@ -270,7 +272,7 @@ def test_paddles_own_executor_runs_a_legacy_program_under_paddle_3(tmp_path):
                    env={**__import__("os").environ, "FLAGS_enable_pir_api": "0"})
     assert (tmp_path / "model.pdmodel").exists() and not (tmp_path / "model.json").exists()
     x, y = np.load(tmp_path / "x.npy"), np.load(tmp_path / "y.npy")
-    got = compat.run_saved_program({"program": str(tmp_path / "model.pdmodel")}, {"image": x}, ["image"])
+    got = api.export.run_saved_program({"program": str(tmp_path / "model.pdmodel")}, {"image": x}, ["image"])
     assert len(got) == 1 and np.allclose(got[0], y, atol=1e-5)
     import paddle
 

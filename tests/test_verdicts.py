@@ -19,22 +19,23 @@ from .conftest import installed_paddle, one_line_error, run_harness
 def pir_mobilenet(tmp_path_factory):
     """mobilenet_v3_small exported by this Paddle, with its inputs."""
     installed_paddle()
-    from harness.cell import compat
+    from harness.cell import paddle_api as api
+    import harness.cell.paddle_api.config, harness.cell.paddle_api.export, harness.cell.paddle_api.predictor  # noqa: F401  (rooms of api)
     from harness.models import mobilenet_v3_small
 
-    if not compat.pir_default():
+    if not api.pir_default():
         pytest.skip("this Paddle writes legacy programs; the PIR levers are checked at 3.x")
-    compat.paddle.seed(0)
+    api.paddle.seed(0)
     layer, spec = mobilenet_v3_small()
     layer.eval()
-    files = compat.export(layer, spec, tmp_path_factory.mktemp("mnv3") / "model")
+    files = api.export.export(layer, spec, tmp_path_factory.mktemp("mnv3") / "model")
     feeds = {"image": np.random.default_rng(0).standard_normal((1, 3, 64, 64)).astype("float32")}
-    return compat, files, feeds
+    return api, files, feeds
 
 
-def _stage(compat, files, feeds, config):
-    predictor, evidence = compat.build_predictor(files, config)
-    _, outputs, ran = compat.run_with_evidence(predictor, feeds)
+def _stage(api, files, feeds, config):
+    predictor, evidence = api.predictor.build_predictor(files, config)
+    _, outputs, ran = api.predictor.run_with_evidence(predictor, feeds)
     return outputs, dict(evidence, **ran)
 
 
@@ -45,10 +46,10 @@ def _plans(files):
 
 
 def test_pir_ir_stage_runs_more_passes_and_fewer_ops_than_its_baseline(pir_mobilenet):
-    compat, files, feeds = pir_mobilenet
+    api, files, feeds = pir_mobilenet
     plans = _plans(files)
-    base_out, base = _stage(compat, files, feeds, plans["baseline"].config)
-    ir_out, ir = _stage(compat, files, feeds, plans["ir"].config)
+    base_out, base = _stage(api, files, feeds, plans["baseline"].config)
+    ir_out, ir = _stage(api, files, feeds, plans["ir"].config)
     # Measured on 3.3.1: level 0 runs 5 PIR passes and 292 ops, level 3 runs 10 and 245.
     assert len(ir["passes"]) > len(base["passes"]) > 0
     assert "constant_folding_pass" in ir["passes"] and "constant_folding_pass" not in base["passes"]
@@ -64,11 +65,11 @@ def test_a_lever_that_changes_nothing_makes_the_stage_noop(pir_mobilenet):
     from harness.cell.stages import same_program, stage_status
     from harness.shared.vocab import Status
 
-    compat, files, feeds = pir_mobilenet
+    api, files, feeds = pir_mobilenet
     baseline = _plans(files)["baseline"]
     switched = baseline.config.replace(ir=not baseline.config.ir)
-    _, base = _stage(compat, files, feeds, baseline.config)
-    out, evidence = _stage(compat, files, feeds, switched)
+    _, base = _stage(api, files, feeds, baseline.config)
+    out, evidence = _stage(api, files, feeds, switched)
     assert same_program(evidence, base)
     noop_plan = _plans(files)["ir"].__class__(name="ir", config=switched, precision="fp32", reference="baseline",
                                             lever="switch_ir_optim(True)")
@@ -76,7 +77,7 @@ def test_a_lever_that_changes_nothing_makes_the_stage_noop(pir_mobilenet):
     assert stage_status(noop_plan, outputs, evidence, {"evidence": base}) is Status.NOOP
     # A failing comparison is never hidden behind noop, and the real lever is not noop.
     assert stage_status(noop_plan, {"output": {"status": Status.FAIL}}, evidence, {"evidence": base}) is Status.FAIL
-    _, ir = _stage(compat, files, feeds, _plans(files)["ir"].config)
+    _, ir = _stage(api, files, feeds, _plans(files)["ir"].config)
     assert not same_program(ir, base)
 
 

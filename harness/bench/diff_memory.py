@@ -22,21 +22,22 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPORT = """
 import sys, numpy as np, paddle
 from harness.models import resnet18
-from harness.cell import compat
+from harness.cell.paddle_api.export import export
 layer, spec = resnet18(); layer.eval()
-files = compat.export(layer, spec, sys.argv[1] + "/model")
+files = export(layer, spec, sys.argv[1] + "/model")
 np.savez(sys.argv[1] + "/inputs.npz", image=np.random.default_rng(0).standard_normal([1, 3, {size}, {size}]).astype("float32"))
 print(files["program"])
 """
 
 PLAIN = """
 import sys, numpy as np
-from harness.cell import compat
+from harness.cell.paddle_api.config import make_config
+from harness.cell.paddle_api.predictor import create_predictor, run_predictor
 from harness.shared.backends import DeployOptions, named_configs, program_format
 fmt = program_format(sys.argv[1])
 files = {"program": sys.argv[1], "params": sys.argv[2], "format": fmt}
-predictor = compat.create_predictor(compat.make_config(files, named_configs(fmt, DeployOptions())["baseline"]))
-compat.run_predictor(predictor, dict(np.load(sys.argv[3])))
+predictor = create_predictor(make_config(files, named_configs(fmt, DeployOptions())["baseline"]))
+run_predictor(predictor, dict(np.load(sys.argv[3])))
 """
 
 

@@ -33,7 +33,7 @@ from ..shared.search import build_budget, find_alternatives, find_culprits
 from ..shared.vocab import SETUP, Analysis, Probe, Reference, Stage, Status
 from . import reduction, reproducer
 from .context import CellContext
-from .runtimes import runtime
+from .runtime import runtime
 from .stages import stage_reference
 
 FAILED = (Status.FAIL, Status.ERROR)
@@ -104,7 +104,7 @@ def triage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
     stage = done[plan.name]
     shape = stage.get("failing_shape", 0)
     labels = setup["outputs"]
-    executor = ctx.compat.run_saved_program(setup["export"], ctx.feeds(shape), setup["signature_order"])
+    executor = ctx.saved.run_saved_program(setup["export"], ctx.feeds(shape), setup["signature_order"])
     dygraph = ctx.load_outputs(ctx.file("dygraph", shape), labels)
     predictor = (ctx.load_outputs(ctx.file("baseline", shape), labels)
                  if (ctx.work / ctx.file("baseline", shape)).exists() else None)
@@ -112,7 +112,7 @@ def triage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
     def agreement(a: List[Any], b: List[Any]) -> Dict[str, Any]:
         if len(a) != len(b):
             return {"agree": False, "note": f"{len(a)} outputs vs {len(b)}"}
-        stats = [compare_tol(x, y, ctx.tolerance(plan.precision, label)) for x, y, label in zip(a, b, labels)]
+        stats = [compare_tol(x, y, ctx.tolerance(plan, label)) for x, y, label in zip(a, b, labels)]
         worst_abs = max((s.get("max_abs") or 0.0) for s in stats) if stats else 0.0
         return {"agree": all(Status.of(s["status"]) is not Status.FAIL for s in stats), "max_abs": worst_abs}
 
@@ -139,7 +139,7 @@ def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Di
     try:
         # The baseline is Paddle Inference's; a runtime of its own pairs its tensors with Paddle's.
         result = runtime(plan.runtime).tensor_diff(done[SETUP]["export"], ctx.feeds(shape), baseline.config,
-                                                   plan.config, out, ctx.tolerance(plan.precision))
+                                                   plan.config, out, ctx.tolerance(plan))
     except NotImplementedError as exc:
         return {"status": Status.SKIP, "message": str(exc)}
     first = result.get("first_divergence")
@@ -169,7 +169,7 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, A
     raised = Status.of(stage["status"]) is Status.ERROR
     cause = engine.cause_words(str(stage.get("message", "")))
     _, reference, _ = stage_reference(ctx, plan, labels, shape)
-    tolerances = [ctx.tolerance(plan.precision, label) for label in labels]
+    tolerances = [ctx.tolerance(plan, label) for label in labels]
 
     def probe(config: Any) -> Probe:
         try:
@@ -241,7 +241,7 @@ def exclude_onednn_ops(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[s
     # What the call does, read from a run (a probe conv program with no op type on the list),
     # before any conclusion rests on it.
     none_listed = plan.config.replace(onednn_ops=(NO_OP_TYPE,))
-    knob = ctx.compat.onednn_op_list_evidence(none_listed, ctx.work / f"{plan.name}.oplist")
+    knob = ctx.predictors.onednn_op_list_evidence(none_listed, ctx.work / f"{plan.name}.oplist")
     if knob is not None and knob["onednn_ops_ran"]:
         return {"status": Status.PASS, "outcome": "knob ignored", "honoured": False, "builds": 1, "evidence": knob,
                 "message": (f"set_mkldnn_op with no op type listed: {sum(knob['onednn_ops_ran'].values())} of "

@@ -9,36 +9,49 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
-from ..shared.errors import HarnessFailure
 from ..shared.backends import QUANTIZED_MODES, DeployOptions, StagePlan, plan_stages
+from ..shared.compare import Tolerance
+from ..shared.errors import HarnessFailure
 from ..shared.records import Journal
 from ..shared.spec import OUTPUTS, CellSpec
+from ..shared.vocab import Precision
 from .modes import mode_for
 
 
 class CellContext:
-    def __init__(self, spec: "Dict[str, Any] | CellSpec", work: Path):
-        self.cell = spec if isinstance(spec, CellSpec) else CellSpec.from_dict(spec)
-        self.spec = self.cell.to_dict()  # the JSON view: what records and modes read
+    def __init__(self, spec: CellSpec, work: Path):
+        self.cell = spec
+        self.spec = spec.to_dict()  # the JSON view: what records and modes read
         self.work = Path(work)
         self.journal = Journal(self.work / "journal.jsonl")
         self.where = f"{self.cell.matrix or 'matrix'}: models.{self.cell.model['name']}"
         self.mode = mode_for(self.cell.mode)
-        self._compat = None
 
     # Paddle is imported lazily so that a resumed worker whose stages are all done costs
     # nothing, and so that import failures are recorded like any other error.
     @property
-    def compat(self):
-        if self._compat is None:
-            from . import compat
+    def paddle_api(self):
+        from . import paddle_api
 
-            self._compat = compat
-        return self._compat
+        return paddle_api
 
     @property
     def paddle(self):
-        return self.compat.paddle
+        return self.paddle_api.paddle
+
+    @property
+    def saved(self):
+        """``jit.save`` and the program it wrote (``paddle_api.export``)."""
+        from .paddle_api import export
+
+        return export
+
+    @property
+    def predictors(self):
+        """Predictors built and run (``paddle_api.predictor``)."""
+        from .paddle_api import predictor
+
+        return predictor
 
     def plan(self, setup: Dict[str, Any]) -> List[StagePlan]:
         cell = self.cell
@@ -48,12 +61,13 @@ class CellContext:
         return plan_stages(session["device"], session["backend"], session["precision"],
                            setup["export"]["format"], options, quantized=cell.mode in QUANTIZED_MODES)
 
-    def tolerance(self, precision: str, label: Optional[str] = None) -> Dict[str, float]:
-        """The precision's tolerance with the matrix's per-output override for ``label``."""
-        tol = dict(self.cell.tolerances[precision])
-        if label is not None:
-            tol.update((self.cell.output_tolerances or {}).get(precision, {}).get(label, {}))
-        return tol
+    def tolerance(self, plan: StagePlan, label: Optional[str] = None) -> Tolerance:
+        """The tolerance a stage's comparison uses, with the matrix's per-output override for ``label``."""
+        precision = Precision(plan.tolerance_precision).value
+        tol = Tolerance.of(self.cell.tolerances[precision])
+        if label is None:
+            return tol
+        return tol.overridden((self.cell.output_tolerances or {}).get(precision, {}).get(label))
 
     @staticmethod
     def file(kind: str, shape: int = 0) -> str:

@@ -13,17 +13,18 @@ from typing import Any, Dict
 
 import numpy as np
 
-from ..shared.backends import DeployOptions, Requirement, named_configs, program_format
+from ..shared.backends import BF16_CPU, GPU, TENSORRT, DeployOptions, named_configs, program_format
+from ..shared.compare import Tolerance
 from ..shared.causes import paddle_message
 from ..shared.errors import UserError
 from ..shared.inputs import InputSpec, synthesize
 
 
-def _inputs(compat: Any, predictor: Any, request: Dict[str, Any]) -> Dict[str, np.ndarray]:
+def _inputs(predictor: Any, request: Dict[str, Any]) -> Dict[str, np.ndarray]:
     if request.get("inputs"):
         return dict(np.load(request["inputs"]))
     specs = []
-    for name in compat.input_names(predictor):
+    for name in predictor.get_input_names():
         handle = predictor.get_input_handle(name)
         shape = request["shapes"].get(name) or list(handle.shape())
         if any(d < 1 for d in shape):
@@ -37,40 +38,45 @@ def _inputs(compat: Any, predictor: Any, request: Dict[str, Any]) -> Dict[str, n
     return synthesize(specs, request.get("seed", 0))
 
 
-def _unmet(compat: Any, config: Any) -> str:
+def _unmet(config: Any) -> str:
+    from .paddle_api import unmet
+
     needs = []
     if config.bf16:
-        needs.append(Requirement.BF16_CPU)
+        needs.append(BF16_CPU)
     if config.device == "gpu":
-        needs.append(Requirement.GPU)
+        needs.append(GPU)
     if config.trt is not None:
-        needs.append(Requirement.TENSORRT)
-    return "; ".join(filter(None, (compat.unmet(n) for n in needs)))
+        needs.append(TENSORRT)
+    return "; ".join(filter(None, (unmet(n) for n in needs)))
 
 
 def main(request_path: Path, out: Path) -> int:
     request = json.loads(Path(request_path).read_text())
     try:
-        from . import compat, layerwise
+        from . import layerwise
+        from .paddle_api import pir_default
+        from .paddle_api.config import make_config
+        from .paddle_api.predictor import create_predictor
 
         candidates = [Path(p) for p in request["model"]["candidates"]]
-        preferred = ".json" if compat.pir_default() else ".pdmodel"
+        preferred = ".json" if pir_default() else ".pdmodel"
         program = next((p for p in candidates if p.suffix == preferred), candidates[0])
         files = {"program": str(program), "params": str(program.with_suffix(".pdiparams")),
                  "format": program_format(program)}
         named = named_configs(files["format"], DeployOptions())
         try:
-            probe = compat.create_predictor(compat.make_config(files, named["baseline"]))
+            probe = create_predictor(make_config(files, named["baseline"]))
         except Exception as exc:  # a truncated or corrupt file: the user's input, in Paddle's words
             raise UserError(f"--model-dir: Paddle cannot load {program.name} with {Path(files['params']).name} "
                             f"({paddle_message(exc)}); re-export the model or point at an intact copy.") from None
-        feeds = _inputs(compat, probe, request)
+        feeds = _inputs(probe, request)
         del probe
         unmet = {side: reason for side, reason in
-                 ((side, _unmet(compat, named[request[f"{side}_name"]])) for side in ("base", "test")) if reason}
+                 ((side, _unmet(named[request[f"{side}_name"]])) for side in ("base", "test")) if reason}
         result = layerwise.run_diff(files, feeds, named[request["base_name"]], named[request["test_name"]],
                                     Path(out) / "dump",
-                                    {k: request[k] for k in ("atol", "rtol", "scaled_atol") if k in request},
+                                    Tolerance.of({k: request[k] for k in ("atol", "rtol", "scaled_atol") if k in request}),
                                     request.get("selection"))
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)

@@ -3,7 +3,7 @@ cell-side command.
 
 ``import paddle`` costs 1–4 s and every cell, hazard probe and portability load paid it in a
 fresh interpreter. The fork server pays it once per environment: it imports the cell side
-(``harness.cell.compat`` imports paddle), then for each request forks a child that runs the cell
+(``harness.cell.paddle_api`` imports paddle), then for each request forks a child that runs the cell
 side's own entry (``harness.cell.__main__``) exactly as ``python -m harness.cell <args>`` would
 (own session and process group, its stdout and stderr appended to the request's log, ``os._exit``
 with the command's exit code). The children stay separate processes: a crash, a timeout kill or a
@@ -31,7 +31,7 @@ from typing import Any, Dict, List
 
 from harness.shared.protocol import die_with_parent
 
-PRELOAD = ("harness.cell.compat", "harness.cell.lifecycle")
+PRELOAD = ("harness.cell.paddle_api", "harness.cell.lifecycle")
 
 
 def _child(args: List[str], log: str, protocol_fds: List[int]) -> None:

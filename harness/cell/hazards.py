@@ -27,7 +27,7 @@ from ..shared.backends import LEGACY, PIR
 from ..shared.causes import paddle_message
 from ..shared.records import atomic_write_json
 from ..shared.vocab import HAZARD
-from .compat import paddle
+from .paddle_api import paddle
 
 CLEAR = "clear"  # probed: the combination works in this version
 
@@ -100,19 +100,18 @@ class ProbeNet(paddle.nn.Layer):
 
 
 def _probe_model(paddle: Any, folder: Path) -> Dict[str, str]:
-    from . import compat
+    from .paddle_api.export import export
 
     paddle.seed(0)
     layer = ProbeNet()
     layer.eval()
     spec = [paddle.static.InputSpec([None, 3, 8, 8], "float32", "image")]
-    return compat.export(layer, spec, folder / "probe")
+    return export(layer, spec, folder / "probe")
 
 
 def probe(device: str, backend: str) -> Dict[str, Any]:
-    from . import compat
+    from .paddle_api import paddle_infer, predictor as paddle_predictor
 
-    paddle = compat.paddle
     feeds = {"image": np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype("float32")}
     results: List[Dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="harness-hazards-") as tmp:
@@ -120,12 +119,12 @@ def probe(device: str, backend: str) -> Dict[str, Any]:
         fmt = files["format"]
         for hazard in applicable(device, backend, fmt):
             entry = {"id": hazard.id, "calls": hazard.calls, "issue": hazard.issue, "format": fmt}
-            config = compat.paddle_infer.Config(files["program"], files["params"])
+            config = paddle_infer.Config(files["program"], files["params"])
             try:
                 hazard.configure(config, fmt)
-                with compat.captured_native_output():
-                    predictor = compat.create_predictor(config)
-                    compat.run_predictor(predictor, feeds)
+                with paddle_predictor.captured_native_output():
+                    predictor = paddle_predictor.create_predictor(config)
+                    paddle_predictor.run_predictor(predictor, feeds)
             except Exception as exc:
                 traceback.print_exc()
                 entry.update(status=HAZARD, message=paddle_message(exc))

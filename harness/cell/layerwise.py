@@ -85,10 +85,10 @@ def is_bfloat16(tensor: Any) -> bool:
 
 def dump(predictor: Any, feeds: Dict[str, np.ndarray], out_dir: Path) -> Dict[str, Any]:
     """Run once plain, once hooked; every hooked tensor goes straight to ``out_dir``."""
-    from . import compat
+    from .paddle_api import predictor as paddle_predictor
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    _, plain = compat.run_predictor(predictor, feeds)
+    _, plain = paddle_predictor.run_predictor(predictor, feeds)
     index: List[Dict[str, Any]] = []
 
     def hook(op_type: str, var_name: str, tensor: Any) -> None:
@@ -108,8 +108,8 @@ def dump(predictor: Any, feeds: Dict[str, np.ndarray], out_dir: Path) -> Dict[st
         index.append({"op": op_type, "raw": var_name, "layout": str(layout), "shape": list(array.shape),
                       "dtype": stored, "file": path.name})
 
-    compat.register_output_hook(predictor, hook)
-    _, hooked = compat.run_predictor(predictor, feeds)
+    paddle_predictor.register_output_hook(predictor, hook)
+    _, hooked = paddle_predictor.run_predictor(predictor, feeds)
     same = len(plain) == len(hooked) and all(
         a.shape == b.shape and np.array_equal(a, b, equal_nan=True) for a, b in zip(plain, hooked))
     (out_dir / "index.json").write_text(json.dumps(index))
@@ -404,14 +404,14 @@ def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base: Predicto
 
     Memory optimization is off in both runs: it reuses variables, so a hooked name would hold
     several tensors in turn."""
-    from . import compat
+    from .paddle_api import config as paddle_config, predictor as paddle_predictor
 
     started = time.perf_counter()
     dumps = {}
     shapes = {k: list(v.shape) for k, v in feeds.items()}
     for side, cfg in (("base", base), ("test", test)):
-        config = compat.make_config(files, cfg.replace(memory=False), shapes)
-        predictor = compat.create_predictor(config)
+        config = paddle_config.make_config(files, cfg.replace(memory=False), shapes)
+        predictor = paddle_predictor.create_predictor(config)
         dumps[side] = dump(predictor, feeds, out_dir / side)
         del predictor  # one predictor alive at a time
     base_index, test_index = dumps["base"]["index"], dumps["test"]["index"]
@@ -440,12 +440,12 @@ def diff_against_paddle(files: Dict[str, str], feeds: Dict[str, np.ndarray], bas
     ``test``: ``dump_test(folder)`` writes that runtime's tensors (``{"index", "outputs",
     "hooks_changed_output"}``), ``pair(base_index, test_index)`` matches them. Written to
     ``out/result.json`` as ``run_diff``'s result is."""
-    from . import compat
+    from .paddle_api import config as paddle_config, predictor as paddle_predictor
 
     started = time.perf_counter()
     folder = out / "dump"
     shapes = {k: list(v.shape) for k, v in feeds.items()}
-    predictor = compat.create_predictor(compat.make_config(files, base.replace(memory=False), shapes))
+    predictor = paddle_predictor.create_predictor(paddle_config.make_config(files, base.replace(memory=False), shapes))
     paddle_side = dump(predictor, feeds, folder / "base")
     del predictor
     other = dump_test(folder / "test")

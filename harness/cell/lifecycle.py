@@ -33,14 +33,14 @@ from .context import CellContext
 
 
 class Cell:
-    def __init__(self, spec: "Dict[str, Any] | CellSpec", work: Path):
+    def __init__(self, spec: CellSpec, work: Path):
         self.ctx = CellContext(spec, work)
 
     def machine(self) -> Dict[str, Any]:
         """The machine as this environment sees it (inside its container, if any), with the ISA
         oneDNN chose; without oneDNN's word when Paddle itself could not be imported."""
         try:
-            return self.ctx.compat.machine()
+            return self.ctx.paddle_api.machine()
         except Exception as exc:  # Paddle failed to import: the setup's error says why
             from ..shared.machine import describe
 

@@ -22,15 +22,16 @@ from ..shared.spec import OUTPUTS
 
 
 def main(program: Path, params: "Path | None", inputs: Path, out: Path) -> int:
-    from . import compat
+    from .paddle_api.config import make_config
+    from .paddle_api.predictor import create_predictor, run_predictor
 
     feeds = dict(np.load(inputs))
     fmt = program_format(program)
     try:
-        config = compat.make_config({"program": str(program), "params": str(params) if params else "", "format": fmt},
+        config = make_config({"program": str(program), "params": str(params) if params else "", "format": fmt},
                                     named_configs("legacy", DeployOptions())["baseline"])
-        predictor = compat.create_predictor(config)
-        names, outputs = compat.run_predictor(predictor, feeds)
+        predictor = create_predictor(config)
+        names, outputs = run_predictor(predictor, feeds)
     except Exception as exc:
         traceback.print_exc()
         print(paddle_message(exc), file=sys.stderr)

@@ -51,7 +51,7 @@ class TrainMode:
     def before_paddle(self) -> None:
         """Runs before the cell imports Paddle (some combinations need an import order)."""
 
-    def unsupported(self, compat: Any) -> Optional[str]:
+    def unsupported(self, api: Any) -> Optional[str]:
         """Why this mode cannot run in this Paddle build or on this machine, or None."""
         return None
 
@@ -62,8 +62,8 @@ class TrainMode:
     def train(self, paddle: Any, layer: Any, call_args: List[Any], steps: int, seed: int) -> List[float]:
         return lite_train(paddle, layer, call_args, steps, seed)
 
-    def export(self, compat: Any, layer: Any, input_spec: List[Any], prefix: Path) -> Dict[str, str]:
-        return compat.export(layer, input_spec, prefix)
+    def export(self, saved: Any, layer: Any, input_spec: List[Any], prefix: Path) -> Dict[str, str]:
+        return saved.export(layer, input_spec, prefix)
 
 
 class Declared(TrainMode):
@@ -73,7 +73,7 @@ class Declared(TrainMode):
         super().__init__()
         self.name = name
 
-    def unsupported(self, compat: Any) -> Optional[str]:
+    def unsupported(self, api: Any) -> Optional[str]:
         from .. import __version__
 
         return f"train mode {self.name} is declared in the schema but not run by harness {__version__} yet"
@@ -114,8 +114,8 @@ class Amp(TrainMode):
         self.check(paddle, layer, call_args)
         return lite_train(paddle, layer, call_args, steps, seed, amp=self)
 
-    def export(self, compat: Any, layer: Any, input_spec: List[Any], prefix: Path) -> Dict[str, str]:
-        return compat.export(layer, input_spec, prefix)
+    def export(self, saved: Any, layer: Any, input_spec: List[Any], prefix: Path) -> Dict[str, str]:
+        return saved.export(layer, input_spec, prefix)
 
 
 class Qat(TrainMode):
@@ -134,10 +134,10 @@ class Qat(TrainMode):
         self.qat = QAT(QuantConfig(activation=quanter, weight=quanter))
         return self.qat.quantize(layer, inplace=True)
 
-    def export(self, compat: Any, layer: Any, input_spec: List[Any], prefix: Path) -> Dict[str, str]:
+    def export(self, saved: Any, layer: Any, input_spec: List[Any], prefix: Path) -> Dict[str, str]:
         # Not in place: the fake-quant layer stays the consistency reference.
         converted = self.qat.convert(layer, inplace=False)
-        return compat.export(converted, input_spec, prefix)
+        return saved.export(converted, input_spec, prefix)
 
 
 PACT_CONFIG = {
@@ -177,8 +177,8 @@ class Pact(TrainMode):
         self.quanter.quantize(layer)
         return layer
 
-    def export(self, compat: Any, layer: Any, input_spec: List[Any], prefix: Path) -> Dict[str, str]:
-        paddle = compat.paddle
+    def export(self, saved: Any, layer: Any, input_spec: List[Any], prefix: Path) -> Dict[str, str]:
+        paddle = saved.paddle
         prefix.parent.mkdir(parents=True, exist_ok=True)
         self.quanter.save_quantized_model(layer, str(prefix), input_spec=input_spec)
         if not paddle.in_dynamic_mode():
@@ -186,7 +186,7 @@ class Pact(TrainMode):
                                              "(paddle.in_dynamic_mode() is False afterwards)",
                                   "workaround": "paddle.disable_static() after saving"})
             paddle.disable_static()
-        return compat.model_files(prefix)
+        return saved.model_files(prefix)
 
 
 IMPORT_PROBE_TIMEOUT = 60.0

@@ -45,7 +45,7 @@ from ..shared.compare import compare_tol
 from ..shared.spec import OUTPUTS
 from ..shared.vocab import Analysis, Reference, Stage, Status
 from .context import CellContext
-from .runtimes import runtime
+from .runtime import runtime
 from .structure import build_call_args, flatten_tensors
 
 # Ops every program has (feeding, fetching, parameters): never "the op".
@@ -376,7 +376,7 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
     engine = runtime(plan.runtime)
     cause = engine.cause_words(str(stage.get("message", "")))  # the runtime's own words of the cause
     reference_plan = plans.get(Stage.BASELINE.value) if plan.reference == Reference.BASELINE else None
-    tolerance = ctx.tolerance(plan.precision)
+    tolerance = ctx.tolerance(plan)
     calls = capture(paddle, model, call_args)
     folder = ctx.work / "reduction"
     counter = [0]
@@ -386,7 +386,7 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
         with paddle.no_grad():
             traced = [t.numpy() for t in unique_tensors(paddle, piece(*[paddle.to_tensor(a) for a in arrays]))]
         exports[0] += 1
-        return ctx.compat.export(piece, _specs(paddle, arrays), where / "model"), arrays, traced
+        return ctx.saved.export(piece, _specs(paddle, arrays), where / "model"), arrays, traced
 
     def reproduces(paths: List[str]) -> Trial:
         counter[0] += 1

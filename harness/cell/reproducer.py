@@ -36,7 +36,7 @@ from ..shared.notes import clip
 from ..shared.spec import OUTPUTS
 from ..shared.vocab import SETUP, Analysis, Status
 from .context import CellContext
-from .runtimes import runtime
+from .runtime import runtime
 from .stages import stage_reference
 
 SCRIPT = "repro.py"
@@ -72,12 +72,12 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
         if piece:
             shutil.copyfile(piece["expected"], folder / "expected.npz")
             reference = plan.reference  # what the reduction held the piece to, as the stage
-            tolerances = [ctx.tolerance(plan.precision)] * piece["outputs"]
+            tolerances = [ctx.tolerance(plan)] * piece["outputs"]
         else:
             labels = setup["outputs"]
             reference, arrays, _ = stage_reference(ctx, plan, labels, shape)  # what the stage was compared with
             OUTPUTS.save(folder / "expected.npz", arrays)
-            tolerances = [ctx.tolerance(plan.precision, label) for label in labels]
+            tolerances = [ctx.tolerance(plan, label) for label in labels]
         expected = {"reference": str(reference), "tolerances": tolerances}
     (folder / SCRIPT).write_text(_script(engine.reproducer_imports, run_lines, expected), encoding="utf-8")
     shapes = {name: list(array.shape) for name, array in feeds.items()}

@@ -102,16 +102,16 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     t0 = time.perf_counter()
     check_mode_packages(ctx)
     ctx.mode.before_paddle()
-    compat = ctx.compat
+    api = ctx.paddle_api
     paddle = ctx.paddle
     timings["import"] = time.perf_counter() - t0
-    info = compat.paddle_info()
+    info = api.paddle_info()
 
-    reason = ctx.mode.unsupported(compat)
-    if reason is None and cell.mode_requires_device == "gpu" and not compat.gpu_available():
+    reason = ctx.mode.unsupported(api)
+    if reason is None and cell.mode_requires_device == "gpu" and not api.gpu_available():
         reason = f"train mode {cell.mode} needs a GPU"
     family = cell.model.get("family")
-    if reason is None and family and not compat.at_least(family.get("requires_paddle")):
+    if reason is None and family and not api.at_least(family.get("requires_paddle")):
         reason = (f"model family {family['name']} ({', '.join(family['packages'])}) needs Paddle >= "
                   f"{family['requires_paddle']}; this environment has {paddle.__version__}")
     if reason is None and family:
@@ -143,7 +143,7 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     timings["dygraph"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    files = phase("export", lambda: ctx.mode.export(compat, layer, input_spec, ctx.work / "export" / "model"))
+    files = phase("export", lambda: ctx.mode.export(ctx.saved, layer, input_spec, ctx.work / "export" / "model"))
     timings["export"] = time.perf_counter() - t
     if not outputs:
         raise UserError(f"{ctx.where}.factory: the model's forward returns no tensor; return a tensor, list or dict of tensors.")
@@ -171,7 +171,7 @@ def setup_from_capture(ctx: CellContext, capture: Path) -> Dict[str, Any]:
     the ladder then runs as for any cell (``baseline`` is the export's consistency check)."""
     t0 = time.perf_counter()
     meta = json.loads((capture / "meta.json").read_text(encoding="utf-8"))
-    info = ctx.compat.paddle_info()
+    info = ctx.paddle_api.paddle_info()
     source = {"source": "tipc", "command": meta.get("argv"), "cwd": meta.get("cwd"),
               "saved_to": meta.get("saved_to"), "layer": meta.get("layer"), "capture": str(capture)}
     if meta.get("error"):
@@ -211,7 +211,7 @@ def train(ctx: CellContext, layer: Any, input_spec: List[Any], arrays: Dict[str,
     else a lite training in the mode (saved for the other cells); the layer in eval."""
     paddle = ctx.paddle
     paddle.seed(ctx.cell.seed)
-    ctx.compat.set_flags_for_determinism()
+    ctx.paddle_api.set_flags_for_determinism()
     layer = ctx.mode.prepare(paddle, layer)
     weights = load_checkpoint(ctx, layer)
     losses: List[float] = []

@@ -13,12 +13,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..shared.backends import StagePlan
+from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
 from ..shared.compare import compare_tol, worst
-from ..shared.vocab import SETUP, Reference, Stage, Status
+from ..shared.vocab import SETUP, Precision, Reference, Stage, Status
 from .context import CellContext
-from .runtimes import runtime
+from .runtime import runtime
 
 # What a low-precision stage's ops must produce somewhere for the precision to have run.
 LOW_PRECISION_DTYPES = {"int8": ("int8", "uint8"), "bf16": ("bfloat16", "uint16"), "fp16": ("float16",)}
@@ -31,8 +31,9 @@ def same_program(evidence: Dict[str, Any], reference: Dict[str, Any]) -> bool:
 
 
 def planned(plan: StagePlan, **fields: Any) -> Dict[str, Any]:
-    return {"reference": plan.reference, "precision": plan.precision, "lever": plan.lever,
-            "config": plan.config.to_dict(), **fields}
+    judged = {"tolerance_of": plan.tolerance_of} if plan.tolerance_of else {}
+    return {"reference": plan.reference, "precision": plan.precision, **judged, "lever": plan.lever,
+            "runtime": plan.runtime, "config": plan.config.to_dict(), **fields}
 
 
 def unmet(plan: StagePlan) -> Optional[str]:
@@ -79,13 +80,13 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
         ctx.save_outputs(ctx.file("baseline"), got)
     outputs = {}
     for i, label in enumerate(labels):
-        stats = compare_tol(reference[i], got[i], ctx.tolerance(plan.precision, label))
+        stats = compare_tol(reference[i], got[i], ctx.tolerance(plan, label))
         stats["predictor_name"] = out_names[i]
         outputs[label] = stats
     result.update(outputs=outputs, worst=worst(outputs), status=stage_status(plan, outputs, evidence, baseline))
     unrun = low_precision_note(plan, evidence)
     if result["status"] is Status.NOOP and unrun:
-        note = f"{unrun}: its pass says nothing about {plan.config.low_precision}"
+        note = f"{unrun}: its pass says nothing about {plan.precision}"
     elif result["status"] is Status.NOOP and evidence.get("not_as_claimed"):
         note = evidence["not_as_claimed"]
     elif result["status"] is Status.NOOP:
@@ -123,7 +124,7 @@ def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tu
         if plan.name == Stage.BASELINE.value:
             ctx.save_outputs(ctx.file("baseline", k), got)
         reference_name, reference, note = stage_reference(ctx, plan, labels, k)
-        outputs = {label: compare_tol(reference[i], got[i], ctx.tolerance(plan.precision, label))
+        outputs = {label: compare_tol(reference[i], got[i], ctx.tolerance(plan, label))
                    for i, label in enumerate(labels)}
         statuses = {Status.of(o["status"]) for o in outputs.values()}
         status = Status.FAIL if Status.FAIL in statuses else Status.VACUOUS if Status.VACUOUS in statuses else Status.PASS
@@ -176,11 +177,11 @@ def stage_status(plan: StagePlan, outputs: Dict[str, Dict[str, Any]], evidence: 
 
 
 def low_precision_note(plan: StagePlan, evidence: Dict[str, Any]) -> str:
-    """The config claims a low precision; the op outputs say whether it ran. (TensorRT engines
+    """The stage claims a low precision; the op outputs say whether it ran. (TensorRT engines
     hide their layers from the hook: their evidence is the engine op.)"""
-    claimed = plan.config.low_precision
+    claimed = Precision(plan.precision).value
     produced = evidence.get("output_dtypes", {})
-    if not claimed or plan.config.trt or any(d in LOW_PRECISION_DTYPES.get(claimed, ()) for d in produced):
+    if claimed == Precision.FP32 or not plan.dtypes_visible or any(d in LOW_PRECISION_DTYPES.get(claimed, ()) for d in produced):
         return ""
     return (f"no op produced {'/'.join(LOW_PRECISION_DTYPES[claimed])}: the {claimed} backend ran this "
             f"program in {', '.join(sorted(produced))}")

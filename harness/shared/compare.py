@@ -15,21 +15,53 @@ so a pass says nothing. It is never a pass and not a fail.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
 from .vocab import Status
 
 
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    """How far an output may be from its reference, element-wise: the matrix's
+    ``[tolerances.<precision>]`` table (and a model's per-output override) as a value."""
+
+    atol: float
+    rtol: float
+    scaled_atol: float = 0.0
+
+    # The same bound as code for a standalone script (``tol``: ``to_dict()``, ``want``: the
+    # reference array), so a reproducer judges exactly as ``compare_arrays`` does.
+    ALLOWED_CODE = ('tol["atol"] + tol.get("scaled_atol", 0.0) * np.abs(want[np.isfinite(want)]).max(initial=0.0)'
+                    ' + tol["rtol"] * np.abs(want)')
+
+    @classmethod
+    def of(cls, table: Mapping[str, Any]) -> "Tolerance":
+        return cls(float(table["atol"]), float(table["rtol"]), float(table.get("scaled_atol", 0.0) or 0.0))
+
+    def overridden(self, table: Optional[Mapping[str, Any]]) -> "Tolerance":
+        """This tolerance with the keys a per-output override sets."""
+        if not table:
+            return self
+        return Tolerance.of({**self.to_dict(), **table})
+
+    def to_dict(self) -> Dict[str, float]:
+        out = {"atol": self.atol, "rtol": self.rtol}
+        if self.scaled_atol:
+            out["scaled_atol"] = self.scaled_atol
+        return out
+
+
 def tolerance_band(ref: np.ndarray, atol: float, rtol: float) -> np.ndarray:
     return atol + rtol * np.abs(ref)
 
 
-def compare_tol(ref: np.ndarray, got: np.ndarray, tol: Dict[str, float]) -> Dict[str, Any]:
-    """``compare_arrays`` with a tolerance table (atol, rtol, optional scaled_atol)."""
-    return compare_arrays(ref, got, tol["atol"], tol["rtol"], tol.get("scaled_atol", 0.0))
+def compare_tol(ref: np.ndarray, got: np.ndarray, tol: Tolerance) -> Dict[str, Any]:
+    """``compare_arrays`` at a ``Tolerance``."""
+    return compare_arrays(ref, got, tol.atol, tol.rtol, tol.scaled_atol)
 
 
 def describe_tolerance(stats: Dict[str, Any]) -> str:

@@ -1,7 +1,7 @@
 """One predictor configuration as a value: what a stage asks Paddle Inference to do.
 
 Plain data (no paddle) so that stage planning, records and the diff CLI share it; the cell side
-turns it into a ``paddle.inference.Config`` in exactly one place (``compat.make_config``) and
+turns it into a ``paddle.inference.Config`` in exactly one place (``harness.cell.paddle_api.config.make_config``) and
 reads the result back through Paddle's own getters, because a call can be ignored.
 
 ``None`` means "not called" (the Paddle default stands); the record keeps the value as planned
@@ -11,11 +11,10 @@ and, beside it, what Paddle reported back.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Optional, Tuple
+from types import MappingProxyType
+from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple, Type
 
 from .spec import DEFAULTS
-
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 
 # enable_use_gpu's first argument: the initial GPU memory pool in MB. Paddle grows the pool on
 # demand, so this is a start size, not a cap; 100 is what Paddle's own deploy code passes.
@@ -36,27 +35,23 @@ class TensorRT:
     disabled_ops: Tuple[str, ...] = ()
 
 
-@dataclasses.dataclass(frozen=True)
-class OnnxRuntime:
-    """An ONNX Runtime session on the program paddle2onnx converted: its graph optimization level
-    (``disabled``, ``basic``, ``extended``, ``all``: ``GraphOptimizationLevel.ORT_*``) and threads."""
+class RuntimeOptions:
+    """A runtime's own part of a stage's config (a frozen dataclass per runtime, defined by its
+    descriptor): ``key`` is the record's key for it."""
 
-    level: str = "all"
-    threads: int = 1
-    disabled_optimizers: Tuple[str, ...] = ()
+    key: ClassVar[str] = ""
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "RuntimeOptions":
+        kinds = {f.name: f.type for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in kinds})
 
 
-ORT_LEVELS = ("disabled", "basic", "extended", "all")
-
-
-@dataclasses.dataclass(frozen=True)
-class OpenVino:
-    """An OpenVINO CPU compile of the program its Paddle frontend reads: the precision hint
-    (``INFERENCE_PRECISION_HINT``; None: not set, OpenVINO's default, bf16 on bf16 CPUs) and
-    threads (``INFERENCE_NUM_THREADS``)."""
-
-    precision_hint: Optional[str] = None
-    threads: int = 1
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,23 +77,9 @@ class PredictorConfig:
     # set_mkldnn_op: the op types oneDNN may take (None: not called, every op). Whether a version
     # honours it is measured where it is used (under PIR 3.3.1 it changes nothing).
     onednn_ops: Optional[Tuple[str, ...]] = None
-    # Not Paddle Inference: the program converted by paddle2onnx, run by ONNX Runtime.
-    ort: Optional[OnnxRuntime] = None
-    # Not Paddle Inference: the program read by OpenVINO's Paddle frontend, compiled for its CPU plugin.
-    openvino: Optional[OpenVino] = None
-
-    @property
-    def low_precision(self) -> Optional[str]:
-        """The low precision this config asks a backend to run in, or None for fp32."""
-        if self.int8 or (self.trt is not None and self.trt.precision == "int8"):
-            return "int8"
-        if self.bf16 or (self.openvino is not None and self.openvino.precision_hint == "bf16"):
-            return "bf16"
-        if self.trt is not None and self.trt.precision != "fp32":
-            return self.trt.precision
-        if self.device == "gpu" and self.gpu_precision != "fp32":
-            return self.gpu_precision
-        return None
+    # Another runtime's own options (its descriptor's RuntimeOptions): the stage is not run by
+    # Paddle Inference, whose fields above then say nothing.
+    runtime_options: Optional[RuntimeOptions] = None
 
     def replace(self, **changes: Any) -> "PredictorConfig":
         return dataclasses.replace(self, **changes)
@@ -111,17 +92,24 @@ class PredictorConfig:
             data["onednn_ops"] = list(data["onednn_ops"])
         if data["trt"] is not None:
             data["trt"]["disabled_ops"] = list(data["trt"]["disabled_ops"])
-        if data["ort"] is not None:
-            data["ort"]["disabled_optimizers"] = list(data["ort"]["disabled_optimizers"])
+        data.pop("runtime_options")
+        if self.runtime_options is not None:
+            data[self.runtime_options.key] = self.runtime_options.to_dict()
         return data
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "PredictorConfig":
+    def from_dict(cls, data: Dict[str, Any],
+                  options_types: "Mapping[str, Type[RuntimeOptions]]" = MappingProxyType({})) -> "PredictorConfig":
+        """A config from its record; ``options_types``: the runtimes' options by record key (the
+        registry's ``config_from_dict`` passes them all)."""
         data = dict(data)
         trt = data.pop("trt", None)
-        ort = data.pop("ort", None)
-        openvino = data.pop("openvino", None)
-        fields = {f.name for f in dataclasses.fields(cls)}
+        runtime_options = None
+        for key, kind in options_types.items():
+            value = data.pop(key, None)
+            if value is not None:
+                runtime_options = kind.from_dict(value)
+        fields = {f.name for f in dataclasses.fields(cls)} - {"runtime_options"}
         unknown = set(data) - fields
         if unknown:
             raise ValueError(f"unknown predictor config keys {sorted(unknown)}")
@@ -132,7 +120,4 @@ class PredictorConfig:
             data["onednn_ops"] = tuple(data["onednn_ops"])
         if trt is not None:
             trt = TensorRT(**dict(trt, disabled_ops=tuple(trt.get("disabled_ops", ()))))
-        if ort is not None:
-            ort = OnnxRuntime(**dict(ort, disabled_optimizers=tuple(ort.get("disabled_optimizers", ()))))
-        openvino = OpenVino(**openvino) if openvino is not None else None
-        return cls(trt=trt, ort=ort, openvino=openvino, **data)
+        return cls(trt=trt, runtime_options=runtime_options, **data)

@@ -3,7 +3,7 @@
 
 * ``UserError``: bad input; one line naming the file, key or argument, exit code 2, no traceback.
 * ``Finding``: raised by harness code to carry what Paddle, a runtime or a converter did, in its own
-  words (a conversion paddle2onnx aborted): the stage is ``error``, and the message is a cause.
+  words (a conversion the converter aborted): the stage is ``error``, and the message is a cause.
 * ``HarnessFailure``: the harness could not build what a stage, a trial or a step needs (a program
   for a runtime, a reduction piece, a file of its own that is gone): the stage is ``untestable``,
   counted apart, never a cause, never searched or reduced.
@@ -18,14 +18,20 @@ from __future__ import annotations
 import re
 import traceback
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Tuple
 
 HARNESS_ROOT = Path(__file__).resolve().parents[1]
 # Model code the harness ships (built-in and zoo factories): the model's, not the harness's.
 MODEL_CODE = HARNESS_ROOT / "models"
-# Packages whose frames make an exception theirs: Paddle and the runtimes and converters it meets.
-OTHERS = ("paddle", "paddle2onnx", "onnxruntime", "onnx", "openvino", "paddleslim", "paddlex", "paddleclas",
-          "polygraphy", "tensorrt")
+# Packages whose frames make an exception theirs: Paddle and what it brings (the suites, TensorRT),
+# and every registered runtime's (``others``).
+PADDLE_SIDE = ("paddle", "paddleslim", "paddlex", "paddleclas", "polygraphy", "tensorrt")
+
+
+def others() -> Tuple[str, ...]:
+    from .runtime import REGISTRY
+
+    return PADDLE_SIDE + REGISTRY.packages()
 # Paddle's C++ errors reach Python through a call in the harness's own frame, and always carry
 # their category or traceback words; an op that raised while Paddle ran or traced a program comes
 # wrapped in Paddle's "In user code:" / "In transformed code:": those are Paddle's, whatever frame
@@ -55,7 +61,7 @@ class HarnessFailure(Exception):
 
 def _owner(filename: str, harness_roots: Iterable[Path]) -> Optional[str]:
     path = Path(filename)
-    if any(part in OTHERS for part in path.parts) and "site-packages" in path.parts:
+    if "site-packages" in path.parts and any(part in others() for part in path.parts):
         return "other"
     if path.is_relative_to(MODEL_CODE):
         return "model"
@@ -75,7 +81,7 @@ def harness_made(exc: BaseException, harness_roots: Iterable[Path] = ()) -> Opti
     if isinstance(exc, (Finding, UserError)):
         return None
     module = type(exc).__module__.split(".")[0]
-    if module in OTHERS or PADDLE_WORDS.search(str(exc)):
+    if module in others() or PADDLE_WORDS.search(str(exc)):
         return None
     roots = list(harness_roots)
     frames = traceback.extract_tb(exc.__traceback__)

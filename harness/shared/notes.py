@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from .compare import describe_tolerance
+from .runtime import REGISTRY
 from .vocab import Status
 
 
@@ -48,17 +49,14 @@ def stage_note(stage: Dict[str, Any]) -> str:
 
 
 def evidence_note(stage: Dict[str, Any]) -> str:
+    """What a stage ran, in the words of its runtime's descriptor (the stage record names its
+    runtime); Paddle Inference's: the passes its build ran and the ops it executed."""
     evidence = stage.get("evidence") or {}
     if not evidence:
         return ""
-    if "converted" in evidence:  # ONNX Runtime: the converted graph and what the session made of it
-        providers = ",".join(p.replace("ExecutionProvider", "") for p in evidence.get("providers") or []) or "?"
-        return (f"opset {evidence.get('opset')}, {evidence['converted'].get('nodes')} → {evidence.get('ops', '?')} "
-                f"nodes, {providers}")
-    if "runtime_precisions" in evidence:  # OpenVINO: what the plugin's nodes ran in
-        hint = (evidence.get("config_read_back") or {}).get("INFERENCE_PRECISION_HINT")
-        ran = ", ".join(f"{v} {k}" for k, v in sorted(evidence["runtime_precisions"].items()) if k != "?")
-        return f"hint {hint}; {evidence.get('ops', '?')} nodes: {ran}"
+    own = REGISTRY.evidence_note(stage.get("runtime"), evidence)
+    if own:
+        return own
     return f"{len(evidence.get('passes') or [])} passes, {evidence.get('ops', '?')} ops"
 
 
@@ -70,8 +68,8 @@ def analysis_note(kind: str, result: Dict[str, Any]) -> str:
     if kind == "bisect":
         if status is Status.SKIP:
             return f"{stage}: {result.get('message', '')}"
-        what = {"passes": "IR passes", "tensorrt_ops": "TensorRT op types",
-                "ort_optimizers": "ONNX Runtime optimizers"}.get(result.get("kind"), result.get("kind"))
+        space = REGISTRY.search_space(str(result.get("kind")))
+        what = space.what if space else result.get("kind")
         culprits = " + ".join(", ".join(s) for s in [result.get("culprits") or []] + (result.get("also_fixed_by") or [])
                               if s) or "none"
         follow = f" + {result['follow_up_builds']} to look for another" if result.get("follow_up_builds") else ""

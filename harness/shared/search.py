@@ -217,7 +217,7 @@ def _first_valid(fixed_below, t, low, high):
 class Alternatives:
     """Other culprit sets whose disabling alone fixes the output, the found ones kept enabled:
     the failure then needs all of them together (one transformer makes the pattern another
-    rewrites, e.g. ONNX Runtime's identity elimination before its Div/Mul fusion)."""
+    rewrites, e.g. a runtime's identity elimination before its Div/Mul fusion)."""
 
     sets: List[List[str]]
     builds: int

@@ -4,7 +4,7 @@ What it reads depends on the program's format, as deployments reach it: a legacy
 (Paddle 2.6) through OpenVINO's Paddle frontend; a PIR ``.json`` (Paddle 3), which that frontend
 cannot read (OpenVINO issue #30911), through the ONNX paddle2onnx makes of it — the route PaddleX's
 high-performance inference takes, and the same conversion ONNX Runtime's sessions use
-(``onnx_conversion``; its failures are the converter's findings, in its words). Measured at 3.3.1 on
+(``harness.runtimes.onnxruntime.conversion``; its failures are the converter's findings, in its words). Measured at 3.3.1 on
 the built-in models: an export in a fresh interpreter with ``FLAGS_enable_pir_api=0`` (the other
 route) raises in dy2static for the detector and the encoder ("In transformed code"), while
 paddle2onnx converts both; the stage's evidence says which route it took (``program_read``).
@@ -27,19 +27,29 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...shared.backends import Requirement, StagePlan
+from ...cell.runtime import Runtime, Session
+from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig
 from ...shared.errors import Finding
-from . import onnx_conversion
-from .base import Runtime, Session
+from ...shared.runtime import Requirement, StagePlan
+from ..onnxruntime import PADDLE2ONNX
+from ..onnxruntime import conversion as onnx_conversion
+from . import OPENVINO, OpenVinoOptions
 
 # OpenVINO's element type names as the dtype names the stage checks use.
 DTYPE_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "i8": "int8", "u8": "uint8",
                "i32": "int32", "i64": "int64"}
 
 
+def ov_options(config: PredictorConfig) -> OpenVinoOptions:
+    options = config.runtime_options
+    if not isinstance(options, OpenVinoOptions):
+        raise TypeError(f"an OpenVINO stage's config carries {type(options).__name__}, not OpenVinoOptions")
+    return options
+
+
 def _properties(config: PredictorConfig) -> Dict[str, Any]:
-    ov = config.openvino
+    ov = ov_options(config)
     properties: Dict[str, Any] = {"INFERENCE_NUM_THREADS": ov.threads, "NUM_STREAMS": 1}
     if ov.precision_hint:
         properties["INFERENCE_PRECISION_HINT"] = ov.precision_hint
@@ -101,12 +111,12 @@ class OpenVino(Runtime):
     reproducer_imports = "import openvino as ov\n"
 
     def unmet(self, requirement: Requirement) -> Optional[str]:
-        if requirement is Requirement.PADDLE2ONNX:
+        if requirement == PADDLE2ONNX:
             return onnx_conversion.unmet()
-        if requirement is not Requirement.OPENVINO:
-            from .. import compat
+        if requirement != OPENVINO:
+            from ...cell import paddle_api
 
-            return compat.unmet(requirement)
+            return paddle_api.unmet(requirement)
         try:
             import openvino  # noqa: F401
         except Exception as exc:
@@ -155,8 +165,8 @@ class OpenVino(Runtime):
             "output_dtypes": {DTYPE_NAMES.get(k, k): v for k, v in precisions.items()},
         }
         lower = {k: v for k, v in precisions.items() if k in ("bf16", "f16")}
-        asked = config.openvino.precision_hint
-        if config.low_precision is None and lower:
+        asked = ov_options(config).precision_hint
+        if asked != "bf16" and lower:  # the stage claims fp32
             evidence["not_as_claimed"] = (
                 f"OpenVINO ran {', '.join(f'{v} nodes in {k}' for k, v in lower.items())} (its precision hint "
                 f"reads back {hint}{'' if asked else ', the default on this CPU'}): this stage says nothing "
@@ -184,14 +194,14 @@ class OpenVino(Runtime):
         return [f"properties = {_properties(config)!r}"]
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
+                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> Dict[str, Any]:
         """Paddle's predictor at ``base`` (every op output hooked) against OpenVINO's model at
         ``test`` with every named op output added as a model output, paired by what names it: the
         Paddle variable name the Paddle frontend keeps, or paddle2onnx's op-occurrence name in a
         converted PIR program. Extra outputs can keep the plugin from fusing across them: the
         marked run's final outputs are compared with a plain compile's, and a difference is said
         (``hooks_changed_output``)."""
-        from .. import layerwise
+        from ...cell import layerwise
 
         return layerwise.diff_against_paddle(files, feeds, base, test, tolerance, out,
                                              lambda folder: self._dump_marked(files, test, feeds, folder, out / "session"),
@@ -201,7 +211,7 @@ class OpenVino(Runtime):
                      out_dir: Path, scratch: Path) -> Dict[str, Any]:
         import openvino as ov
 
-        from .. import layerwise
+        from ...cell import layerwise
 
         _, plain = self.session(files, config, feeds, scratch).run(feeds)
         core = ov.Core()

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import abc
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
-from ...shared.backends import Requirement, SearchSpace, StagePlan
-from ...shared.config import PredictorConfig
+from ..shared.compare import Tolerance
+from ..shared.config import PredictorConfig
+from ..shared.runtime import REGISTRY, Requirement, SearchSpace, StagePlan
 
 
 class Session(abc.ABC):
@@ -77,15 +78,31 @@ class Runtime(abc.ABC):
 
     def cause_words(self, message: str) -> str:
         """The words of a stage's error its reproducer, run alone, prints (normalized)."""
-        from ...shared.causes import stage_cause
+        from ..shared.causes import stage_cause
 
         return stage_cause(message)[:120]
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
+                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> Dict[str, Any]:
         """Every intermediate tensor of this runtime's session at ``test`` matched with Paddle
         Inference's at ``base`` (the baseline's config) and compared: the per-tensor table."""
         raise NotImplementedError(f"the per-tensor diff is not written for {self.name} yet")
 
 
-__all__ = ["Runtime", "Session", "SearchSpace"]
+_LOADED: Dict[str, Runtime] = {}
+
+
+def runtime(name: str) -> Runtime:
+    """The runtime a stage plan names, one instance per process: its cell module, as its
+    descriptor names it, imported when a stage first asks (a runtime's packages are only in the
+    environments of the sessions that use it)."""
+    if name not in _LOADED:
+        import importlib
+
+        module, _, attr = REGISTRY.cell_module(name).partition(":")
+        cls: Type[Runtime] = getattr(importlib.import_module(module), attr)
+        _LOADED[name] = cls()
+    return _LOADED[name]
+
+
+__all__ = ["Runtime", "Session", "SearchSpace", "runtime"]

@@ -1,16 +1,14 @@
-"""Stage planning, backends, vocabulary and causes: plain code, no Paddle."""
+"""The Paddle ladder (``harness.shared.backends``): stage plans per format, backend and precision; plain code."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-
-from harness.shared.backends import (DeployOptions, Requirement, SearchSpace, backend_for, named_configs,
-                                     plan_by_name, plan_stages)
-from harness.shared.causes import cause_of, group
+from harness.shared.backends import (BF16_CPU, GPU, PASSES, PIR_TENSORRT, TENSORRT_OPS, DeployOptions, backend_for,
+                                     named_configs, plan_by_name, plan_stages)
 from harness.shared.config import PredictorConfig, TensorRT
-from harness.shared.vocab import Status, verdict_status
+from harness.shared.runtime import REGISTRY
+from harness.shared.vocab import Precision
 
 
 def test_pir_ladder_uses_the_optimization_level_and_skips_memory_with_its_source():
@@ -22,8 +20,8 @@ def test_pir_ladder_uses_the_optimization_level_and_skips_memory_with_its_source
     assert ir == base.replace(opt_level=3)  # one lever
     assert "analysis_predictor.cc" in plans["memory"].skip and "75496" in plans["memory"].skip
     assert (backend.onednn, backend.bf16, backend.threads, backend.opt_level, backend.memory) == (True, True, 4, 3, True)
-    assert plans["onednn_bf16"].requires == (Requirement.BF16_CPU,)
-    assert plans["ir"].search is SearchSpace.PASSES
+    assert plans["onednn_bf16"].requires == (BF16_CPU,)
+    assert plans["ir"].search == PASSES
 
 
 def test_legacy_ladder_uses_switch_ir_optim_and_memory_is_a_real_stage():
@@ -36,13 +34,13 @@ def test_legacy_ladder_uses_switch_ir_optim_and_memory_is_a_real_stage():
 
 def test_gpu_and_tensorrt_plans_follow_paddles_deploy_code():
     pir = plan_by_name(plan_stages("gpu", "native", "fp16", "pir", DeployOptions()))
-    assert pir["baseline"].config.device == "gpu" and pir["baseline"].requires == (Requirement.GPU,)
+    assert pir["baseline"].config.device == "gpu" and pir["baseline"].requires == (GPU,)
     assert pir["gpu_fp16"].config.fp32_ops == ("feed", "fetch") and pir["gpu_fp16"].config.gpu_precision == "fp16"
     trt = plan_by_name(plan_stages("gpu", "trt", "int8", "legacy", DeployOptions(trt_workspace_mb=512)))["trt_int8"]
     assert trt.config.trt == TensorRT(precision="int8", workspace_mb=512, min_subgraph_size=3, calibration=True)
-    assert trt.config.gpu_precision == "fp32" and trt.search is SearchSpace.TENSORRT_OPS
-    assert Requirement.PIR_TENSORRT in backend_for("gpu", "trt", "pir").requires("pir", "fp16")
-    assert Requirement.PIR_TENSORRT not in backend_for("gpu", "trt", "legacy").requires("legacy", "fp16")
+    assert trt.config.gpu_precision == "fp32" and trt.search == TENSORRT_OPS
+    assert PIR_TENSORRT in backend_for("gpu", "trt", "pir").requires("pir", "fp16")
+    assert PIR_TENSORRT not in backend_for("gpu", "trt", "legacy").requires("legacy", "fp16")
     # A precision the backend does not have is a skip with the reason, not a silent fp32 run.
     assert "not a precision" in plan_by_name(plan_stages("cpu", "native", "fp16", "pir", DeployOptions()))["cpu_fp16"].skip
 
@@ -55,35 +53,7 @@ def test_named_configs_cover_every_diff_name_and_round_trip():
         assert set(NAMED_CONFIGS) <= set(named)
         assert named["cpu_fp32"] == named["baseline"]
         for config in named.values():
-            assert PredictorConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
-
-
-def test_statuses_read_back_from_json_and_decide_the_verdict():
-    assert json.dumps({"s": Status.NOOP}) == '{"s": "noop"}' and Status.of("noop") is Status.NOOP
-    assert Status.of("whatever") is Status.CRASH
-    assert verdict_status([Status.PASS, Status.SKIP, Status.ERROR, Status.FAIL]) is Status.ERROR
-    assert verdict_status([Status.PASS, Status.NOOP, Status.VACUOUS]) is Status.VACUOUS
-    assert verdict_status([Status.PASS, Status.NOOP]) is Status.PASS
-    assert verdict_status([Status.NOOP, Status.SKIP]) is None  # nothing really passed
-
-
-@pytest.mark.parametrize("a, b", [
-    ("ValueError: (InvalidArgument) Not find predictor_id 0 and pass_name memory_optimize_pass",
-     "ValueError: (InvalidArgument) Not find predictor_id 17 and pass_name memory_optimize_pass"),
-    ("RuntimeError: (NotFound) Cannot find constant_folding@_179538630108626625411 in scope.",
-     "RuntimeError: (NotFound) Cannot find constant_folding@_179538647014530138311 in scope."),
-    ("worker died with SIGSEGV at 0x7f3a2b", "worker died with SIGSEGV at 0x55d0"),
-    ("cannot open /tmp/pytest-of-root/a/export/model.json", "cannot open /work/results/b/export/model.json"),
-])
-def test_messages_that_differ_only_in_ids_share_a_cause(a, b):
-    assert cause_of(a) == cause_of(b)
-    causes = group([("error", a, "cell1"), ("error", b, "cell2"), ("error", a, "cell1")])
-    assert len(causes) == 1 and causes[0].count == 3 and causes[0].places == ["cell1", "cell2"]
-
-
-def test_different_messages_or_kinds_are_different_causes():
-    assert cause_of("(NotFound) a") != cause_of("(InvalidArgument) a")
-    assert len(group([("error", "x", "c"), ("crash", "x", "c")])) == 2
+            assert REGISTRY.config_from_dict(json.loads(json.dumps(config.to_dict()))) == config
 
 
 def test_int8_plans_follow_the_program_a_mode_exported():
@@ -91,9 +61,17 @@ def test_int8_plans_follow_the_program_a_mode_exported():
     assert "quantization-aware mode" in plain["onednn_int8"].skip
     quantized = plan_by_name(plan_stages("cpu", "onednn", "int8", "legacy", DeployOptions(), quantized=True))
     assert quantized["onednn_int8"].skip is None and quantized["onednn_int8"].config.int8
-    assert quantized["onednn_int8"].config.low_precision == "int8"
-    # The fake-quant dygraph model and the quantized program are compared at the int8 tolerance.
-    assert quantized["baseline"].precision == "int8" and quantized["ir"].precision == "fp32"
-    assert quantized["baseline"].config.low_precision is None
+    assert quantized["onednn_int8"].precision is Precision.INT8
+    # The fake-quant dygraph model and the quantized program are compared at the int8 tolerance;
+    # the baseline itself runs fp32 (its dtypes are not checked for int8).
+    assert quantized["baseline"].precision is Precision.FP32 and quantized["baseline"].tolerance_precision is Precision.INT8
+    assert quantized["ir"].tolerance_precision is Precision.FP32
     trt = plan_by_name(plan_stages("gpu", "trt", "int8", "legacy", DeployOptions(), quantized=True))["trt_int8"]
     assert trt.config.trt.calibration is False  # a QAT program carries its own scales
+
+
+def test_precision_is_typed_end_to_end_and_trt_hides_its_dtypes():
+    plans = plan_by_name(plan_stages("gpu", "trt", "fp16", "pir", DeployOptions()))
+    assert plans["trt_fp16"].precision is Precision.FP16 and not plans["trt_fp16"].dtypes_visible
+    assert plans["ir"].dtypes_visible and plans["baseline"].precision is Precision.FP32
+    assert PredictorConfig().runtime_options is None  # a Paddle Inference config names no other runtime

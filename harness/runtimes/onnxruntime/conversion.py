@@ -43,19 +43,19 @@ P2O_NAME = re.compile(r"p2o\.(.+)\.(\d+)\.(\d+)")
 
 def unmet() -> Optional[str]:
     """Why this environment cannot convert its Paddle's programs, or None."""
-    from .. import compat
+    from ...cell import paddle_api
 
     # Paddle 2.6 writes .pdmodel programs: paddle2onnx 1.x converts them (2.x imports only with
     # Paddle >= 3.0.0.dev20250426).
-    for module in NEEDED if compat.at_least("3.0.0") else NEEDED_1X:
+    for module in NEEDED if paddle_api.at_least("3.0.0") else NEEDED_1X:
         try:
             importlib.import_module(module)
         except Exception as exc:  # paddle2onnx raises ValueError on a Paddle it does not support
             return f"{module} cannot be imported here ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
     import paddle2onnx
 
-    if not compat.at_least("3.0.0") and not paddle2onnx.__version__.startswith("1."):
-        return (f"paddle2onnx {paddle2onnx.__version__} here; Paddle {compat.paddle.__version__}'s .pdmodel "
+    if not paddle_api.at_least("3.0.0") and not paddle2onnx.__version__.startswith("1."):
+        return (f"paddle2onnx {paddle2onnx.__version__} here; Paddle {paddle_api.paddle.__version__}'s .pdmodel "
                 f"programs are converted by paddle2onnx 1.x (the matrix's packages_before pins it)")
     return None
 

@@ -1,7 +1,7 @@
 """Paddle Inference as a runtime: ``paddle.inference.Config`` + ``create_predictor``.
 
 The version logic (which config call is the real lever, PIR vs legacy, TensorRT paths) lives in
-``harness.cell.compat``; this module adapts it to the seam.
+the rooms beside it (``config``, ``predictor``); this module adapts them to the seam.
 """
 
 from __future__ import annotations
@@ -11,39 +11,36 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...shared.backends import LEGACY, Requirement, SearchSpace, StagePlan
+from ...shared.backends import LEGACY, PASSES, TENSORRT_OPS
+from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig, TensorRT
+from ...shared.runtime import Requirement, StagePlan
 from ...shared.shapes import shape_range
-from .base import Runtime, Session
+from ..runtime import Runtime, Session
+from . import config as paddle_config, predictor as paddle_predictor, unmet
 
 
 class PaddleSession(Session):
-    def __init__(self, compat: Any, predictor: Any, evidence: Dict[str, Any]):
-        self._compat = compat
+    def __init__(self, predictor: Any, evidence: Dict[str, Any]):
         self.predictor = predictor
         self.build_evidence = evidence
 
     def input_names(self) -> List[str]:
-        return self._compat.input_names(self.predictor)
+        return paddle_predictor.input_names(self.predictor)
 
     def run(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray]]:
-        return self._compat.run_predictor(self.predictor, feeds)
+        return paddle_predictor.run_predictor(self.predictor, feeds)
 
     def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
-        return self._compat.run_with_evidence(self.predictor, feeds)
+        return paddle_predictor.run_with_evidence(self.predictor, feeds)
 
 
 class PaddleInference(Runtime):
     name = "paddle_inference"
     reproducer_imports = "import paddle  # noqa: F401  (paddle.inference below)\nimport paddle.inference\n"
 
-    def __init__(self) -> None:
-        from .. import compat  # imports paddle
-
-        self.compat = compat
-
     def unmet(self, requirement: Requirement) -> Optional[str]:
-        return self.compat.unmet(requirement)
+        return unmet(requirement)
 
     def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
                 scratch: Path, variants: Sequence[Dict[str, np.ndarray]] = ()) -> PaddleSession:
@@ -52,27 +49,27 @@ class PaddleInference(Runtime):
         shape_file = None
         if config.trt is not None and files["format"] == LEGACY:
             # Legacy TensorRT's dynamic shapes, collected the way Paddle documents, over every shape.
-            shape_file = self.compat.collect_shape_range(files, config, every,
-                                                         scratch.with_name(scratch.name + ".shape_range.pbtxt"))
-        predictor, evidence = self.compat.build_predictor(files, config, shapes, shape_file)
-        return PaddleSession(self.compat, predictor, evidence)
+            shape_file = paddle_predictor.collect_shape_range(files, config, every,
+                                                              scratch.with_name(scratch.name + ".shape_range.pbtxt"))
+        predictor, evidence = paddle_predictor.build_predictor(files, config, shapes, shape_file)
+        return PaddleSession(predictor, evidence)
 
     def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:
-        if plan.search is SearchSpace.TENSORRT_OPS:
+        if plan.search == TENSORRT_OPS:
             # The op types the baseline program executed: what TensorRT may take into engines.
             return list(baseline_evidence.get("op_types") or {})
-        if plan.search is SearchSpace.PASSES:
+        if plan.search == PASSES:
             return list(dict.fromkeys(evidence.get("passes") or []))
         return []
 
     def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
-        if plan.search is SearchSpace.PASSES:
+        if plan.search == PASSES:
             return plan.config.replace(deleted_passes=tuple(disabled))
         return plan.config.replace(trt=TensorRT(**{**plan.config.trt.__dict__, "disabled_ops": tuple(disabled)}))
 
     def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
         calls: List[str] = []
-        self.compat.make_config(files, config, None, None, calls=calls)
+        paddle_config.make_config(files, config, None, None, calls=calls)
         return calls
 
     def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
@@ -92,7 +89,7 @@ class PaddleInference(Runtime):
         ]) + "\n"
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
+                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> Dict[str, Any]:
         from .. import layerwise
 
         result = layerwise.run_diff(files, feeds, base, test, out / "dump", tolerance)

@@ -7,11 +7,11 @@ writes to ``optimized_model_filepath``), the execution providers the session rea
 output dtypes. A session whose optimized graph equals the converted one says so (``not_as_claimed``):
 the stage that switched the optimizations on is then ``noop``, never a pass.
 
-The conversion (``onnx_conversion``: paddle2onnx in a forked child, converted twice, its failures
+The conversion (``conversion``: paddle2onnx in a forked child, converted twice, its failures
 the converter's findings) is shared with OpenVINO at Paddle 3.
 
 Root cause: the search space is what ORT's verbose log says changed the graph (``search_items``);
-the per-tensor diff fetches every converted value and pairs it with Paddle's (``tensor_diff``).
+the per-tensor diff (``tensor_diff``) fetches every converted value and pairs it with Paddle's.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...shared.backends import Requirement, StagePlan
+from ...cell.runtime import Runtime, Session
+from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig
-from . import onnx_conversion
-from .base import Runtime, Session
-from .onnx_conversion import converter, graph_evidence
+from ...shared.runtime import Requirement, StagePlan
+from . import ONNXRUNTIME, PADDLE2ONNX, conversion
+from .conversion import converter, graph_evidence
+from .options import LEVELS, ort_options, session_options
 
-LEVELS = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
-          "all": "ORT_ENABLE_ALL"}
 # What ONNX Runtime's verbose log says of each graph transformer it applied (1.2x-1.32 wording).
 _MODIFIED = re.compile(r"GraphTransformer (\w+) modified: 1")
 # The level-1 rule-based transformer applies rewrite rules it does not log one by one; a rule is
@@ -61,19 +61,6 @@ def _stderr_to(path: Path) -> Iterator[None]:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(fd)
-
-
-def _session_options(config: PredictorConfig) -> Tuple[Any, Dict[str, Any]]:
-    """The SessionOptions and InferenceSession keywords of a stage's config (``config_calls``
-    writes the same as code for reproducers)."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[config.ort.level])
-    options.intra_op_num_threads = config.ort.threads
-    options.inter_op_num_threads = 1
-    kwargs = {"disabled_optimizers": list(config.ort.disabled_optimizers)} if config.ort.disabled_optimizers else {}
-    return options, kwargs
 
 
 class OrtSession(Session):
@@ -104,9 +91,9 @@ class OnnxRuntime(Runtime):
     reproducer_imports = "import onnxruntime as ort\n"
 
     def unmet(self, requirement: Requirement) -> Optional[str]:
-        if requirement is Requirement.PADDLE2ONNX:
-            return onnx_conversion.unmet()
-        if requirement is not Requirement.ONNXRUNTIME:
+        if requirement == PADDLE2ONNX:
+            return conversion.unmet()
+        if requirement != ONNXRUNTIME:
             return None
         try:
             import onnxruntime  # noqa: F401  (the import is the check)
@@ -121,7 +108,8 @@ class OnnxRuntime(Runtime):
 
         path, converted = converter().convert(files)
         evidence = dict(converted)  # the cached conversion evidence stays as it was
-        options, kwargs = _session_options(config)
+        options, kwargs = session_options(config)
+        ours = ort_options(config)
         optimized = Path(f"{scratch}.optimized.onnx")
         optimized.parent.mkdir(parents=True, exist_ok=True)
         options.optimized_model_filepath = str(optimized)
@@ -133,16 +121,16 @@ class OnnxRuntime(Runtime):
         log.unlink()
         after = graph_evidence(onnx.load(str(optimized)))
         evidence.update(
-            runtime=f"onnxruntime {ort.__version__}", level=LEVELS[config.ort.level],
+            runtime=f"onnxruntime {ort.__version__}", level=LEVELS[ours.level],
             # The session's own options (its copy), not the object this code filled in.
             providers=session.get_providers(), config_read_back={
                 "graph_optimization_level": str(session.get_session_options().graph_optimization_level),
                 "intra_op_num_threads": session.get_session_options().intra_op_num_threads},
             optimized=after, ops=after["nodes"], op_types=after["op_types"], optimizers_applied=applied,
-            disabled_optimizers=list(config.ort.disabled_optimizers),
+            disabled_optimizers=list(ours.disabled_optimizers),
             op_sequence_sha1=after["op_sequence_sha1"])
-        if config.ort.level != "disabled" and after["op_sequence_sha1"] == evidence["converted"]["op_sequence_sha1"]:
-            evidence["not_as_claimed"] = (f"ONNX Runtime's {LEVELS[config.ort.level]} left the converted graph as it was "
+        if ours.level != "disabled" and after["op_sequence_sha1"] == evidence["converted"]["op_sequence_sha1"]:
+            evidence["not_as_claimed"] = (f"ONNX Runtime's {LEVELS[ours.level]} left the converted graph as it was "
                                      f"({after['nodes']} nodes)")
         return OrtSession(session, evidence, settle=lambda: converter().settle(Path(files["program"])))
 
@@ -158,10 +146,11 @@ class OnnxRuntime(Runtime):
     def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
         import dataclasses
 
-        return plan.config.replace(ort=dataclasses.replace(plan.config.ort, disabled_optimizers=tuple(disabled)))
+        return plan.config.replace(runtime_options=dataclasses.replace(ort_options(plan.config),
+                                                                       disabled_optimizers=tuple(disabled)))
 
     def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
-        ort = config.ort
+        ort = ort_options(config)
         calls = ["options = ort.SessionOptions()",
                  f"options.graph_optimization_level = ort.GraphOptimizationLevel.{LEVELS[ort.level]}",
                  f"options.intra_op_num_threads = {ort.threads}",
@@ -169,9 +158,9 @@ class OnnxRuntime(Runtime):
         return calls
 
     def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
-        disabled = config.ort.disabled_optimizers
+        disabled = ort_options(config).disabled_optimizers
         return "\n".join([
-            *onnx_conversion.reproducer_lines(model, params),
+            *conversion.reproducer_lines(model, params),
             *self.config_calls(files, config),
             "session = ort.InferenceSession(onnx_file, options, providers=[\"CPUExecutionProvider\"]"
             + (f", disabled_optimizers={list(disabled)!r})" if disabled else ")"),
@@ -180,57 +169,14 @@ class OnnxRuntime(Runtime):
         ]) + "\n"
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Dict[str, float]) -> Dict[str, Any]:
-        """Paddle's predictor at ``base`` (every op output hooked) against the converted graph at
-        ``test`` with every value paddle2onnx named after a Paddle op made a graph output (what
-        Polygraphy calls marking all), paired by that name (``layerwise.match_converted``).
+                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> Dict[str, Any]:
+        from .tensor_diff import against_paddle
 
-        Marking outputs keeps ONNX Runtime from fusing across them: the marked run's final outputs
-        are compared with an unmarked session's, and a difference is said (``hooks_changed_output``)."""
-        from .. import layerwise
-
-        return layerwise.diff_against_paddle(files, feeds, base, test, tolerance, out,
-                                             lambda folder: self._dump_marked(files, test, feeds, folder, out / "session"),
-                                             onnx_conversion.pairing(files))
-
-    def _dump_marked(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
-                     out_dir: Path, scratch: Path) -> Dict[str, Any]:
-        import onnx
-        import onnxruntime as ort
-
-        from .. import layerwise
-
-        plain = self.session(files, config, feeds, scratch)
-        _, plain_outputs = plain.run(feeds)
-        path, _ = converter().convert(files)
-        model = onnx.load(str(path))
-        legacy = Path(files["program"]).suffix != ".json"
-        finals = [o.name for o in model.graph.output]
-        marked: List[Dict[str, Any]] = []
-        for node in model.graph.node:
-            for value in node.output:
-                if value in finals or node.op_type == "Constant":
-                    continue
-                if not legacy:  # paddle2onnx 2.x: p2o.<op>.<k>.<output>
-                    entry = onnx_conversion.marked_entry([value])
-                elif not value.startswith("p2o."):  # 1.x: the legacy variable's own name
-                    entry = {"op": node.op_type, "raw": value, "occurrence": -1, "output": -1}
-                else:
-                    entry = None
-                if entry is not None:
-                    marked.append(entry)
-                    model.graph.output.append(onnx.ValueInfoProto(name=value))
-        options, kwargs = _session_options(config)  # the stage's own options, outputs marked
-        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"], **kwargs)
-        wanted = {i.name for i in session.get_inputs()}
-        got = session.run(finals + [m["raw"] for m in marked], {k: v for k, v in feeds.items() if k in wanted})
-        index = layerwise.save_tensors(out_dir, list(zip(marked, got[len(finals):])))
-        outputs = [np.asarray(a) for a in got[:len(finals)]]
-        return {"index": index, "outputs": outputs, "hooks_changed_output": not layerwise.same_outputs(plain_outputs, outputs)}
+        return against_paddle(self, files, feeds, base, test, out, tolerance)
 
     def cause_words(self, message: str) -> str:
         """A conversion the converter aborted: its own words (the harness's sentence around them
         is not what the script prints)."""
         from ...shared.causes import stage_cause
 
-        return onnx_conversion.cause_words(message) or stage_cause(message)[:120]
+        return conversion.cause_words(message) or stage_cause(message)[:120]

@@ -1,0 +1,67 @@
+"""``jit.save`` and the program it wrote: the export every cell makes once, the files behind a
+prefix, and the saved program run by Paddle's own executor (not the inference engine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List
+
+from ...shared.backends import program_format
+from ...shared.errors import Finding
+from . import at_least, paddle, pir_default
+
+
+def export(layer: "paddle.nn.Layer", input_spec: List[Any], prefix: Path) -> Dict[str, str]:
+    """to_static + jit.save, once per cell; returns the files that were written."""
+    prefix = Path(prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    static = paddle.jit.to_static(layer, input_spec=input_spec, full_graph=True)
+    paddle.jit.save(static, str(prefix))
+    return model_files(prefix)
+
+
+def model_files(prefix: Path) -> Dict[str, str]:
+    """The program and params files behind ``prefix`` (PIR ``.json`` or legacy ``.pdmodel``)."""
+    prefix = Path(prefix)
+    params = prefix.with_name(prefix.name + ".pdiparams")
+    candidates = [prefix.with_name(prefix.name + ".json"), prefix.with_name(prefix.name + ".pdmodel")]
+    if not pir_default():
+        candidates.reverse()
+    for program in candidates:
+        if program.exists():
+            return {
+                "program": str(program),
+                "params": str(params) if params.exists() else "",
+                "format": program_format(program),
+            }
+    raise Finding(f"jit.save wrote no {prefix.name}.json or {prefix.name}.pdmodel in {prefix.parent}")
+
+
+def run_saved_program(files: Dict[str, str], feeds: Dict[str, Any], order: List[str]) -> List[Any]:
+    """The saved program run by Paddle's own executor, not the inference engine: ``paddle.jit.load``
+    (a TranslatedLayer; .pdmodel in 2.6, PIR .json in 3.x), inputs in the forward's order, outputs
+    flattened as ``jit.save`` flattens them."""
+    from ..structure import flatten_outputs
+
+    prefix = str(Path(files["program"]).with_suffix(""))
+    if Path(files["program"]).suffix == ".pdmodel" and at_least("3.0.0"):
+        # A legacy program under Paddle 3 (PaddleSlim's save_quantized_model writes .pdmodel):
+        # jit.load looks for the PIR .json only, so the legacy static executor runs it.
+        from paddle import pir_utils
+
+        paddle.enable_static()
+        try:
+            with pir_utils.OldIrGuard():
+                exe = paddle.static.Executor(paddle.CPUPlace())
+                program, feed_names, fetch = paddle.static.load_inference_model(prefix, exe)
+                import numpy
+
+                return [numpy.asarray(a) for a in exe.run(program, feed={n: feeds[n] for n in feed_names},
+                                                       fetch_list=fetch)]
+        finally:
+            paddle.disable_static()
+    layer = paddle.jit.load(prefix)
+    layer.eval()
+    with paddle.no_grad():
+        out = layer(*[paddle.to_tensor(feeds[name]) for name in order])
+    return [array for _, array in flatten_outputs(paddle, out)]

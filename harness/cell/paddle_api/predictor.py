@@ -1,0 +1,166 @@
+"""A predictor built and run: inputs fed by name, the passes its build printed, and from an
+output hook that reads no tensor, the ops it executed and the dtypes they produced."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from ...shared.config import PredictorConfig
+from ...shared.errors import Finding
+from ...shared.vocab import ProgramFormat
+from . import paddle, paddle_infer
+from .config import make_config, read_back
+from .export import export
+
+
+def collect_shape_range(files: Dict[str, str], cfg: PredictorConfig, feeds: "Dict[str, Any] | List[Dict[str, Any]]",
+                        path: Path) -> Path:
+    """Every tensor's min/opt/max shape, as Paddle documents for legacy TensorRT's dynamic shapes:
+    runs of the program without TensorRT under ``collect_shape_range_info(path)``, one per shape
+    the cell feeds (works on CPU builds too, measured on 2.6.2 and 3.3.1)."""
+    config = make_config(files, cfg.replace(trt=None))
+    config.collect_shape_range_info(str(path))
+    predictor = create_predictor(config)
+    for one in feeds if isinstance(feeds, list) else [feeds]:
+        run_predictor(predictor, one)
+    del predictor  # the file is complete once the predictor is gone
+    return path
+
+
+def create_predictor(config: "paddle_infer.Config") -> Any:
+    return paddle_infer.create_predictor(config)
+
+
+def register_output_hook(predictor: Any, hook: Any) -> None:
+    """``hook(op_type, var_name, tensor)`` after every op, every run (2.6-3.3)."""
+    predictor.register_output_hook(hook)
+
+
+def input_names(predictor: Any) -> List[str]:
+    return list(predictor.get_input_names())
+
+
+def run_predictor(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str], List[Any]]:
+    """Feed every input by name, run once, fetch every output in the predictor's order."""
+    names = list(predictor.get_input_names())
+    missing = [n for n in names if n not in feeds]
+    if missing:
+        raise Finding(
+            f"the predictor wants inputs {missing} that the model's InputSpecs do not name "
+            f"(it has {sorted(feeds)})"
+        )
+    for name in names:
+        handle = predictor.get_input_handle(name)
+        array = feeds[name]
+        handle.reshape(list(array.shape))
+        handle.copy_from_cpu(array)
+    predictor.run()
+    out_names = list(predictor.get_output_names())
+    return out_names, [predictor.get_output_handle(n).copy_to_cpu() for n in out_names]
+
+
+# -- passes ------------------------------------------------------------------
+
+_PASS_LINE = re.compile(r"--- Running (PIR pass|IR pass|analysis) \[([A-Za-z0-9_]+)\]")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class _Captured:
+    text = ""
+
+
+@contextlib.contextmanager
+def captured_native_output():
+    """Capture what native code writes to fds 1 and 2 (then write it back, so logs keep it)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    holder = _Captured()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    with tempfile.TemporaryFile() as tmp:
+        for fd in (1, 2):
+            os.dup2(tmp.fileno(), fd)
+        try:
+            yield holder
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
+            tmp.seek(0)
+            data = tmp.read()
+            os.write(2, data)
+            holder.text = data.decode("utf-8", "replace")
+
+
+def _passes_in(log: str) -> Dict[str, List[str]]:
+    """IR passes (legacy ``--- Running IR pass [..]``, PIR ``--- Running PIR pass [..]``) and
+    legacy analysis passes (``--- Running analysis [..]``, e.g. ``memory_optimize_pass``) that a
+    predictor build printed, in order. No API lists the PIR passes that ran; these lines are
+    printed whatever GLOG_minloglevel says (measured on 2.6.2 and 3.3.1)."""
+    found: Dict[str, List[str]] = {"passes": [], "analysis_passes": []}
+    for kind, name in _PASS_LINE.findall(_ANSI.sub("", log)):
+        found["analysis_passes" if kind == "analysis" else "passes"].append(name)
+    return found
+
+
+def build_predictor(files: Dict[str, str], cfg: PredictorConfig,
+                    input_shapes: Optional[Dict[str, List[int]]] = None,
+                    shape_file: Optional[Path] = None) -> Tuple[Any, Dict[str, Any]]:
+    """A predictor and the evidence of its build: the passes that ran and Paddle's read-back."""
+    config = make_config(files, cfg, input_shapes, shape_file)
+    with captured_native_output() as out:
+        predictor = create_predictor(config)
+    evidence = _passes_in(out.text)
+    evidence["config_read_back"] = read_back(config)
+    return predictor, evidence
+
+
+def run_with_evidence(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str], List[Any], Dict[str, Any]]:
+    """Run once with an output hook that records only op types and output dtypes (no tensor data
+    is read, so it costs a Python call per op): the executed op count, type histogram, a digest of
+    the sequence, and which dtypes the ops produced (evidence that int8/bf16/fp16 really ran)."""
+    ops: List[str] = []
+    dtypes: Dict[str, int] = {}
+
+    def hook(op_type: str, name: str, tensor: Any) -> None:
+        ops.append(op_type.split(":")[0])
+        try:  # an exception inside a hook aborts Paddle's run with a bare std::exception
+            dtype = str(tensor.dtype).replace("paddle.", "")
+        except Exception:
+            dtype = "?"
+        dtypes[dtype] = dtypes.get(dtype, 0) + 1
+
+    register_output_hook(predictor, hook)
+    names, outputs = run_predictor(predictor, feeds)
+    histogram: Dict[str, int] = {}
+    for op in ops:
+        histogram[op] = histogram.get(op, 0) + 1
+    digest = hashlib.sha1("\n".join(ops).encode()).hexdigest()[:16]
+    return names, outputs, {"ops": len(ops), "op_types": histogram, "op_sequence_sha1": digest,
+                            "output_dtypes": dtypes}
+
+
+def onednn_op_list_evidence(cfg: PredictorConfig, folder: Path) -> Optional[Dict[str, Any]]:
+    """What ``cfg``'s oneDNN op list (``set_mkldnn_op``) really does, read from a run: a small conv
+    program built and run under ``cfg``, the executed op names counted. Under PIR an op that ran
+    a oneDNN kernel is named ``onednn_op.*``; legacy programs do not say it in their op names
+    (None: this run cannot tell)."""
+    layer = paddle.nn.Sequential(paddle.nn.Conv2D(3, 4, 3, padding=1), paddle.nn.ReLU())
+    layer.eval()
+    files = export(layer, [paddle.static.InputSpec([1, 3, 8, 8], "float32", "x")], Path(folder) / "model")
+    if files["format"] != ProgramFormat.PIR:
+        return None
+    import numpy as np
+
+    predictor, _ = build_predictor(files, cfg)
+    _, _, ran = run_with_evidence(predictor, {"x": np.ones([1, 3, 8, 8], "float32")})
+    onednn = {op: n for op, n in ran["op_types"].items() if op.startswith("onednn_op.")}
+    return {"onednn_ops_listed": list(cfg.onednn_ops or ()), "ops": ran["ops"], "onednn_ops_ran": onednn}

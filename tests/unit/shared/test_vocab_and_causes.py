@@ -1,0 +1,38 @@
+"""The vocabulary (``harness.shared.vocab``) and causes (``harness.shared.causes``): plain code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.shared.causes import cause_of, group
+from harness.shared.vocab import Status, verdict_status
+
+
+def test_statuses_read_back_from_json_and_decide_the_verdict():
+    assert json.dumps({"s": Status.NOOP}) == '{"s": "noop"}' and Status.of("noop") is Status.NOOP
+    assert Status.of("whatever") is Status.CRASH
+    assert verdict_status([Status.PASS, Status.SKIP, Status.ERROR, Status.FAIL]) is Status.ERROR
+    assert verdict_status([Status.PASS, Status.NOOP, Status.VACUOUS]) is Status.VACUOUS
+    assert verdict_status([Status.PASS, Status.NOOP]) is Status.PASS
+    assert verdict_status([Status.NOOP, Status.SKIP]) is None  # nothing really passed
+
+
+@pytest.mark.parametrize("a, b", [
+    ("ValueError: (InvalidArgument) Not find predictor_id 0 and pass_name memory_optimize_pass",
+     "ValueError: (InvalidArgument) Not find predictor_id 17 and pass_name memory_optimize_pass"),
+    ("RuntimeError: (NotFound) Cannot find constant_folding@_179538630108626625411 in scope.",
+     "RuntimeError: (NotFound) Cannot find constant_folding@_179538647014530138311 in scope."),
+    ("worker died with SIGSEGV at 0x7f3a2b", "worker died with SIGSEGV at 0x55d0"),
+    ("cannot open /tmp/pytest-of-root/a/export/model.json", "cannot open /work/results/b/export/model.json"),
+])
+def test_messages_that_differ_only_in_ids_share_a_cause(a, b):
+    assert cause_of(a) == cause_of(b)
+    causes = group([("error", a, "cell1"), ("error", b, "cell2"), ("error", a, "cell1")])
+    assert len(causes) == 1 and causes[0].count == 3 and causes[0].places == ["cell1", "cell2"]
+
+
+def test_different_messages_or_kinds_are_different_causes():
+    assert cause_of("(NotFound) a") != cause_of("(InvalidArgument) a")
+    assert len(group([("error", "x", "c"), ("crash", "x", "c")])) == 2
