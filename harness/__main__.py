@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Any, Iterator, List, Optional
 
 from .pathargs import (at_least_one, file_to_read, folder_to_read, folder_to_write, python_interpreter,
                        relative_file, run_name)
@@ -29,12 +29,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .tipc.config import Layout  # plain Python: the choices come from the vocabulary
-    from .tipc.plan import Driver
-
     parser = _Parser(prog="python -m harness", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for add in (_add_run, _add_tipc, _add_tools, _add_reports, _add_diff):
+        add(sub)
+    return parser
 
+
+def _add_run(sub: Any) -> None:
+    """``run``: one session at one Paddle version."""
     run = sub.add_parser("run", help="run the cells of one session at one Paddle version (host side)")
     run.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix TOML (default: %(default)s)")
     run.add_argument("--session", required=True, help="session name, e.g. cpu_fp32")
@@ -56,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="where the cells run (default: the session's runner: venv for CPU, docker for GPU)")
     run.add_argument("--image", help="image for --runner docker (default: the matrix's image of the session's "
                                      "Paddle version and device, built by `nox -s images`)")
+
+
+def _add_tipc(sub: Any) -> None:
+    """``tipc``: a repository's TIPC config run as TIPC does."""
+    from .tipc.config import Layout  # plain Python: the choices come from the vocabulary
+    from .tipc.plan import Driver
 
     tipc = sub.add_parser("tipc", help="run a repository's TIPC config as TIPC does; verify every jit.save")
     tipc.add_argument("--repo", type=folder_to_read, required=True, help="the repository the TIPC config belongs to")
@@ -85,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     tipc.add_argument("--jobs", type=at_least_one, default=None, help="export cells at once")
     tipc.add_argument("--no-root-cause", dest="root_cause", action="store_false")
 
+
+def _add_tools(sub: Any) -> None:
+    """``images``, ``shards``, ``merge``, ``probe``: the machinery around runs."""
     images = sub.add_parser("images", help="build the Docker images the matrix names (host side)")
     images.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
     images.add_argument("--paddle", action="append", help="only this Paddle version (repeatable; default: all)")
@@ -107,6 +119,9 @@ def _parser() -> argparse.ArgumentParser:
     probe.add_argument("--image", required=True)
     probe.add_argument("--gpu", action="store_true", help="the container needs a GPU")
 
+
+def _add_reports(sub: Any) -> None:
+    """``report``, ``qualify``, ``regress``, ``port``: what a run says."""
     report = sub.add_parser("report", help="merge every record of a run into markdown and a table")
     report.add_argument("--results", type=folder_to_read, default=Path("results"))
     report.add_argument("--run", dest="run_name", type=run_name, default="default")
@@ -143,6 +158,9 @@ def _parser() -> argparse.ArgumentParser:
     port.add_argument("--force", action="store_true", help="redo pairs that already have a record")
     port.add_argument("--jobs", type=at_least_one, default=None, help="loads at once (default: the cores)")
 
+
+def _add_diff(sub: Any) -> None:
+    """``diff``: a per-tensor diff of any exported model."""
     diff = sub.add_parser("diff", help="per-tensor diff of an exported model between two predictor configs")
     diff.add_argument("--model-dir", type=Path, required=True, help="folder with <prefix>.json|.pdmodel + .pdiparams")
     diff.add_argument("--base", default="cpu_fp32", help="reference config (default: %(default)s)")
@@ -161,14 +179,12 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("--formats", default="csv,xlsx,md,png")
     diff.add_argument("--out", type=Path, help="output folder (default: results/diff/<model>-<base>-vs-<test>)")
 
-    return parser
-
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from . import matrix as matrix_mod
     from .report.model import RunModel, load_hazard_probes
     from .report.tables import terminal_table, write_markdown
-    from .runner import default_jobs, probe_hazards, run_session
+    from .runner import CellRuns, default_jobs, probe_hazards, run_session
     from .shared.vocab import Status
 
     matrix = matrix_mod.load(args.matrix)
@@ -181,11 +197,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # Hazards belong to the (Paddle build, session), not to cells: --force redoes cells only;
         # delete <results>/<run>/<session>/<version>/hazards.json to probe again.
         probe_hazards(session, version, results, launcher)
-        records = run_session(
-            matrix, session.name, version, results=results, modes=args.mode, models=args.model,
-            force=args.force, launcher=launcher, root_cause=args.root_cause,
-            jobs=args.jobs or default_jobs(matrix.run["reference_threads"]), checkpoints=args.checkpoints,
-        )
+        runs = CellRuns(launcher=launcher, jobs=args.jobs or default_jobs(matrix.run["reference_threads"]),
+                        force=args.force, root_cause=args.root_cause, checkpoints=args.checkpoints)
+        records = run_session(matrix, session.name, version, results=results, runs=runs, modes=args.mode,
+                              models=args.model)
     probes = [p for p in load_hazard_probes(results) if p["session"] == session.name and p["paddle"] == version]
     model = RunModel(records, probes)
     print()
@@ -271,7 +286,7 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
     from . import matrix as matrix_mod
     from .hostenv import gpu_absence_reason
     from .launch import LocalLauncher
-    from .runner import default_jobs
+    from .runner import CellRuns, default_jobs
     from .tipc import config as tipc_config
     from .tipc import plan as tipc_plan
     from .tipc import run as tipc_run
@@ -319,10 +334,10 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
         return 0
     print()
     with _owned(results, launcher):
+        runs = CellRuns(launcher=launcher, jobs=args.jobs or default_jobs(matrix.run["reference_threads"]),
+                        force=True, root_cause=args.root_cause)
         summary = tipc_run.run_tipc(plan, matrix=matrix, sessions=sessions, results=results, python=python,
-                                    launcher=launcher, seed=matrix.run["seed"], shapes=shapes,
-                                    jobs=args.jobs or default_jobs(matrix.run["reference_threads"]),
-                                    root_cause=args.root_cause)
+                                    shapes=shapes, runs=runs)
     print()
     print(tipc_run.table(summary))
     print(f"\nresults_python.log: {plan.log_path / 'results_python.log'}   summary: {plan.log_path / 'tipc.json'}")

@@ -15,16 +15,18 @@ kept in ``<session>/<paddle>/hazards.json``: findings about Paddle, not verdicts
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import json
 import os
 import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from . import __version__
 from . import provenance
+from .matrix import Matrix
 from .launch import INTERRUPT, Interrupted, Launcher, LocalLauncher, Outcome, run_child, supervise
 from .shared.backends import IMPORT_ORDER_MODES
 from .shared.errors import UserError
@@ -231,21 +233,33 @@ def _imports_before_paddle(spec: CellSpec) -> bool:
     return spec.mode in IMPORT_ORDER_MODES and not spec.captured
 
 
-def run_session(matrix: Any, session: str, version: str, *, results: Path,
-                modes: Optional[List[str]] = None, models: Optional[List[str]] = None,
-                force: bool = False, launcher: Optional[Launcher] = None, root_cause: bool = True, jobs: int = 1,
-                progress=print, checkpoints: Optional[Path] = None) -> List[Dict[str, Any]]:
-    """Every cell of one session at one Paddle version, up to ``jobs`` at once; returns the
-    records (old and new) in the matrix's order. ``checkpoints``: a folder of the run's shared
-    weights made elsewhere (a first CI job), copied in where the run has none yet."""
+@dataclasses.dataclass(frozen=True)
+class CellRuns:
+    """How a run's cells run: where (the launcher), how many at once, whether recorded cells are
+    redone, whether failures get their root cause, and where progress lines go."""
+
+    launcher: Optional[Launcher] = None
+    jobs: int = 1
+    force: bool = False
+    root_cause: bool = True
+    progress: Callable[[str], Any] = print
+    # A folder of the run's shared weights made elsewhere (a first CI job), copied in where the run
+    # has none yet: every shard then computes with the same weights.
+    checkpoints: Optional[Path] = None
+
+
+def run_session(matrix: Matrix, session: str, version: str, *, results: Path, runs: CellRuns = CellRuns(),
+                modes: Optional[List[str]] = None, models: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    """Every cell of one session at one Paddle version, up to ``runs.jobs`` at once; returns the
+    records (old and new) in the matrix's order."""
     cells = matrix.expand(session, version, modes=modes, models=models)
-    if checkpoints is not None:
-        seed_checkpoints(Path(checkpoints), Path(results) / "checkpoints", progress)
+    if runs.checkpoints is not None:
+        seed_checkpoints(Path(runs.checkpoints), Path(results) / "checkpoints", runs.progress)
     # One version-neutral checkpoint per (mode, model) and run: every session and Paddle version
     # of the run computes with the same weights.
     cells = [spec.replace(checkpoint=str(Path(results) / "checkpoints" / spec.mode / f"{spec.model_name}.npz"),
-                          root_cause=root_cause) for spec in cells]
-    return run_cells(cells, results=results, force=force, launcher=launcher, jobs=jobs, progress=progress)
+                          root_cause=runs.root_cause) for spec in cells]
+    return run_cells(cells, results=results, runs=runs)
 
 
 def seed_checkpoints(source: Path, target: Path, progress=print) -> int:
@@ -266,11 +280,11 @@ def seed_checkpoints(source: Path, target: Path, progress=print) -> int:
     return copied
 
 
-def run_cells(cells: List[CellSpec], *, results: Path, force: bool = False, launcher: Optional[Launcher] = None,
-              jobs: int = 1, progress=print) -> List[Dict[str, Any]]:
-    """Cells from their specs, up to ``jobs`` at once, each record written as it ends; cells
-    with a record are skipped unless ``force``. The records (old and new) in the cells' order."""
-    launcher = launcher or LocalLauncher()
+def run_cells(cells: List[CellSpec], *, results: Path, runs: CellRuns = CellRuns()) -> List[Dict[str, Any]]:
+    """Cells from their specs, up to ``runs.jobs`` at once, each record written as it ends; cells
+    with a record are skipped unless ``runs.force``. The records (old and new) in the cells' order."""
+    launcher = runs.launcher or LocalLauncher()
+    force, jobs, progress = runs.force, runs.jobs, runs.progress
     records: Dict[str, Dict[str, Any]] = {}
     todo = []
     for spec in cells:

@@ -89,10 +89,10 @@ def main(argv=None) -> int:
             specs = tipc_run.capture_cells(plan, results, matrix, ["cpu_fp32"])
             started = time.perf_counter()
             from ..launch import LocalLauncher
-            from ..runner import run_cells
+            from ..runner import CellRuns, run_cells
 
-            run_cells(specs, results=tmp / f"cells{i}", force=True, launcher=LocalLauncher(sys.executable),
-                      progress=lambda _: None)
+            run_cells(specs, results=tmp / f"cells{i}",
+                      runs=CellRuns(launcher=LocalLauncher(sys.executable), force=True, progress=lambda _: None))
             verify_s.append(time.perf_counter() - started)
     b, h = statistics.median(bash_times), statistics.median(harness_times)
     ran = sum(1 for c in plan.commands if not c.skip)

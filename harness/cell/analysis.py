@@ -25,7 +25,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List
 
-from ..shared.backends import StagePlan
+from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
 from ..shared.compare import compare_tol
 from ..shared.errors import UserError

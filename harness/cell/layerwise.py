@@ -26,15 +26,16 @@ Matching (only what really corresponds is compared; the rest is listed as unmatc
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..shared.compare import compare_tol, cosine
+from ..shared.compare import Tolerance, compare_tol, cosine
 from ..shared.config import PredictorConfig
 from ..shared.engine_info import engine_output_names
 from ..shared.errors import UserError
@@ -350,7 +351,7 @@ def match_by_tensor_name(base: List[Dict[str, Any]], test: List[Dict[str, Any]])
 
 
 def compare_dumps(base_dir: Path, test_dir: Path, base: List[Dict[str, Any]], test: List[Dict[str, Any]],
-                  tol: Dict[str, float], chosen: Optional[set] = None, matcher=None) -> Dict[str, Any]:
+                  tol: Tolerance, chosen: Optional[set] = None, matcher=None) -> Dict[str, Any]:
     """The table of matched pairs; ``matcher(value_of) -> (pairs, unmatched)`` replaces the
     default matching (``match``)."""
     def value_of(side: str, k: int) -> np.ndarray:
@@ -398,7 +399,7 @@ def _mark_suspects(rows: List[Dict[str, Any]], window: int = 2) -> None:
 
 
 def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-             test: PredictorConfig, out_dir: Path, tol: Dict[str, float],
+             test: PredictorConfig, out_dir: Path, tol: Tolerance,
              selection: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Dump both runs to ``out_dir`` and compare them; the result is JSON-able.
 
@@ -426,7 +427,7 @@ def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base: Predicto
     result = compare_dumps(out_dir / "base", out_dir / "test", base_index, test_index, tol, chosen)
     final = [compare_tol(a, b, tol) for a, b in zip(dumps["base"]["outputs"], dumps["test"]["outputs"])]
     result.update(
-        base_config=base.to_dict(), test_config=test.to_dict(), **tol,
+        base_config=base.to_dict(), test_config=test.to_dict(), **tol.to_dict(),
         hooks_changed_output={"base": dumps["base"]["hooks_changed_output"], "test": dumps["test"]["hooks_changed_output"]},
         final_outputs=[{"status": s["status"], "max_abs": s["max_abs"], "max_rel": s["max_rel"]} for s in final],
         seconds=round(time.perf_counter() - started, 3),
@@ -434,12 +435,19 @@ def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base: Predicto
     return result
 
 
+@dataclasses.dataclass(frozen=True)
+class OtherRuntime:
+    """Another runtime's side of a per-tensor diff: ``dump(folder)`` writes its tensors (``{"index",
+    "outputs", "hooks_changed_output"}``), ``pair(base_index, test_index)`` matches them with Paddle's."""
+
+    dump: Callable[[Path], Dict[str, Any]]
+    pair: Callable[[List[Dict[str, Any]], List[Dict[str, Any]]], Any]
+
+
 def diff_against_paddle(files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                        test: PredictorConfig, tol: Dict[str, float], out: Path, dump_test, pair) -> Dict[str, Any]:
+                        test: PredictorConfig, tol: Tolerance, out: Path, other_runtime: OtherRuntime) -> Dict[str, Any]:
     """Paddle's predictor at ``base`` with every op output hooked against another runtime's run at
-    ``test``: ``dump_test(folder)`` writes that runtime's tensors (``{"index", "outputs",
-    "hooks_changed_output"}``), ``pair(base_index, test_index)`` matches them. Written to
-    ``out/result.json`` as ``run_diff``'s result is."""
+    ``test``. Written to ``out/result.json`` as ``run_diff``'s result is."""
     from .paddle_api import config as paddle_config, predictor as paddle_predictor
 
     started = time.perf_counter()
@@ -448,12 +456,12 @@ def diff_against_paddle(files: Dict[str, str], feeds: Dict[str, np.ndarray], bas
     predictor = paddle_predictor.create_predictor(paddle_config.make_config(files, base.replace(memory=False), shapes))
     paddle_side = dump(predictor, feeds, folder / "base")
     del predictor
-    other = dump_test(folder / "test")
+    other = other_runtime.dump(folder / "test")
     result = compare_dumps(folder / "base", folder / "test", paddle_side["index"], other["index"], tol,
-                           matcher=lambda value_of: pair(paddle_side["index"], other["index"]))
+                           matcher=lambda value_of: other_runtime.pair(paddle_side["index"], other["index"]))
     final = [compare_tol(a, b, tol) for a, b in zip(paddle_side["outputs"], other["outputs"])]
     result.update(
-        base_config=base.to_dict(), test_config=test.to_dict(), **tol,
+        base_config=base.to_dict(), test_config=test.to_dict(), **tol.to_dict(),
         hooks_changed_output={"base": paddle_side["hooks_changed_output"], "test": other["hooks_changed_output"]},
         final_outputs=[{"status": f["status"], "max_abs": f["max_abs"], "max_rel": f["max_rel"]} for f in final],
         seconds=round(time.perf_counter() - started, 3))

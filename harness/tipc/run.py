@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ..runner import run_cells
+from ..matrix import Matrix
+from ..runner import CellRuns, run_cells
 from ..shared.backends import QUANTIZED_MODES
 from ..shared.records import atomic_write_json
 from ..shared.spec import CellSpec
@@ -141,15 +142,16 @@ def capture_cells(plan: Plan, results: List[CommandResult], matrix: Any, session
     return specs
 
 
-def run_tipc(plan: Plan, *, matrix: Any, sessions: List[str], results: Path, python: str, launcher: Any,
-             seed: int, shapes: Dict[str, List[int]], jobs: int = 1, root_cause: bool = True, say=print) -> Dict[str, Any]:
+def run_tipc(plan: Plan, *, matrix: Matrix, sessions: List[str], results: Path, python: str,
+             shapes: Dict[str, List[int]], runs: CellRuns) -> Dict[str, Any]:
+    """The plan's command chain as TIPC runs it, then every export it intercepted as cells of
+    ``sessions`` (redone always: a rerun of the chain made new exports)."""
     started = time.perf_counter()
-    chain = run_chain(plan, seed=seed, shapes=shapes, say=say)
+    chain = run_chain(plan, seed=matrix.run["seed"], shapes=shapes, say=runs.progress)
     chain_s = time.perf_counter() - started
-    specs = [spec.replace(root_cause=root_cause) for spec in capture_cells(plan, chain, matrix, sessions)]
+    specs = [spec.replace(root_cause=runs.root_cause) for spec in capture_cells(plan, chain, matrix, sessions)]
     t = time.perf_counter()
-    records = run_cells(specs, results=results, force=True, launcher=launcher, jobs=jobs,
-                        progress=say) if specs else []
+    records = run_cells(specs, results=results, runs=dataclasses.replace(runs, force=True)) if specs else []
     verify_s = time.perf_counter() - t
     summary = {
         "kind": "tipc",

@@ -24,10 +24,10 @@ from .options import session_options
 
 def against_paddle(runtime: Any, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> Dict[str, Any]:
-    return layerwise.diff_against_paddle(files, feeds, base, test, tolerance, out,
-                                         lambda folder: _dump_marked(runtime, files, test, feeds, folder,
+    marked = layerwise.OtherRuntime(dump=lambda folder: _dump_marked(runtime, files, test, feeds, folder,
                                                                      out / "session"),
-                                         conversion.pairing(files))
+                                    pair=conversion.pairing(files))
+    return layerwise.diff_against_paddle(files, feeds, base, test, tolerance, out, marked)
 
 
 def _marked_entry(node: Any, value: str, legacy: bool) -> "Dict[str, Any] | None":

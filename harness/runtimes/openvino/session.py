@@ -203,9 +203,10 @@ class OpenVino(Runtime):
         (``hooks_changed_output``)."""
         from ...cell import layerwise
 
-        return layerwise.diff_against_paddle(files, feeds, base, test, tolerance, out,
-                                             lambda folder: self._dump_marked(files, test, feeds, folder, out / "session"),
-                                             onnx_conversion.pairing(files))
+        marked = layerwise.OtherRuntime(dump=lambda folder: self._dump_marked(files, test, feeds, folder,
+                                                                              out / "session"),
+                                        pair=onnx_conversion.pairing(files))
+        return layerwise.diff_against_paddle(files, feeds, base, test, tolerance, out, marked)
 
     def _dump_marked(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
                      out_dir: Path, scratch: Path) -> Dict[str, Any]:
