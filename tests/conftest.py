@@ -188,3 +188,23 @@ def has_vnni(isa: str) -> bool:
 
 
 __all__: List[str] = ["run_harness", "load_record", "stages_by_name", "one_line_error", "onednn_isa", "has_vnni"]
+
+
+def assert_exit_agrees(proc: subprocess.CompletedProcess, results: Path, session: str = "") -> None:
+    """A run's exit code, held to its own records: 0 when every cell it recorded (of ``session``,
+    when given) passed or was skipped, else 1. Which of the two a run gives depends on the CPU and
+    the Paddle version (bf16 kernels, for one), so a test checks the agreement, not a number."""
+    verdicts = []
+    for path in Path(results).rglob("*.json"):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict) or "verdict" not in record or "cell" not in record:
+            continue
+        if session and record["cell"]["session"]["name"] != session.split("@")[0]:
+            continue
+        verdicts.append(record["verdict"]["status"])
+    assert verdicts, f"no cell record under {results}"
+    expected = 0 if all(v in ("pass", "skip") for v in verdicts) else 1
+    assert proc.returncode == expected, (proc.returncode, verdicts, proc.stdout[-2000:], proc.stderr[-2000:])

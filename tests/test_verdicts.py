@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from .conftest import installed_paddle, one_line_error, run_harness
+from .conftest import assert_exit_agrees, installed_paddle, one_line_error, run_harness
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def _two_sessions(tmp_path, write_matrix, models):
     results = tmp_path / "r"
     for session in ("cpu_fp32", "cpu_onednn_fp32"):
         proc = run_harness("run", "--matrix", str(matrix), "--session", session, "--results", str(results))
-        assert proc.returncode in (0, 1), proc.stderr[-2000:]
+        assert_exit_agrees(proc, results, session)
     return results, run_harness("report", "--results", str(results))
 
 

@@ -1,0 +1,40 @@
+"""The runtimes' descriptors (``harness.runtimes.<name>``) as the registry finds them: plain code."""
+
+from __future__ import annotations
+
+import json
+
+from harness.shared.backends import BF16_CPU, DeployOptions, plan_by_name, plan_stages
+from harness.shared.runtime import REGISTRY
+from harness.shared.vocab import Precision
+
+
+def test_the_registry_finds_every_runtime_package_and_paddles_backends():
+    devices = REGISTRY.devices()
+    assert devices["cpu"] == ("native", "onednn", "ort", "openvino") and devices["gpu"] == ("native", "trt")
+    assert set(REGISTRY.runtimes()) == {"paddle_inference", "onnxruntime", "openvino"}
+    assert REGISTRY.cell_module("onnxruntime") == "harness.runtimes.onnxruntime.session:OnnxRuntime"
+
+
+def test_onnx_runtime_plans_its_conversion_then_its_optimizations_with_typed_options():
+    plans = plan_by_name(plan_stages("cpu", "ort", "fp32", "pir", DeployOptions(reference_threads=1, deploy_threads=3)))
+    assert list(plans) == ["baseline", "ort_convert", "ort_fp32"]
+    convert, deploy = plans["ort_convert"].config.runtime_options, plans["ort_fp32"].config.runtime_options
+    assert (convert.level, convert.threads, deploy.level, deploy.threads) == ("disabled", 1, "all", 3)
+    assert plans["ort_fp32"].search.key == "ort_optimizers" and plans["ort_convert"].search is None
+    assert {r.key for r in plans["ort_fp32"].requires} == {"paddle2onnx", "onnxruntime"}
+    record = json.loads(json.dumps(plans["ort_fp32"].config.to_dict()))
+    assert record["ort"] == {"level": "all", "threads": 3, "disabled_optimizers": []}
+    assert REGISTRY.config_from_dict(record) == plans["ort_fp32"].config
+    assert "not a precision" in plan_by_name(plan_stages("cpu", "ort", "bf16", "pir", DeployOptions()))["ort_bf16"].skip
+
+
+def test_openvino_reads_onnx_at_paddle_3_and_the_pdmodel_at_2_6():
+    pir = plan_by_name(plan_stages("cpu", "openvino", "bf16", "pir", DeployOptions()))
+    legacy = plan_by_name(plan_stages("cpu", "openvino", "bf16", "legacy", DeployOptions()))
+    assert list(pir) == ["baseline", "openvino_convert", "openvino_bf16"]
+    assert {r.key for r in pir["openvino_convert"].requires} == {"openvino", "paddle2onnx"}
+    assert {r.key for r in legacy["openvino_convert"].requires} == {"openvino"}
+    assert BF16_CPU in pir["openvino_bf16"].requires and pir["openvino_bf16"].precision is Precision.BF16
+    assert pir["openvino_convert"].config.runtime_options.precision_hint == "f32"
+    assert "ONNX" in pir["openvino_convert"].lever and ".pdmodel" in legacy["openvino_convert"].lever
