@@ -30,6 +30,10 @@ from typing import Any, Dict, Optional, Tuple
 
 # glog INFO lines would bury the worker's log; set before Paddle's native side starts.
 os.environ.setdefault("GLOG_minloglevel", "1")
+# Python's zlib must be bound before Paddle's libraries load: Paddle 2.6.2 exports a zlib of its own,
+# and a zlib extension loaded after it binds to that one (measured: the first np.load of an .npz in
+# a worker forked from a server that imported Paddle first dies with SIGSEGV in inflateReset2).
+import zlib  # noqa: E402,F401
 
 import paddle  # noqa: E402
 import paddle.inference as paddle_infer  # noqa: E402,F401  (the rooms beside use it)
