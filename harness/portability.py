@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 
 
 from .launch import LocalLauncher, run_child
-from .shared.compare import compare_tol, worst
+from .shared.compare import Tolerance, compare_tol, worst
 from .shared.errors import UserError
 from .shared.records import atomic_write_json, load_records
 from .shared.spec import OUTPUTS
@@ -78,7 +78,7 @@ def port_one(record: Dict[str, Any], loader: str, out_dir: Path, launcher: Any) 
         result.update(status=Status.FAIL, message=f"{len(got)} outputs, the exporter's baseline has {len(ref)}")
         return result
     tol = cell["tolerances"]["fp32"]
-    stats = [compare_tol(r, g, tol) for r, g in zip(ref, got)]
+    stats = [compare_tol(r, g, Tolerance.of(tol)) for r, g in zip(ref, got)]
     w = worst(stats)
     result.update(status=Status.FAIL if any(Status.of(s["status"]).blocks for s in stats) else Status.PASS,
                   max_abs=w.get("max_abs"), max_rel=w.get("max_rel"), message=w.get("note", ""))

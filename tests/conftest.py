@@ -190,9 +190,9 @@ def has_vnni(isa: str) -> bool:
 __all__: List[str] = ["run_harness", "load_record", "stages_by_name", "one_line_error", "onednn_isa", "has_vnni"]
 
 
-def assert_exit_agrees(proc: subprocess.CompletedProcess, results: Path, session: str = "") -> None:
-    """A run's exit code, held to its own records: 0 when every cell it recorded (of ``session``,
-    when given) passed or was skipped, else 1. Which of the two a run gives depends on the CPU and
+def assert_exit_agrees(proc: subprocess.CompletedProcess, results: Path, session: str = "", mode: str = "") -> None:
+    """A run's exit code, held to its own records: 0 when every cell it recorded (of ``session`` and
+    ``mode``, when given) passed or was skipped, else 1. Which of the two a run gives depends on the CPU and
     the Paddle version (bf16 kernels, for one), so a test checks the agreement, not a number."""
     verdicts = []
     for path in Path(results).rglob("*.json"):
@@ -203,6 +203,8 @@ def assert_exit_agrees(proc: subprocess.CompletedProcess, results: Path, session
         if not isinstance(record, dict) or "verdict" not in record or "cell" not in record:
             continue
         if session and record["cell"]["session"]["name"] != session.split("@")[0]:
+            continue
+        if mode and record["cell"]["mode"] != mode:
             continue
         verdicts.append(record["verdict"]["status"])
     assert verdicts, f"no cell record under {results}"

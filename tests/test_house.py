@@ -214,6 +214,19 @@ def test_no_module_over_500_lines_no_function_over_80_no_parameter_list_over_7()
     assert (modules, functions, parameters) == ([], [], []), "\n".join(modules + functions + parameters)
 
 
+def _top_level_names(path: Path) -> Set[str]:
+    names: Set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
 def test_every_relative_import_names_a_module_of_the_harness():
     """A relative import that points nowhere fails only when its line runs (a lazy import inside a
     function may hide for a whole run): every one must resolve to a module that exists."""
@@ -226,4 +239,9 @@ def test_every_relative_import_names_a_module_of_the_harness():
                 target = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
                 if target not in modules:
                     dangling.append(f"{path.relative_to(ROOT)}:{node.lineno} {target}")
+                elif node.module is None:  # ``from .. import x``: x a module of that package or a name of its own
+                    known = _top_level_names(modules[target])
+                    dangling += [f"{path.relative_to(ROOT)}:{node.lineno} {target}.{alias.name}"
+                                 for alias in node.names
+                                 if f"{target}.{alias.name}" not in modules and alias.name not in known]
     assert dangling == [], "\n".join(dangling)

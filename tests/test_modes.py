@@ -72,11 +72,11 @@ def test_qat_at_2_6_2_passes_its_consistency_and_shows_the_real_int8_diff(tmp_pa
     results = tmp_path / "r"
     proc = nox_run("-s", "cpu_onednn_int8@2.6.2", "--envdir", str(nox_envdir), "--", "--mode", "qat",
                    "--results", str(results), matrix=matrix)
-    assert_exit_agrees(proc, results)
+    assert_exit_agrees(proc, results, mode="qat")
     record = json.loads((results / "default" / "cpu_onednn_int8" / "2.6.2" / "qat" / "clean.json").read_text())
     stages = {s["name"]: s for s in record["stages"]}
     # The fake-quant dygraph model and the converted program agree at the int8 tolerance.
-    assert stages["baseline"]["status"] == "pass" and stages["baseline"]["precision"] == "int8"
+    assert stages["baseline"]["status"] == "pass" and stages["baseline"]["tolerance_of"] == "int8"
     assert stages["baseline"]["worst"]["max_abs"] < 0.05 * stages["baseline"]["worst"]["ref_absmax"]
     # oneDNN int8 really ran int8 kernels (their outputs are int8/uint8), and its diff is recorded.
     int8 = stages["onednn_int8"]
@@ -93,7 +93,7 @@ def test_qat_at_2_6_2_passes_its_consistency_and_shows_the_real_int8_diff(tmp_pa
     # workaround that ran beside it are both in the record, and the cell goes on.
     proc = nox_run("-s", "cpu_onednn_int8@2.6.2", "--envdir", str(nox_envdir), "--", "--mode", "pact",
                    "--results", str(results), matrix=matrix)
-    assert_exit_agrees(proc, results)
+    assert_exit_agrees(proc, results, mode="pact")
     pact = json.loads((results / "default" / "cpu_onednn_int8" / "2.6.2" / "pact" / "clean.json").read_text())
     findings = {f["finding"]: f for f in pact["setup"]["findings"]}
     crash = findings["`import paddle, paddleslim` kills the interpreter"]
@@ -134,7 +134,7 @@ def _int8_holds_everywhere(record):
     assert record["setup"]["export"]["format"] == "legacy"  # save_quantized_model writes .pdmodel, also on 3.x
     assert record["runner"]["start"].startswith("a fresh interpreter")  # cv2 before paddle: no fork
     assert any("static mode" in f["finding"] for f in record["setup"]["findings"])
-    assert stages["baseline"]["status"] == "pass" and stages["baseline"]["precision"] == "int8"
+    assert stages["baseline"]["status"] == "pass" and stages["baseline"]["tolerance_of"] == "int8"
     int8 = stages["onednn_int8"]
     assert int8["evidence"]["output_dtypes"].get("int8", 0) > 0
     assert int8["precision"] == "int8" and int8["config"]["int8"] is True

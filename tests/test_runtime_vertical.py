@@ -150,7 +150,8 @@ def test_a_toy_runtime_is_two_files_and_matrix_entries(tmp_path):
     root = _copy_with_toy(tmp_path)
     assert _added_files(root) == ["harness/runtimes/toy/__init__.py", "harness/runtimes/toy/cell.py"]
     matrix = tmp_path / "matrix.toml"
-    matrix.write_text(matrix_text(version, {"detector": "harness.models:detector"}, extra=TOY_SESSIONS)
+    matrix.write_text(matrix_text(version, {"resnet18": "harness.models:resnet18"},
+                                  extra="inputs.image = { shape = [1, 3, 32, 32] }\n" + TOY_SESSIONS)
                       + "[tolerances.fp16]\natol = 1e-4\nrtol = 1e-4\n", encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(root))
     results = tmp_path / "results"
@@ -159,8 +160,8 @@ def test_a_toy_runtime_is_two_files_and_matrix_entries(tmp_path):
                                "--results", str(results), "--run", "toy"], cwd=root, env=env,
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == exit_code, proc.stderr[-3000:]
-    fp32 = json.loads((results / "toy" / f"cpu_toy_fp32/{version}/normal/detector.json").read_text())
-    fp16 = json.loads((results / "toy" / f"cpu_toy_fp16/{version}/normal/detector.json").read_text())
+    fp32 = json.loads((results / "toy" / f"cpu_toy_fp32/{version}/normal/resnet18.json").read_text())
+    fp16 = json.loads((results / "toy" / f"cpu_toy_fp16/{version}/normal/resnet18.json").read_text())
     assert [s["name"] for s in fp32["stages"]] == ["baseline", "toy_fp32"]
     ran = stages_by_name(fp32)["toy_fp32"]
     assert ran["status"] == "pass" and ran["runtime"] == "toy" and ran["evidence"]["toy"] is True

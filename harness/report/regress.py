@@ -22,7 +22,7 @@ import numpy as np
 from tabulate import tabulate
 
 from ..shared.causes import Cause, group
-from ..shared.compare import compare_tol, worst
+from ..shared.compare import Tolerance, compare_tol, worst
 from ..shared.errors import UserError
 from ..shared.records import atomic_write_text
 from ..shared.results import StageResult
@@ -234,7 +234,7 @@ def agreement_rows(records: Sequence[Dict[str, Any]], reference: str) -> List[Di
                 elif len(a) != len(b):
                     row.update(status="fail", note=f"{len(a)} outputs vs {len(b)}")
                 else:
-                    stats = [compare_tol(x, y, tol) for x, y in zip(a, b)]
+                    stats = [compare_tol(x, y, Tolerance.of(tol)) for x, y in zip(a, b)]
                     bad = [s for s in stats if Status.of(s["status"]).blocks]
                     w = worst(stats)
                     row.update(status=Status.FAIL if bad else Status.PASS, max_abs=w.get("max_abs"),

@@ -332,7 +332,7 @@ def pairing(files: Dict[str, str]) -> Any:
     """How a converted graph's tensors pair with Paddle's predictor's (``layerwise``): paddle2onnx
     2.x names each value after the PIR op that made it and its occurrence in the program; 1.x (and
     OpenVINO's Paddle frontend) keep the legacy variable names."""
-    from .. import layerwise
+    from ...cell import layerwise
 
     program = Path(files["program"])
     if program.suffix != ".json":
