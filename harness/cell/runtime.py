@@ -89,6 +89,17 @@ class Runtime(abc.ABC):
         raise NotImplementedError(f"the per-tensor diff is not written for {self.name} yet")
 
 
+def unimportable(package: str) -> Optional[str]:
+    """Why ``package`` cannot be imported here (a runtime's requirement), or None: the import is the check."""
+    import importlib
+
+    try:
+        importlib.import_module(package)
+    except Exception as exc:
+        return f"{package} cannot be imported here ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+    return None
+
+
 _LOADED: Dict[str, Runtime] = {}
 
 

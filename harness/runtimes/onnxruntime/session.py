@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...cell.runtime import Runtime, Session
+from ...cell.runtime import Runtime, Session, unimportable
 from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig
 from ...shared.runtime import Requirement, StagePlan
@@ -93,13 +93,7 @@ class OnnxRuntime(Runtime):
     def unmet(self, requirement: Requirement) -> Optional[str]:
         if requirement == PADDLE2ONNX:
             return conversion.unmet()
-        if requirement != ONNXRUNTIME:
-            return None
-        try:
-            import onnxruntime  # noqa: F401  (the import is the check)
-        except Exception as exc:
-            return f"onnxruntime cannot be imported here ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
-        return None
+        return unimportable("onnxruntime") if requirement == ONNXRUNTIME else None
 
     def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
                 scratch: Path, variants: Sequence[Dict[str, np.ndarray]] = ()) -> OrtSession:

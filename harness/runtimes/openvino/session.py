@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...cell.runtime import Runtime, Session
+from ...cell.runtime import Runtime, Session, unimportable
 from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig
 from ...shared.errors import Finding
@@ -117,11 +117,7 @@ class OpenVino(Runtime):
             from ...cell import paddle_api
 
             return paddle_api.unmet(requirement)
-        try:
-            import openvino  # noqa: F401
-        except Exception as exc:
-            return f"openvino cannot be imported here ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
-        return None
+        return unimportable("openvino")
 
     def _readable(self, files: Dict[str, str]) -> Dict[str, str]:
         """What OpenVINO reads: the ``.pdmodel`` itself, or the ONNX of a PIR program (converted
