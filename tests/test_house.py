@@ -245,3 +245,13 @@ def test_every_relative_import_names_a_module_of_the_harness():
                                  for alias in node.names
                                  if f"{target}.{alias.name}" not in modules and alias.name not in known]
     assert dangling == [], "\n".join(dangling)
+
+
+def test_the_cell_side_imports_paddle_only_when_a_cell_asks():
+    """The cell's entry and lifecycle import where ``paddle`` cannot be: Paddle loads when the cell
+    asks for it, after its train mode's ``before_paddle`` (an import order some modes need) and after
+    ``harness.cell.paddle_api`` set what must precede Paddle (glog level, zlib)."""
+    code = ("import sys\nsys.modules['paddle'] = None\n"
+            "import harness.cell.__main__, harness.cell.lifecycle, harness.cell.analysis\nprint('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]

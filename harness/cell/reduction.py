@@ -291,7 +291,6 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
     the outputs it is held to: what the reproducer replays."""
     started = time.perf_counter()
     stage = done[plan.name]
-    failed = Status.of(stage["status"])
     calls = capture(ctx.paddle, model, call_args)
     trials = PieceTrials(ctx, plan, plans, stage, calls)
     found = descend(calls, trials)
@@ -302,7 +301,7 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
     result["op_types"] = dict(answer.op_types if answer is not None else baseline_types)
     result.update(_op_or_fusion(result["op_types"], found, answer, plan, done))
     if answer is not None:
-        result["piece"] = _replayable(answer, failed)
+        result["piece"] = _replayable(answer, trials.failed)
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
@@ -26,6 +26,17 @@ class Session(abc.ABC):
 
     #: what the build ran and what the runtime says its config is
     build_evidence: Dict[str, Any]
+    #: for a program another tool converted: raises when its check of the conversion (done while
+    #: the session ran) found the converter at fault; called after the evidence run
+    settle: Optional[Callable[[], None]] = None
+
+    def run_settled(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray]]:
+        """``run``, then the conversion's own check, so a finding about the converter is raised
+        before these outputs are judged."""
+        names, outputs = self.run(feeds)
+        if self.settle is not None:
+            self.settle()
+        return names, outputs
 
     @abc.abstractmethod
     def input_names(self) -> List[str]:

@@ -15,7 +15,6 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from ..models import sources
 from ..shared import shapes
 from ..shared.causes import paddle_message
 from ..shared.errors import UserError
@@ -119,6 +118,10 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
                        "nox installs a family's packages in its zoo sessions")
     if reason:
         return {"status": Status.SKIP, "paddle": info, "message": reason}
+
+    # Imported here: the built-in models import paddle, which must wait for the mode's before_paddle and
+    # for paddle_api's settings (glog level, zlib); at module level it came first in a fresh interpreter.
+    from ..models import sources
 
     layer, input_spec = sources.build(cell.model["factory"], paddle, cell.seed, f"{ctx.where}.factory")
     specs = input_specs(input_spec, cell.model.get("inputs", {}), ctx.where)

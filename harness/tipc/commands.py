@@ -211,26 +211,26 @@ def eval_words(text: str) -> Tuple[List[str], List[str]]:
     return words, special
 
 
-def _status_step6(ok: bool, model: str, text: str, _log: Optional[str]) -> str:
+def status_step6(ok: bool, model: str, text: str, _log: Optional[str]) -> str:
     # models repo Step6 common_func.sh status_check (4 arguments)
     word = "successfully" if ok else "failed"
     return f"\033[33m Run {word} with command - {model} - {text}!  \033[0m"
 
 
-def _status_ocr(ok: bool, model: str, text: str, log: Optional[str]) -> str:
+def status_ocr(ok: bool, model: str, text: str, log: Optional[str]) -> str:
     # PaddleOCR common_func.sh status_check (5 arguments; its driver up to 038a933 passes 4, so the
     # log field is empty there; the current one passes the command's log)
     word = "successfully" if ok else "failed"
     return f"\033[33m Run {word} with command - {model} - {text} - {log or ''} \033[0m"
 
 
-def _status_template(ok: bool, _model: str, text: str, _log: Optional[str]) -> str:
+def status_template(ok: bool, _model: str, text: str, _log: Optional[str]) -> str:
     # the TIPC template's common_func.sh status_check: 3 arguments, "!  " before the colour reset
     word = "successfully" if ok else "failed"
     return f"\033[33m Run {word} with command - {text}!  \033[0m"
 
 
-def _status_clas(ok: bool, model: str, text: str, log: Optional[str]) -> str:
+def status_clas(ok: bool, model: str, text: str, log: Optional[str]) -> str:
     # PaddleClas common_func.sh status_check: OCR's line with a " !" before the colour reset
     word = "successfully" if ok else "failed"
     return f"\033[33m Run {word} with command - {model} - {text} - {log or ''} ! \033[0m"
@@ -250,7 +250,7 @@ def train_mode_for(trainer: str, run_train: str, autocast: str = "", pact_key: s
 
 # -- the planner -------------------------------------------------------------------
 
-class _Builder:
+class Builder:
     """State a driver carries between commands (cwd and exported variables, as bash does)."""
 
     def __init__(self, config: TipcConfig, mode: str, python: str, repo: Path, log_path: Path,
@@ -293,7 +293,7 @@ class _Builder:
 
 # -- the 51-line layout: PaddleClas's and PaddleOCR's drivers share the parse (lines 2-51) ----
 
-def _fifty_one(builder: _Builder, ocr: bool) -> Dict[str, str]:
+def fifty_one(builder: Builder, ocr: bool) -> Dict[str, str]:
     c, mode = builder.config, builder.mode
     reads = {n: "read by the driver" for n in list(range(2, 14)) + list(range(15, 22)) + [24, 25]
              + list(range(28, 36)) + list(range(37, 52))}
@@ -336,7 +336,7 @@ def _fifty_one(builder: _Builder, ocr: bool) -> Dict[str, str]:
     return values
 
 
-def _select_trainer(values: Dict[str, str], trainer: str, ocr: bool) -> Tuple[str, str, bool]:
+def select_trainer(values: Dict[str, str], trainer: str, ocr: bool) -> Tuple[str, str, bool]:
     """(run_train, run_export, flag_quant): PaddleClas lines 210-235, PaddleOCR's equivalent."""
     if trainer == values["pact_key"]:
         return values["pact_trainer"], values["pact_export"], True
@@ -354,7 +354,7 @@ def _select_trainer(values: Dict[str, str], trainer: str, ocr: bool) -> Tuple[st
     return values["norm_trainer"], values["norm_export"], False
 
 
-def _amp_params(autocast: str) -> str:
+def amp_params(autocast: str) -> str:
     """PaddleClas common_func.sh func_set_amp_params (its lines 27-37)."""
     if autocast == "fp16":
         return "-o AMP.use_amp=True -o AMP.scale_loss=128 -o AMP.use_dynamic_loss_scaling=True -o AMP.level=O2"
@@ -363,6 +363,6 @@ def _amp_params(autocast: str) -> str:
     return "-o AMP.use_amp=False"
 
 
-def _clas_model_dir(model_name: str) -> str:
+def clas_model_dir(model_name: str) -> str:
     """PaddleClas saves under <output>/<model_name>/, RecModel for two families (its lines 284-296)."""
     return "RecModel" if ("GeneralRecognition" in model_name or "MetaBIN_ResNet50" in model_name) else model_name

@@ -26,8 +26,8 @@ from typing import Dict, Optional
 
 from ..shared.errors import UserError
 from .commands import (DIFFERENCES, DRIVER_MARKERS, DRIVER_SCRIPT, MODES, Command, CommandKind, Driver, Plan,
-                       _Builder, _amp_params, _clas_model_dir, _fifty_one, _select_trainer, _status_clas, _status_ocr,
-                       _status_step6, _status_template, eval_words, recognise_driver, set_params, train_mode_for)
+                       Builder, amp_params, clas_model_dir, fifty_one, select_trainer, status_clas, status_ocr,
+                       status_step6, status_template, eval_words, recognise_driver, set_params, train_mode_for)
 from .config import Layout, TipcConfig, check_values, parse_trainers, split_fields
 
 __all__ = ["DIFFERENCES", "DRIVER_MARKERS", "DRIVER_SCRIPT", "MODES", "Command", "CommandKind", "Driver", "Plan",
@@ -54,7 +54,7 @@ def plan(config: TipcConfig, mode: str, *, repo: Path, python: str, log_root: Pa
         raise UserError(f"{config.where(2)}: model_name is empty; TIPC names its output folder after it.")
     # the template writes every mode's logs into one folder: LOG_PATH="./test_tipc/output"
     log_path = Path(log_root) if driver is Driver.TEMPLATE else Path(log_root) / model_name / mode
-    builder = _Builder(config, mode, python, Path(repo), log_path, gpu_missing)
+    builder = Builder(config, mode, python, Path(repo), log_path, gpu_missing)
     status_format = planner(builder)
     return Plan(driver, config, mode, model_name, config.value(3), python, log_path, builder.commands, status_format)
 
@@ -62,7 +62,7 @@ def plan(config: TipcConfig, mode: str, *, repo: Path, python: str, log_root: Pa
 # ---------------------------------------------------------------------------------
 # models repo, tutorials/mobilenetv3_prod/Step6/test_tipc/test_train_inference_python.sh
 
-def _step6_func_inference(builder: _Builder, infer: Dict[str, str], model_dir: str, img_dir: str, stem: str,
+def _step6_func_inference(builder: Builder, infer: Dict[str, str], model_dir: str, img_dir: str, stem: str,
                  trainer: Optional[str], skip: Optional[str]) -> None:
     """func_inference of the Step6 driver (script lines 69-110)."""
     for use_gpu in split_fields(infer["gpus"], "|"):
@@ -78,7 +78,7 @@ def _step6_func_inference(builder: _Builder, infer: Dict[str, str], model_dir: s
                 builder.add(CommandKind.INFER, text, log, trainer=trainer, stem=stem, skip=why)
 
 
-def _plan_step6(builder: _Builder):
+def _plan_step6(builder: Builder):
     c, mode, log_dir = builder.config, builder.mode, str(builder.log_path)
     # script lines 15-61: which config line feeds which variable (1-based config lines)
     reads = {2: "model_name", 3: "python", 4: "gpu_list", 5: "train use_gpu", 6: "epochs", 7: "save model key",
@@ -101,7 +101,7 @@ def _plan_step6(builder: _Builder):
             builder.add(CommandKind.EXPORT, text, f"{log_dir}/export_0.log", stem="export_0", trainer=None,
                   train_mode="normal")
         _step6_func_inference(builder, infer, save_infer_dir, c.value(31), "export_0", None, None)
-        return _status_step6
+        return status_step6
 
     epoch = c.mode_value(6, mode)
     batch = c.mode_value(8, mode)
@@ -145,7 +145,7 @@ def _plan_step6(builder: _Builder):
                 # the script passes ${train_infer_img_dir}, which it never sets: no image argument
                 _step6_func_inference(builder, infer, save_log, "", stem, trainer, skip)
                 builder.env = {}
-    return _status_step6
+    return status_step6
 
 
 # ---------------------------------------------------------------------------------
@@ -176,7 +176,7 @@ class _Inference:
     ocr_gpus: bool = False
 
 
-def _func_inference(builder: _Builder, values: Dict[str, str], ocr: bool, call: _Inference) -> None:
+def _func_inference(builder: Builder, values: Dict[str, str], ocr: bool, call: _Inference) -> None:
     """func_inference of PaddleClas (lines 103-161) and PaddleOCR (``ocr_gpus``: the current
     driver's log names carry ``gpus_<gpu>_``, as PaddleClas's do)."""
     for use_gpu in split_fields(values["use_gpu_list"], "|"):
@@ -187,7 +187,7 @@ def _func_inference(builder: _Builder, values: Dict[str, str], ocr: bool, call: 
         # any other use_gpu word: the script echoes "Does not support hardware..." and runs nothing
 
 
-def _func_inference_cpu(builder: _Builder, values: Dict[str, str], ocr: bool, call: _Inference, use_gpu: str) -> None:
+def _func_inference_cpu(builder: Builder, values: Dict[str, str], ocr: bool, call: _Inference, use_gpu: str) -> None:
     log_dir = str(builder.log_path)
     # the script's four nested loops, in its order
     for mkldnn, threads, bs, precision in itertools.product(
@@ -218,7 +218,7 @@ def _func_inference_cpu(builder: _Builder, values: Dict[str, str], ocr: bool, ca
               stem=call.stem, skip=call.skip)
 
 
-def _func_inference_gpu(builder: _Builder, values: Dict[str, str], ocr: bool, call: _Inference, use_gpu: str) -> None:
+def _func_inference_gpu(builder: Builder, values: Dict[str, str], ocr: bool, call: _Inference, use_gpu: str) -> None:
     log_dir = str(builder.log_path)
     why = call.skip or (f"inference with {values['use_gpu_key']}={use_gpu}: {builder.gpu_missing.split(';')[0]}"
                         if builder.gpu_missing else None)
@@ -268,7 +268,7 @@ class _Trained:
     set_use_gpu: str
 
 
-def _train_branch(builder: _Builder, values: Dict[str, str], flavour: _Flavour) -> None:
+def _train_branch(builder: Builder, values: Dict[str, str], flavour: _Flavour) -> None:
     """The train branch (PaddleClas lines 183-336; PaddleOCR's else-branch; ``current``: PaddleOCR's
     driver at 40c45e2c, whose training commands dropped ``${set_autocast}`` and whose status lines
     carry each command's log)."""
@@ -287,9 +287,9 @@ def _train_branch(builder: _Builder, values: Dict[str, str], flavour: _Flavour) 
                 _train_one(builder, values, flavour, _TrainPoint(gpu, ips, env, skip, train_use_gpu, autocast, trainer))
 
 
-def _train_one(builder: _Builder, values: Dict[str, str], flavour: _Flavour, point: _TrainPoint) -> None:
+def _train_one(builder: Builder, values: Dict[str, str], flavour: _Flavour, point: _TrainPoint) -> None:
     ocr, model_name = flavour.ocr, builder.config.value(2)
-    run_train, run_export, quant = _select_trainer(values, point.trainer, ocr)
+    run_train, run_export, quant = select_trainer(values, point.trainer, ocr)
     if run_train == "null":
         return
     gpu, autocast, trainer = point.gpu, point.autocast, point.trainer
@@ -303,7 +303,7 @@ def _train_one(builder: _Builder, values: Dict[str, str], flavour: _Flavour, poi
             and autocast in ("amp", "fp16"):
         text += " -o Arch.use_fused_attn=True -o Arch.use_fused_linear=True"
     mode_name = train_mode_for(trainer, run_train, autocast if autocast != "null" else "", values["pact_key"])
-    weights_dir = save_log if ocr else f"{save_log}/{_clas_model_dir(model_name)}"
+    weights_dir = save_log if ocr else f"{save_log}/{clas_model_dir(model_name)}"
     builder.add(CommandKind.TRAIN, text, None, None if ocr and not flavour.current else f"{save_log}.log",
           own_log=Path(f"{save_log}.log" if not ocr or flavour.current else f"{builder.log_path}/{stem}_train.log"),
           trainer=trainer, stem=stem, train_mode=mode_name, skip=point.skip)
@@ -316,10 +316,10 @@ def _train_one(builder: _Builder, values: Dict[str, str], flavour: _Flavour, poi
         builder.env = {}  # `unset CUDA_VISIBLE_DEVICES` after every trainer (line 332)
 
 
-def _train_command(builder: _Builder, values: Dict[str, str], flavour: _Flavour, point: _TrainPoint, run_train: str,
+def _train_command(builder: Builder, values: Dict[str, str], flavour: _Flavour, point: _TrainPoint, run_train: str,
                    set_use_gpu: str, save_log: str) -> str:
     ocr, gpu, ips = flavour.ocr, point.gpu, point.ips
-    set_autocast = set_params(values["autocast_key"], point.autocast) if ocr else _amp_params(point.autocast)
+    set_autocast = set_params(values["autocast_key"], point.autocast) if ocr else amp_params(point.autocast)
     if flavour.current:
         set_autocast = ""  # gone from its commands: "${set_pretrain}  ${set_batchsize}"
     amp_config = "Global.use_amp=True Global.scale_loss=1024.0 Global.use_dynamic_loss_scaling=True" \
@@ -347,7 +347,7 @@ def _train_command(builder: _Builder, values: Dict[str, str], flavour: _Flavour,
             f"{multi_rest}{tail}{log_rank}")
 
 
-def _eval_after_train(builder: _Builder, values: Dict[str, str], flavour: _Flavour, point: _TrainPoint, trained: _Trained) -> None:
+def _eval_after_train(builder: Builder, values: Dict[str, str], flavour: _Flavour, point: _TrainPoint, trained: _Trained) -> None:
     ocr = flavour.ocr
     if ocr and point.env:
         builder.env = {"CUDA_VISIBLE_DEVICES": point.env}
@@ -362,11 +362,11 @@ def _eval_after_train(builder: _Builder, values: Dict[str, str], flavour: _Flavo
               trailing_blank=ocr, **fields)
 
 
-def _export_after_train(builder: _Builder, values: Dict[str, str], flavour: _Flavour, point: _TrainPoint, trained: _Trained,
+def _export_after_train(builder: Builder, values: Dict[str, str], flavour: _Flavour, point: _TrainPoint, trained: _Trained,
                run_export: str, quant: bool) -> None:
     ocr, model_name = flavour.ocr, builder.config.value(2)
     export_log = f"{builder.log_path}/{point.trainer}_gpus_{point.gpu}_autocast_{point.autocast}_nodes_{trained.nodes}_export.log"
-    if ocr or _clas_model_dir(model_name) == model_name:
+    if ocr or clas_model_dir(model_name) == model_name:
         builder.export_weight = set_params(values["export_weight"], f"{trained.weights_dir}/{values['train_model_name']}")
     # else PaddleClas (lines 314-318) resets set_eval_pretrain and keeps the previous
     # set_export_weight (empty at first): mirrored
@@ -393,11 +393,11 @@ def _export_after_train(builder: _Builder, values: Dict[str, str], flavour: _Fla
         builder.env = {}
 
 
-def _plan_clas(builder: _Builder):
-    values = _fifty_one(builder, ocr=False)
+def _plan_clas(builder: Builder):
+    values = fifty_one(builder, ocr=False)
     if builder.mode != "whole_infer":
         _train_branch(builder, values, _Flavour(ocr=False))
-        return _status_clas
+        return status_clas
     # whole_infer: PaddleClas runs only the kl_quant chain (its lines 164-182)
     kl = values["value33"]
     if kl not in ("null", "False"):
@@ -410,15 +410,15 @@ def _plan_clas(builder: _Builder):
         _func_inference(builder, values, False, _Inference(model_dir, values["infer_img_dir"], "True", "0", "kl_quant",
                                                status_log=True))
         builder.cwd = builder.repo
-    return _status_clas
+    return status_clas
 
 
-def _plan_ocr(builder: _Builder, current: bool = False, template: bool = False):
+def _plan_ocr(builder: Builder, current: bool = False, template: bool = False):
     """PaddleOCR's drivers, and the models repo's TIPC template (OCR's older driver with flat
     logs, a three-argument status_check, whole_infer exports saved beside their weights and not
     redirected)."""
-    values = _fifty_one(builder, ocr=True)
-    status = _status_template if template else _status_ocr
+    values = fifty_one(builder, ocr=True)
+    status = status_template if template else status_ocr
     if builder.mode != "whole_infer":
         # (the template's pact/fpgm trainers start from the norm trainer's weights: not mirrored)
         _train_branch(builder, values, _Flavour(ocr=True, current=current, template=template))

@@ -6,6 +6,7 @@ the rooms beside it (``config``, ``predictor``); this module adapts them to the 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from ...shared.backends import LEGACY, PASSES, TENSORRT_OPS
 from ...shared.compare import Tolerance
-from ...shared.config import PredictorConfig, TensorRT
+from ...shared.config import PredictorConfig
 from ...shared.runtime import Requirement, StagePlan
 from ...shared.shapes import shape_range
 from ..runtime import Runtime, Session
@@ -65,7 +66,7 @@ class PaddleInference(Runtime):
     def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
         if plan.search == PASSES:
             return plan.config.replace(deleted_passes=tuple(disabled))
-        return plan.config.replace(trt=TensorRT(**{**plan.config.trt.__dict__, "disabled_ops": tuple(disabled)}))
+        return plan.config.replace(trt=dataclasses.replace(plan.config.trt, disabled_ops=tuple(disabled)))
 
     def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
         calls: List[str] = []

@@ -67,7 +67,7 @@ class OrtSession(Session):
     def __init__(self, session: Any, evidence: Dict[str, Any], settle: Any = None):
         self.session = session
         self.build_evidence = evidence
-        self.settle = settle  # raises when the program's second conversion differed
+        self.settle = settle
 
     def input_names(self) -> List[str]:
         return [i.name for i in self.session.get_inputs()]
@@ -79,9 +79,7 @@ class OrtSession(Session):
         return names, [np.asarray(o) for o in outputs]
 
     def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
-        names, outputs = self.run(feeds)
-        if self.settle is not None:
-            self.settle()
+        names, outputs = self.run_settled(feeds)
         dtypes = dict(collections.Counter(str(o.dtype) for o in outputs))
         return names, outputs, {"output_dtypes": dtypes, "providers": self.session.get_providers()}
 

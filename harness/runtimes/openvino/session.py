@@ -89,7 +89,7 @@ class OpenVinoSession(Session):
     def __init__(self, compiled: Any, evidence: Dict[str, Any], settle: Any = None):
         self.compiled = compiled
         self.build_evidence = evidence
-        self.settle = settle  # raises when the program's second conversion differed
+        self.settle = settle
 
     def input_names(self) -> List[str]:
         return [i.get_any_name() for i in self.compiled.inputs]
@@ -100,10 +100,7 @@ class OpenVinoSession(Session):
                 [np.asarray(results[o]) for o in self.compiled.outputs])
 
     def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
-        names, outputs = self.run(feeds)
-        if self.settle is not None:
-            self.settle()
-        return names, outputs, {}
+        return (*self.run_settled(feeds), {})
 
 
 class OpenVino(Runtime):
