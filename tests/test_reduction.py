@@ -18,7 +18,8 @@ from typing import Dict, List
 
 import pytest
 
-from harness.cell.reduction import Call, Trial, budget, descend
+from harness.cell.descent import FINE_LIMIT, Trial, budget, descend
+from harness.cell.pieces import Call
 
 from .conftest import load_record, run_harness, stages_by_name
 from .test_html import CHROMIUM, _chromium
@@ -62,7 +63,13 @@ def test_the_descent_finds_the_planted_layer_within_its_budget(seed):
     assert found["node"] == culprit and found["members"] == [culprit]
     depth = culprit.count(".") + 2 if culprit else 1  # layers on the path, the model included
     assert found["depth"] == depth
-    assert len(asked) <= budget(calls[""].leaves, depth), (len(asked), calls[""].leaves, depth)
+    halving = [t for t in found["trials"] if not t.finer]
+    assert len(halving) <= budget(calls[""].leaves, depth), (len(halving), calls[""].leaves, depth)
+    assert found["fine_trials"] == len(asked) - len(halving) <= FINE_LIMIT
+    # The answer's own sublayers were each tried alone (none reproduces) unless the budget ran out.
+    kids = calls[culprit].children
+    if kids and found["fine_trials"] < FINE_LIMIT:
+        assert all([k] in asked for k in kids), (kids, asked)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -83,7 +90,10 @@ def test_a_failure_that_needs_two_sublayers_together_is_not_pinned_on_either(see
     found = descend(calls, reproduces)
     assert found["node"] == parent
     assert set(pair) <= {c for m in found["members"] for c in ([m] if m != parent else calls[parent].children)}
-    assert "together" in found["why"] or "neither half" in found["why"]
+    assert "together" in found["why"] or "no one of its" in found["why"], found["why"]
+    if found["fine_trials"] < FINE_LIMIT:  # ddmin goes down to the pair itself
+        whole = sorted(pair) == sorted(calls[parent].children)
+        assert found["members"] == [parent] if whole else sorted(found["members"]) == sorted(pair), (found, pair)
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -103,7 +113,7 @@ def test_a_piece_that_cannot_be_exported_alone_is_looked_into_and_never_taken_as
     found = descend(calls, reproduces)
     assert _inside(found["node"], culprit), (found["node"], culprit, blocked)
     if found["node"] != culprit:
-        assert "could not be exported" in found["why"] or "looked into" in found["why"], found["why"]
+        assert "could not be tested alone" in found["why"], found["why"]
 
 
 def _run(write_matrix, tmp_path, models, session):

@@ -1,6 +1,15 @@
 """Pieces of a model (cell side): every sublayer's first call captured in the dygraph forward, and a
 group of sublayers written as a small layer of its own that calls each member on what it received and
-returns their outputs (``to_static`` + ``jit.save`` export it like any model)."""
+returns their outputs (``to_static`` + ``jit.save`` export it like any model).
+
+A piece is faithful to the model's dataflow: a member whose input was, in the model's forward, the
+very tensor another member of the piece returned (paired by identity while the capture holds every
+tensor alive) is fed that member's output inside the piece, so that the ops a fusion pass joins
+across sublayers (a conv in one, its batch norm in the next) meet in the piece as in the model; only
+inputs from outside the piece are fed. The piece returns each tensor once: what a later member
+consumes stays inside, an input passed through is not returned, and a tensor returned twice (a
+stage's output also in the list of stages) is returned once — a program that writes one name as two
+outputs is refused by Paddle 3.x ("More than one shadow output named ...")."""
 
 from __future__ import annotations
 
@@ -24,6 +33,10 @@ class Slot:
         self.index = index
 
 
+# Where a tensor sits in a call's output: the subscripts that reach it (() for the output itself).
+Access = Tuple[Any, ...]
+
+
 @dataclasses.dataclass
 class Call:
     """One sublayer's first call in the dygraph forward."""
@@ -34,6 +47,8 @@ class Call:
     args: Any = None                      # positional args, tensors replaced by Slot
     kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)  # keyword args (Paddle >= 3)
     arrays: List[np.ndarray] = dataclasses.field(default_factory=list)
+    ids: List[int] = dataclasses.field(default_factory=list)  # identity of each captured input tensor
+    outputs: Optional[List[Tuple[Access, int]]] = None        # the first call's output tensors: (access, identity)
     unreplayable: str = ""                # why the generated forward cannot repeat this call
     children: List[str] = dataclasses.field(default_factory=list)
     leaves: int = 1
@@ -45,26 +60,39 @@ def _literal(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and all(_literal(v) for v in value)
 
 
-def _slots(paddle: Any, value: Any, arrays: List[np.ndarray]) -> Any:
-    """``value`` with every tensor replaced by a Slot (its array kept); raises TypeError on
-    anything the generated forward could not spell."""
+def _slots(paddle: Any, value: Any, call: Call, alive: List[Any]) -> Any:
+    """``value`` with every tensor replaced by a Slot (its array and identity kept); raises
+    TypeError on anything the generated forward could not spell."""
     if isinstance(value, paddle.Tensor):
-        arrays.append(value.numpy())
-        return Slot(len(arrays) - 1)
+        call.arrays.append(value.numpy())
+        call.ids.append(id(value))
+        alive.append(value)
+        return Slot(len(call.arrays) - 1)
     if isinstance(value, (list, tuple)):
-        return type(value)(_slots(paddle, v, arrays) for v in value)
+        return type(value)(_slots(paddle, v, call, alive) for v in value)
     if isinstance(value, dict):
-        return {k: _slots(paddle, v, arrays) for k, v in value.items()}
+        return {k: _slots(paddle, v, call, alive) for k, v in value.items()}
     if _literal(value):
         return value
     raise TypeError(f"an argument of type {type(value).__name__}")
 
 
+def _output_tensors(paddle: Any, value: Any, access: Access = ()) -> List[Tuple[Access, Any]]:
+    if isinstance(value, paddle.Tensor):
+        return [(access, value)]
+    if isinstance(value, (list, tuple)):
+        return [x for i, v in enumerate(value) for x in _output_tensors(paddle, v, access + (i,))]
+    if isinstance(value, dict):
+        return [x for k in value for x in _output_tensors(paddle, value[k], access + (k,))]
+    return []
+
+
 def capture(paddle: Any, model: Any, call_args: List[Any]) -> Dict[str, Call]:
     """Every sublayer's first call (path → Call), and the tree of called sublayers under the
-    model (path ``""``): a sublayer's parent is its nearest called ancestor."""
+    model (path ``""``): a sublayer's parent is its nearest called ancestor. Every tensor a hook
+    sees is held until the forward ends, so that identities are never reused within it."""
     calls: Dict[str, Call] = {"": Call("", model, -1)}
-    hooks = []
+    hooks, alive = [], []
 
     def hook_for(path: str):
         def pre(layer: Any, inputs: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]] = None) -> None:
@@ -72,24 +100,34 @@ def capture(paddle: Any, model: Any, call_args: List[Any]) -> Dict[str, Call]:
                 return
             call = Call(path, layer, len(calls))
             try:
-                call.args = _slots(paddle, tuple(inputs), call.arrays)
-                call.kwargs = _slots(paddle, dict(kwargs or {}), call.arrays)
+                call.args = _slots(paddle, tuple(inputs), call, alive)
+                call.kwargs = _slots(paddle, dict(kwargs or {}), call, alive)
             except TypeError as exc:
                 call.unreplayable = f"called with {exc}"
             calls[path] = call
-        return pre
+
+        def post(layer: Any, inputs: Any, output: Any) -> None:
+            call = calls.get(path)
+            if call is not None and call.outputs is None:
+                found = _output_tensors(paddle, output)
+                alive.extend(t for _, t in found)
+                call.outputs = [(access, id(t)) for access, t in found]
+        return pre, post
 
     for path, sub in model.named_sublayers():
+        pre, post = hook_for(path)
         try:  # keyword arguments reach a pre-hook only with with_kwargs (Paddle 3.x)
-            hooks.append(sub.register_forward_pre_hook(hook_for(path), with_kwargs=True))
+            hooks.append(sub.register_forward_pre_hook(pre, with_kwargs=True))
         except TypeError:
-            hooks.append(sub.register_forward_pre_hook(hook_for(path)))
+            hooks.append(sub.register_forward_pre_hook(pre))
+        hooks.append(sub.register_forward_post_hook(post))
     try:
         with paddle.no_grad():
             model(*call_args)
     finally:
         for handle in hooks:
             handle.remove()
+        alive.clear()
     for path in sorted(calls, key=lambda p: (p.count("."), calls[p].order)):
         if not path:
             continue
@@ -131,42 +169,72 @@ def _spell(value: Any, offset: int, names: Dict[int, str]) -> str:
 SMALL_INT_INPUT = 64
 
 
+class VacuousPiece(Exception):
+    """The piece would return no tensor of its own (its members pass their inputs through)."""
+
+
+def _spelled(index: int, access: Access) -> str:
+    return f"o{index}" + "".join(f"[{a!r}]" for a in access)
+
+
 def piece_source(members: Sequence[Call], unused: "Set[int] | frozenset" = frozenset(),
-                 constants: "Set[int] | frozenset" = frozenset()) -> Tuple[str, List[np.ndarray]]:
+                 constants: "Set[int] | frozenset" = frozenset()) -> Tuple[str, List[np.ndarray], List[int]]:
     """The generated module of a piece (a real file: ``to_static`` reads the forward's source in
-    every version) and the inputs it is fed, in forward order. Captured inputs in ``unused`` (no
-    output depends on them; Paddle refuses a feed no output needs) are made inside the forward as
-    zeros of their shape and dtype, those in ``constants`` (small integer tensors) as their captured
-    value, instead of being fed."""
-    captured: List[np.ndarray] = [a for call in members for a in call.arrays]
+    every version), the inputs it is fed in forward order, and for each fed input the index of the
+    captured input it is. Captured inputs (indexed over the members' inputs in call order) that an
+    earlier member returned are that member's output; those in ``unused`` (no output depends on them;
+    Paddle refuses a feed no output needs) are made inside the forward as zeros of their shape and
+    dtype, those in ``constants`` (small integer tensors) as their captured value; the rest are fed."""
     names: Dict[int, str] = {}
     fed: List[np.ndarray] = []
-    for k, array in enumerate(captured):
-        if k in unused:
-            names[k] = f"paddle.zeros({list(array.shape)}, dtype={str(array.dtype)!r})"
-        elif k in constants:
-            names[k] = f"paddle.to_tensor({array.tolist()!r}, dtype={str(array.dtype)!r})"
-        else:
-            names[k] = f"in{len(fed)}"
-            fed.append(array)
+    fed_at: List[int] = []
+    made: Dict[int, str] = {}       # tensor identity -> where a member of the piece returned it
+    consumed: Set[int] = set()
     lines, offset = [], 0
     for i, call in enumerate(members):
+        for local, array in enumerate(call.arrays):
+            k, identity = offset + local, call.ids[local] if local < len(call.ids) else None
+            if identity in made:
+                names[k] = made[identity]
+                consumed.add(identity)
+            elif k in unused:
+                names[k] = f"paddle.zeros({list(array.shape)}, dtype={str(array.dtype)!r})"
+            elif k in constants:
+                names[k] = f"paddle.to_tensor({array.tolist()!r}, dtype={str(array.dtype)!r})"
+            else:
+                names[k] = f"in{len(fed)}"
+                fed.append(array)
+                fed_at.append(k)
         args = ", ".join([_spell(a, offset, names) for a in call.args] +
                          [f"{k}={_spell(v, offset, names)}" for k, v in call.kwargs.items()])
-        lines.append(f"        outputs.append(self.members[{i}]({args}))")
+        lines.append(f"        o{i} = self.members[{i}]({args})")
+        for access, identity in call.outputs or []:
+            made.setdefault(identity, _spelled(i, access))
         offset += len(call.arrays)
+    returned = _returned(members, made, consumed)
+    if not returned:
+        raise VacuousPiece("the piece returns no tensor of its own: its members pass their inputs through")
     params = ", ".join(f"in{k}" for k in range(len(fed)))
     source = (
         '"""A piece of the model, written by the harness\'s reduction: its members called on the\n'
-        'inputs they had in the dygraph forward."""\n'
+        'inputs they had in the dygraph forward (an earlier member\'s output where the model fed them one)."""\n'
         "import paddle\n\n\n"
         "class Piece(paddle.nn.Layer):\n"
         "    def __init__(self, members):\n"
         "        super().__init__()\n"
         "        self.members = paddle.nn.LayerList(members)\n\n"
-        f"    def forward(self{', ' if params else ''}{params}):\n"
-        "        outputs = []\n" + "\n".join(lines) + "\n        return outputs\n")
-    return source, fed
+        f"    def forward(self{', ' if params else ''}{params}):\n" + "\n".join(lines) +
+        f"\n        return [{', '.join(returned)}]\n")
+    return source, fed, fed_at
+
+
+def _returned(members: Sequence[Call], made: Dict[int, str], consumed: Set[int]) -> List[str]:
+    """Each output tensor once: not an input passed through, not one a later member consumes (it
+    stays inside, as in the model) — unless nothing else is left to return."""
+    inputs = {identity for call in members for identity in call.ids}
+    outputs = list(dict.fromkeys(identity for call in members for _, identity in call.outputs or []))
+    kept = [made[i] for i in outputs if i not in inputs and i not in consumed]
+    return kept or [made[i] for i in outputs if i not in inputs or i in consumed]
 
 
 def unused_inputs(paddle: Any, piece: Any, arrays: List[np.ndarray]) -> Set[int]:
@@ -195,16 +263,22 @@ def unique_tensors(paddle: Any, value: Any) -> List[Any]:
     return found
 
 
-def load_piece(source: str, folder: Path, members: Sequence[Call]) -> Any:
+def load_source(source: str, folder: Path, class_name: str, *args: Any) -> Any:
+    """The layer class ``class_name`` of a generated module written to ``folder`` (a real file:
+    ``to_static`` reads the forward's source), built with ``args``, in eval mode."""
     folder.mkdir(parents=True, exist_ok=True)
-    module_path = folder / "piece.py"
+    module_path = folder / f"{class_name.lower()}.py"
     module_path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(f"harness_piece_{folder.name}", module_path)
+    spec = importlib.util.spec_from_file_location(f"harness_{class_name.lower()}_{folder.name}", module_path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
-    piece = module.Piece([m.layer for m in members])
-    piece.eval()
-    return piece
+    layer = getattr(module, class_name)(*args)
+    layer.eval()
+    return layer
+
+
+def load_piece(source: str, folder: Path, members: Sequence[Call]) -> Any:
+    return load_source(source, folder, "Piece", [m.layer for m in members])
 
 
 def specs(paddle: Any, arrays: List[np.ndarray]) -> List[Any]:

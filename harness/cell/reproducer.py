@@ -59,15 +59,20 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
     folder.mkdir(parents=True)
     engine = runtime(plan.runtime)
     files = piece["files"] if piece else setup["export"]
-    model = f"model{Path(files['program']).suffix}"
-    shutil.copyfile(files["program"], folder / model)
-    params = ""
-    if files.get("params"):
-        params = f"model{Path(files['params']).suffix}"
-        shutil.copyfile(files["params"], folder / params)
     feeds = dict(np.load(piece["inputs"])) if piece else ctx.feeds(shape)
     np.savez(folder / "inputs.npz", **feeds)
-    run_lines = engine.reproducer_lines(model, params, plan.config, files)
+    build = ""
+    if piece and piece.get("op_source"):  # one op: the script builds its program itself, no params file
+        model, params = f"op/model{Path(files['program']).suffix}", ""
+        build = _op_build_lines(Path(piece["op_source"]).read_text(encoding="utf-8"), len(feeds))
+    else:
+        model = f"model{Path(files['program']).suffix}"
+        shutil.copyfile(files["program"], folder / model)
+        params = ""
+        if files.get("params"):
+            params = f"model{Path(files['params']).suffix}"
+            shutil.copyfile(files["params"], folder / params)
+    run_lines = build + engine.reproducer_lines(model, params, plan.config, files)
     expected = None
     if status is Status.FAIL:
         if piece:
@@ -90,6 +95,22 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
             "shape": shape, "program": "piece" if piece else "model", "path": where.get("path"),
             "verified": verified, "exit": run["exit"], "last_line": run["last_line"],
             "seconds": round(time.perf_counter() - started, 3)}
+
+
+def _op_build_lines(source: str, inputs: int) -> str:
+    """The one-op program built by the script: the op's layer, ``to_static`` + ``jit.save`` to ``op/``."""
+    body = source.split("import paddle\n", 1)[-1].strip("\n")
+    return textwrap.dedent("""
+        # The program: one op, as the model's forward called it, built here with Paddle's static API.
+        import paddle
+
+        """) + body + textwrap.dedent(f"""
+
+        spec = [paddle.static.InputSpec(list(inputs[f"in{{k}}"].shape), str(inputs[f"in{{k}}"].dtype), f"in{{k}}")
+                for k in range({inputs})]
+        paddle.jit.save(paddle.jit.to_static(OneOp(), input_spec=spec, full_graph=True), os.path.join(here, "op", "model"))
+
+        """)
 
 
 def _script(imports: str, run_lines: str, expected: "Dict[str, Any] | None") -> str:
@@ -158,6 +179,9 @@ def _readme(ctx: CellContext, plan: StagePlan, setup: Dict[str, Any], stage: Dic
 
 def _program_words(setup: Dict[str, Any], where: Dict[str, Any]) -> str:
     whole = f"`{Path(setup['export']['program']).name}` ({setup['export']['format']})"
+    if (where.get("piece") or {}).get("op_source"):
+        return (f"one op alone, `{where.get('op_call')}`, as the model's forward called it (in `{where.get('path') or 'the model'}`); "
+                f"the script builds its program itself (`op/`), no params file")
     if not where.get("piece"):
         return f"the whole model, {whole}"
     members = ", ".join(f"`{m}`" for m in where.get("members") or []) or f"`{where.get('path')}`"

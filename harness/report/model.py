@@ -88,10 +88,12 @@ class Diagnosis:
     def _place(self, reduce: Dict[str, Any], repro: Dict[str, Any]) -> None:
         if Status.of(reduce.get("status")) is Status.PASS:
             members = ", ".join(reduce.get("members") or []) or reduce.get("path")
-            self.layer = (f"{members} ({reduce.get('layer')})" if reduce.get("outcome") == "localized"
+            self.layer = (f"{members} ({reduce.get('layer')})" if members
                           else "the whole model (no sublayer reproduces alone)")
             own = reduce.get("own_op_types") or []
             self.op = reduce.get("op") or (f"one of {', '.join(own)}" if own else "")
+            if reduce.get("op_call"):
+                self.op += " (reproduces alone)"
             if reduce.get("fusion"):
                 self.op, self.fusion = "", f"the fusion by {', '.join(reduce['fusion'])} across its sublayers"
         elif reduce.get("message"):

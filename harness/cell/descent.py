@@ -1,0 +1,210 @@
+"""The reduction's descent (pure logic, no Paddle): from the whole model down to the smallest piece
+that reproduces a stage's failure, asking a ``reproduces(paths) -> Trial`` predicate.
+
+At each layer known to reproduce, its called sublayers (call order) are minimized as delta debugging
+does (Zeller's ddmin): two contiguous halves of about equal leaf count first; a part that reproduces
+is kept and split again; when no part reproduces, the complements of the parts, then finer parts
+(4, 8, ... up to each sublayer alone), then adjacent pairs (a fusion of two neighbours). A single
+sublayer that reproduces is descended into. The halvings along a path add up to about ``log2 L``
+for a model of ``L`` leaves, so a path of ``depth`` layers costs at most ``2·⌈log2 L⌉ + 2·depth``
+trials when a half reproduces at every level (``budget``); the finer trials, spent only where no
+half reproduces, are capped by ``fine_limit`` and counted apart.
+
+A trial that *says nothing* — the piece could not be built or run alone, or the pass the culprit
+search named did not fire in it — is never taken as a non-reproduction: the answer then stays at the
+layer shown to reproduce, and says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+# The most trials finer than halves one reduction spends (the answer's layer, where no half reproduces).
+FINE_LIMIT = 24
+# Groups up to this size go from halves straight to each member alone.
+FINEST_AT = 8
+
+
+@dataclasses.dataclass
+class Trial:
+    """One sub-export and what the stage pair said on it."""
+
+    members: List[str]
+    reproduces: bool
+    note: str = ""
+    untestable: bool = False  # the piece could not be built or run alone: it says nothing
+    culprit_fired: Optional[bool] = None  # did the culprit pass change the piece's program (None: not asked)
+    finer: bool = False  # a trial finer than halves (ddmin's complements, parts, pairs)
+    op_types: Dict[str, int] = dataclasses.field(default_factory=dict)
+    margin: Optional[float] = None
+    files: Optional[Dict[str, str]] = None
+    feeds: Optional[Dict[str, np.ndarray]] = None
+    expected: Optional[List[np.ndarray]] = None
+
+    @property
+    def says_nothing(self) -> bool:
+        return not self.reproduces and (self.untestable or self.culprit_fired is False)
+
+    def to_dict(self) -> Dict[str, Any]:
+        said: Dict[str, Any] = {"members": self.members, "reproduces": self.reproduces,
+                                "untestable": self.untestable, "note": self.note}
+        if self.culprit_fired is not None:
+            said["culprit_fired"] = self.culprit_fired
+        if self.finer:
+            said["finer"] = True
+        if self.margin is not None:
+            said["max_abs"] = self.margin
+        return said
+
+
+def budget(leaves: int, depth: int) -> int:
+    return 2 * math.ceil(math.log2(max(leaves, 1))) + 2 * depth
+
+
+def parts(paths: List[str], weights: Sequence[int], n: int) -> List[List[str]]:
+    """``n`` contiguous parts (call order) of about equal total weight, none empty."""
+    n = max(1, min(n, len(paths)))
+    total = sum(weights)
+    cuts, run, k = [], 0, 1
+    for i, weight in enumerate(weights[:-1]):
+        run += weight
+        # cut after i when the running weight reaches the k-th share, leaving a path per part to come
+        if k < n and (run * n >= k * total or len(paths) - (i + 1) == n - k):
+            cuts.append(i + 1)
+            k += 1
+    bounds = [0, *cuts, len(paths)]
+    return [paths[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def split(paths: List[str], calls: Dict[str, Any]) -> Tuple[List[str], List[str]]:
+    """Two contiguous halves (call order) of about equal leaf count."""
+    weights = [calls[p].leaves for p in paths]
+    total, run, best, cut = sum(weights), 0, None, 1
+    for i in range(1, len(paths)):
+        run += weights[i - 1]
+        gap = abs(total - 2 * run)
+        if best is None or gap < best:
+            best, cut = gap, i
+    return paths[:cut], paths[cut:]
+
+
+class Descent:
+    def __init__(self, calls: Dict[str, Any], reproduces: Callable[[List[str]], Trial], fine_limit: int):
+        self.calls, self.reproduces, self.fine_limit = calls, reproduces, fine_limit
+        self.trials: List[Trial] = []
+        self.tested: Dict[Tuple[str, ...], Trial] = {}
+        self.fine_spent = 0
+        self.fine_ran_out = False
+
+    def test(self, paths: List[str], finer: bool = False) -> Optional[Trial]:
+        key = tuple(paths)
+        if key not in self.tested:
+            if finer and self.fine_spent >= self.fine_limit:
+                self.fine_ran_out = True
+                return None
+            trial = self.reproduces(list(paths))
+            trial.finer = finer
+            self.fine_spent += int(finer)
+            self.tested[key] = trial
+            self.trials.append(trial)
+        return self.tested[key]
+
+    def minimize(self, kids: List[str]) -> List[str]:
+        """ddmin over a reproducing layer's sublayers: the smallest group found reproducing (the
+        whole list when no smaller one does). Groups of up to ``FINEST_AT`` go from halves straight
+        to each sublayer alone (what a conclusion needs: none alone reproduces); larger ones double
+        the number of parts first. Adjacent pairs (a fusion of neighbours) come before complements."""
+        group, n = kids, 2
+        while len(group) > 1:
+            chunks = list(split(group, self.calls)) if n == 2 else parts(
+                group, [self.calls[p].leaves for p in group], n)
+            hit = self._first_reproducing(chunks, finer=n > 2)
+            if hit is None and n >= len(group) and len(group) > 2:
+                hit = self._first_reproducing([group[i:i + 2] for i in range(len(group) - 1)], finer=True)
+            if hit is None and n > 2:
+                hit = self._first_reproducing([[p for p in group if p not in c] for c in chunks if len(c) < len(group) - 1],
+                                              finer=True)
+                if hit is not None:
+                    group, n = hit, max(min(n - 1, len(hit)), 2)
+                    continue
+            if hit is not None:
+                group, n = hit, 2
+                continue
+            if n >= len(group):
+                break
+            n = len(group) if len(group) <= FINEST_AT else min(len(group), 2 * n)
+        return group
+
+    def _first_reproducing(self, groups: List[List[str]], finer: bool) -> Optional[List[str]]:
+        for group in groups:
+            trial = self.test(group, finer)
+            if trial is not None and trial.reproduces:
+                return group
+        return None
+
+    def run(self) -> Dict[str, Any]:
+        node, depth = "", 0
+        while True:
+            depth += 1
+            kids = [c for c in self.calls[node].children if not self.calls[c].unreplayable]
+            unreplayable = [c for c in self.calls[node].children if self.calls[c].unreplayable]
+            if not kids:
+                why = ("it calls no sublayer" if not unreplayable else
+                       f"its sublayers cannot be replayed alone ({unreplayable[0]}: "
+                       f"{self.calls[unreplayable[0]].unreplayable})")
+                return self._answer(node, [node], depth, why, [])
+            group = self.minimize(kids)
+            alone = self.test(group, finer=False) if len(group) == 1 else None
+            if alone is not None and alone.reproduces:
+                node = group[0]
+                continue
+            return self._conclude(node, kids, group, depth, bool(unreplayable))
+
+    def _conclude(self, node: str, kids: List[str], group: List[str], depth: int, partial: bool) -> Dict[str, Any]:
+        """No smaller group than ``group`` reproduces: say why, and whether a trial that said nothing
+        leaves the failure possibly inside one of its members."""
+        singles = [self.tested.get((k,)) for k in group]
+        tried_alone = all(t is not None for t in singles)
+        pool = [t for t in singles if t is not None] if tried_alone else [
+            t for t in self.trials if set(t.members) <= set(group)]
+        mute = next((t for t in pool if t.says_nothing), None)
+        whole = group == kids
+        members = [node] if whole else group
+        if mute is not None:
+            why = (f"{', '.join(mute.members)} could not be tested alone ({mute.note}); the failure may be "
+                   f"inside it, so {'this layer' if whole else 'this group'} is the smallest piece shown to reproduce")
+            return self._answer(node, members, depth, why, [])
+        ran_out = (f" (the budget of {self.fine_limit} finer trials ran out before each was tried alone)"
+                   if not tried_alone and self.fine_ran_out else "")
+        below = [t for t in singles if t is not None] if tried_alone and not partial else []
+        if whole and len(kids) == 1:
+            why = f"its sublayer {kids[0]} does not reproduce alone: the failure needs this layer's own ops"
+        elif whole:
+            said = "no one of its" if tried_alone else "neither half of its"
+            why = (f"{said} {len(kids)} sublayers reproduces alone{ran_out}, nor a smaller group of them: the "
+                   f"failure needs this layer's own ops or ops across its sublayers (a fusion)")
+        else:
+            why = (f"{', '.join(group)} reproduce together, no one of them alone{ran_out}: the failure crosses "
+                   f"them (a fusion)")
+        return self._answer(node, members, depth, why, below)
+
+    def _answer(self, node: str, members: List[str], depth: int, why: str, below: List[Trial]) -> Dict[str, Any]:
+        return {"node": node, "members": members, "depth": depth, "why": why, "trials": self.trials,
+                "below": below, "fine_trials": self.fine_spent, "fine_limit": self.fine_limit}
+
+
+def descend(calls: Dict[str, Any], reproduces: Callable[[List[str]], Trial],
+            fine_limit: int = FINE_LIMIT) -> Dict[str, Any]:
+    """Walk down from the model to the smallest piece that reproduces: a called sublayer, or a
+    group of its sublayers that reproduces together when no one of them does alone.
+
+    ``below`` are the trials inside the answer that did not reproduce, each sublayer alone, when
+    they cover all of it (what the own-op elimination subtracts); empty otherwise."""
+    return Descent(calls, reproduces, fine_limit).run()
+
+
+__all__ = ["Trial", "budget", "parts", "split", "descend", "FINE_LIMIT"]

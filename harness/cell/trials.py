@@ -1,0 +1,198 @@
+"""What the reduction asks of a piece (cell side): export it alone, run it on the failing stage and
+its reference, and say whether the stage's failure reproduces (a ``Trial``).
+
+* an ``error`` reproduces when the piece raises the same cause (the same normalized message);
+* a numeric ``fail`` reproduces when the stage's config is out of tolerance against the reference
+  config (the baseline predictor) on the piece — or, for ``baseline`` itself, against the dygraph
+  forward of the piece run just before its export (what ``to_static`` traced).
+
+When the culprit search named passes for the stage, a trial that ran the stage also runs the piece
+with those passes off and records whether they changed the ops it executed (``culprit_fired``): a
+piece where the pass did not fire says nothing about where the failure is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..shared.causes import paddle_message, raised_status
+from ..shared.compare import compare_tol
+from ..shared.runtime import StagePlan
+from ..shared.vocab import Analysis, Reference, Stage, Status
+from .context import CellContext
+from .descent import Trial
+from .isolation import OpCall, one_op_source
+from .pieces import SMALL_INT_INPUT, Call, load_piece, load_source, piece_source, specs, unique_tensors, unused_inputs
+from .runtime import runtime
+
+
+class PieceTrials:
+    """``trials(paths) -> Trial`` for the descent, ``trials.one_op(call)`` for the op isolation;
+    counts the exports of each."""
+
+    def __init__(self, ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan],
+                 done: Dict[str, Dict[str, Any]], calls: Dict[str, Call]):
+        stage = done[plan.name]
+        self.ctx, self.plan, self.calls = ctx, plan, calls
+        self.failed = Status.of(stage["status"])
+        self.paddle = ctx.paddle
+        self.engine = runtime(plan.runtime)
+        self.cause = self.engine.cause_words(str(stage.get("message", "")))  # the runtime's own words of the cause
+        self.reference_plan = plans.get(Stage.BASELINE.value) if plan.reference == Reference.BASELINE else None
+        # The run that names the piece's op types: the baseline config (the stage's own when it is the baseline).
+        self.typing_plan = self.reference_plan or plans.get(Stage.BASELINE.value) or plan
+        self.tolerance = ctx.tolerance(plan)
+        search = done.get(Analysis.BISECT.journal_key) or {}
+        self.culprits: List[str] = list(search.get("culprits") or []) if search.get("stage") == plan.name else []
+        self.folder = ctx.work / "reduction"
+        self.tried = 0      # pieces exported (or tried to be)
+        self.op_exports = 0  # one-op programs exported (or tried to be)
+        self.layers: Dict[Tuple[str, ...], Any] = {}  # the generated layer of each built piece
+
+    def __call__(self, paths: List[str]) -> Trial:
+        self.tried += 1
+        trial = Trial(members=list(paths), reproduces=False)
+        where = self.folder / f"piece{self.tried}"
+        members = sorted((self.calls[p] for p in paths), key=lambda c: c.order)
+        built = self._build(members, where, trial)
+        if built is None:
+            return trial
+        files, feeds, traced = built
+        trial.files, trial.feeds = files, feeds
+        return self._judge(trial, files, feeds, traced, where)
+
+    def one_op(self, call: OpCall) -> Trial:
+        """The op alone on the tensors it received in the piece's forward."""
+        self.op_exports += 1
+        where = self.folder / f"op{self.op_exports}"
+        trial = Trial(members=[call.op_type], reproduces=False)
+        try:
+            layer = load_source(one_op_source(call), where, "OneOp")
+            files, arrays, traced = self._export(layer, list(call.arrays), where)
+        except Exception as exc:
+            trial.untestable = True
+            trial.note = f"could not be exported alone: {paddle_message(exc)[:300]}"
+            return trial
+        trial.files, trial.feeds = files, {f"in{k}": a for k, a in enumerate(arrays)}
+        return self._judge(trial, files, trial.feeds, traced, where)
+
+    def _export(self, layer: Any, arrays: List[np.ndarray], where: Path):
+        paddle = self.paddle
+        with paddle.no_grad():
+            traced = [t.numpy() for t in unique_tensors(paddle, layer(*[paddle.to_tensor(a) for a in arrays]))]
+        return self.ctx.saved.export(layer, specs(paddle, arrays), where / "model"), arrays, traced
+
+    def _build(self, members: List[Call], where: Path, trial: Trial):
+        """The piece's program, feeds and dygraph outputs; None (the trial says why) when it cannot
+        be exported alone."""
+        # Small integer inputs (shapes, level offsets) are written in as the values the piece was
+        # called with, in every piece alike: fed or folded, they would make different programs.
+        captured = [a for m in members for a in m.arrays]
+        constants = {k for k, a in enumerate(captured) if a.dtype.kind in "iub" and a.size <= SMALL_INT_INPUT}
+        try:
+            source, arrays, fed_at = piece_source(members, constants=constants)
+            piece = load_piece(source, where, members)
+            try:
+                files, arrays, traced = self._export(piece, arrays, where)
+            except Exception as exc:
+                if "not involved in the target_vars" not in str(exc):
+                    raise
+                # A floating input no output needs (autograd says which): made inside the piece.
+                unused = {fed_at[i] for i in unused_inputs(self.paddle, piece, arrays)}
+                if not unused:
+                    raise
+                source, arrays, _ = piece_source(members, unused, constants)
+                piece = load_piece(source, where / "fed", members)
+                files, arrays, traced = self._export(piece, arrays, where / "fed")
+                trial.note = f"{len(unused)} unused input(s) made as zeros inside the piece (Paddle refuses unused feeds); "
+        except Exception as exc:
+            trial.note = f"could not be exported alone: {paddle_message(exc)[:300]}"
+            trial.untestable = True
+            return None
+        self.layers[tuple(trial.members)] = (piece, arrays)
+        return files, {f"in{k}": a for k, a in enumerate(arrays)}, traced
+
+    def _judge(self, trial: Trial, files: Dict[str, str], feeds: Dict[str, np.ndarray], traced: List[np.ndarray],
+               where: Path) -> Trial:
+        # The reference: the baseline config on the piece, or (baseline's own failure) dygraph.
+        # The baseline config's run also names the piece's op types; when the failing stage is the
+        # baseline itself, that one run is the stage's run too.
+        plan, typing_plan = self.plan, self.typing_plan
+        expected: Optional[List[np.ndarray]] = traced
+        got: Optional[List[np.ndarray]] = None
+        try:
+            ref = runtime(typing_plan.runtime).session(files, typing_plan.config, feeds, where / "reference")
+            _, ref_out, evidence = ref.run_with_evidence(feeds)
+            trial.op_types = dict(evidence.get("op_types") or {})
+            if self.reference_plan is not None:
+                expected = ref_out
+            if typing_plan.name == plan.name:
+                got = ref_out
+        except Exception as exc:
+            if self.reference_plan is not None and self.failed is Status.FAIL:
+                # No reference, no comparison: the piece says nothing either way.
+                trial.note += f"the reference config raised on it: {paddle_message(exc)[:300]}"
+                trial.untestable = True
+                return trial
+            if typing_plan.name == plan.name:  # the stage itself raised on the piece
+                return _raised(trial, exc, self.failed, self.cause, self.engine)
+        trial.expected = expected
+        stage_types: Optional[Dict[str, int]] = None
+        try:
+            if got is None:
+                _, got, evidence = self.engine.session(files, plan.config, feeds, where / "stage").run_with_evidence(feeds)
+                stage_types = dict(evidence.get("op_types") or {})
+        except Exception as exc:
+            return _raised(trial, exc, self.failed, self.cause, self.engine)
+        self._culprit_fired(trial, files, feeds, where, stage_types)
+        return self._compared(trial, expected, got)
+
+    def _culprit_fired(self, trial: Trial, files: Dict[str, str], feeds: Dict[str, np.ndarray], where: Path,
+                       stage_types: Optional[Dict[str, int]]) -> None:
+        """Did the culprit passes change what the piece executes? (The ops executed with them on and off.)"""
+        if not self.culprits or self.failed is not Status.FAIL or not stage_types:
+            return
+        try:
+            config = self.engine.without(self.plan, self.culprits)
+            _, _, evidence = self.engine.session(files, config, feeds, where / "without").run_with_evidence(feeds)
+        except Exception as exc:  # the stage ran; without its culprits it raises: it did something
+            trial.culprit_fired = True
+            trial.note += f"without {', '.join(self.culprits)} it raises ({paddle_message(exc)[:120]}); "
+            return
+        without = dict(evidence.get("op_types") or {})
+        trial.culprit_fired = without != stage_types
+        trial.note += (f"{', '.join(self.culprits)} {'fired' if trial.culprit_fired else 'did not fire'} "
+                       f"(ops executed with and without it {'differ' if trial.culprit_fired else 'are the same'}); ")
+
+    def _compared(self, trial: Trial, expected: List[np.ndarray], got: List[np.ndarray]) -> Trial:
+        if self.failed is Status.ERROR:
+            trial.note += "runs without raising"
+            return trial
+        if len(got) != len(expected):  # outputs that cannot be paired say nothing either way
+            trial.note += f"could not be compared alone: the program returns {len(got)} outputs, dygraph {len(expected)}"
+            trial.untestable = True
+            return trial
+        stats = [compare_tol(e, g, self.tolerance) for e, g in zip(expected, got)]
+        trial.reproduces = any(Status.of(s["status"]) is Status.FAIL for s in stats)
+        trial.margin = max((s.get("max_abs") or 0.0) for s in stats) if stats else None
+        trial.note += "out of tolerance" if trial.reproduces else "within tolerance"
+        return trial
+
+
+def _raised(trial: Trial, exc: BaseException, failed: Status, cause: str, engine: Any) -> Trial:
+    """The stage's config raised on the piece: the same cause reproduces an error; what the harness
+    made itself (its own code raised) says nothing either way."""
+    status, message = raised_status(exc)
+    if status is Status.UNTESTABLE:
+        trial.untestable = True
+        trial.note += f"could not be run alone: {message[:300]}"
+        return trial
+    trial.reproduces = failed is Status.ERROR and bool(cause) and engine.cause_words(message) == cause
+    trial.note += "raises the same cause" if trial.reproduces else f"raises otherwise: {message[:300]}"
+    return trial
+
+
+__all__ = ["PieceTrials"]
