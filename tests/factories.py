@@ -352,3 +352,59 @@ class Slow(SmallConvNet):
 
 def slow():
     return Slow(), _image_spec()
+
+
+class TwoConvBN(nn.Layer):
+    """Two conv+BN pairs as sibling sublayers (the known answer of the fusion search): on legacy IR
+    (2.6) ``conv_bn_fuse_pass`` folds each BN into its conv, which changes the rounding; a piece
+    finds it only when the conv feeds its BN inside the piece as in the model."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2D(3, 8, 3, padding=1, bias_attr=False)
+        self.bn_a = nn.BatchNorm2D(8)
+        self.b = nn.Conv2D(8, 8, 3, padding=1, bias_attr=False)
+        self.bn_b = nn.BatchNorm2D(8)
+        self.head = nn.Linear(8, 4)
+        for bn in (self.bn_a, self.bn_b):  # running statistics as training leaves them, not 0 and 1
+            bn._mean.set_value(paddle.uniform([8], min=-0.5, max=0.5))
+            bn._variance.set_value(paddle.uniform([8], min=0.5, max=2.0))
+
+    def forward(self, image):
+        x = nn.functional.relu(self.bn_a(self.a(image)))
+        x = nn.functional.relu(self.bn_b(self.b(x)))
+        return self.head(x.mean(axis=[2, 3]))
+
+
+def two_conv_bn():
+    return TwoConvBN(), _image_spec()
+
+
+class Tap(nn.Layer):
+    """Returns its input beside what it computes (as feature taps do), and reads Python state."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.counting = CountingBlock(channels)
+
+    def forward(self, x):
+        return x, self.counting(x)
+
+
+class PassesItsInputThrough(nn.Layer):
+    """The baseline's consistency failure sits in ``tap``, a sublayer whose output holds its input
+    as is: a piece of it must still be a program Paddle builds (each output written once)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2D(3, 8, 3, padding=1)
+        self.tap = Tap(8)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, image):
+        x, y = self.tap(self.stem(image))
+        return self.head((x + y).mean(axis=[2, 3]))
+
+
+def passes_its_input_through():
+    return PassesItsInputThrough(), _image_spec()

@@ -116,6 +116,28 @@ def test_a_piece_that_cannot_be_exported_alone_is_looked_into_and_never_taken_as
         assert "could not be tested alone" in found["why"], found["why"]
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_a_sublayer_that_reproduces_only_alone_is_found_by_going_finer_than_halves(seed):
+    """A sibling masks the culprit (a piece holding both raises otherwise, as a second cause does):
+    neither half of the parent reproduces, each member alone is tried, and the culprit is found."""
+    rng = random.Random(9000 + seed)
+    parents: List[str] = []
+    while not parents:
+        calls = _tree(rng, depth=3, fanout=6)
+        parents = [p for p, c in calls.items() if len(c.children) >= 3]
+    parent = rng.choice(parents)
+    culprit, masker = rng.sample(calls[parent].children, 2)
+
+    def reproduces(members: List[str]) -> Trial:
+        holds = any(_inside(m, culprit) for m in members)
+        if holds and masker in members:  # the culprit's sibling beside it in a piece
+            return Trial(members=members, reproduces=False, note="raises otherwise")
+        return Trial(members=members, reproduces=holds)
+
+    found = descend(calls, reproduces)
+    assert found["node"] == culprit, (found["node"], culprit, masker, found["why"])
+
+
 def _run(write_matrix, tmp_path, models, session):
     matrix = write_matrix(models)
     run_harness("run", "--matrix", str(matrix), "--session", session, "--results", str(tmp_path / "r"))
@@ -194,6 +216,17 @@ def test_the_onednn_interpolate_error_is_localized_searched_and_reproduced(write
     line = next(ln for ln in report.stdout.splitlines() if words in ln and "[C" in ln)
     assert "layer decoder (Upsample)" in line and "op pd_op.bilinear_interp" in line
     assert "raises when pass onednn_placement_pass runs" in line and f"{script} (verified)" in line
+
+
+def test_a_piece_that_passes_its_input_through_is_built_and_tested(write_matrix, tmp_path, paddle_version):
+    """``tap`` returns its input beside its result: the piece returns each tensor once (no input as
+    an output), so Paddle builds it, and the failure inside it is localized there, not left at the model."""
+    results = _run(write_matrix, tmp_path, {"tap": "tests.factories:passes_its_input_through"}, "cpu_fp32")
+    reduce = load_record(results, f"cpu_fp32/{paddle_version}/normal/tap")["analysis"]["reduce"]
+    assert not any(t["untestable"] for t in reduce["trials"]), reduce["trials"]
+    assert reduce["outcome"] != "whole model" and reduce["path"].startswith("tap"), reduce
+    source = (results / f"cpu_fp32/{paddle_version}/normal/tap/reduction/piece1/piece.py").read_text()
+    assert "o0 = self.members[0](" in source and "return [" in source
 
 
 def test_a_consistency_failure_gets_a_reproducer_that_compares_with_dygraph(write_matrix, tmp_path, paddle_version):

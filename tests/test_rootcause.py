@@ -247,6 +247,35 @@ def test_conv_bn_fuse_pass_is_found_as_the_culprit_on_legacy_ir(tmp_path, nox_en
     assert repro["program"] == "piece" and repro["path"] == reduce["path"] and repro["verified"] is True
 
 
+@pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")
+def test_two_conv_bn_pairs_are_localized_to_a_pair_with_the_fusion_shown_firing_in_it(tmp_path, nox_envdir):
+    """The known answer at 2.6.2 (atol = rtol = 1e-9): conv_bn_fuse_pass is the culprit, and the
+    reduction ends at a conv and its BN — the piece in which the conv feeds its BN, as in the model,
+    and in which the pass is seen firing (the ops executed with it on and off differ); neither alone
+    reproduces, because the pass does not fire in either alone."""
+    head = installed_paddle()
+    matrix = tmp_path / "tight.toml"
+    text = matrix_text(head, {"pairs": "tests.factories:two_conv_bn"}, other_versions=["2.6.2"])
+    matrix.write_text(text.replace("[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4", "[tolerances.fp32]\natol = 1e-9\nrtol = 1e-9"))
+    results = tmp_path / "r"
+    proc = nox_run("-s", "cpu_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results), matrix=matrix)
+    assert_exit_agrees(proc, results)
+    record = json.loads((results / "default" / "cpu_fp32" / "2.6.2" / "normal" / "pairs.json").read_text())
+    assert record["analysis"]["bisect"]["culprits"] == ["conv_bn_fuse_pass"], record["analysis"]["bisect"]
+    reduce = record["analysis"]["reduce"]
+    assert reduce["stage"] == "ir" and reduce["fusion"] == ["conv_bn_fuse_pass"], reduce
+    assert reduce["members"] in (["a", "bn_a"], ["b", "bn_b"]), reduce
+    trials = {tuple(t["members"]): t for t in reduce["trials"]}
+    pair = trials[tuple(reduce["members"])]
+    assert pair["reproduces"] is True and pair["culprit_fired"] is True, pair
+    for member in reduce["members"]:
+        assert trials[(member,)]["reproduces"] is False, trials[(member,)]
+    assert trials[(reduce["members"][0],)]["culprit_fired"] is False  # a conv alone: nothing to fold
+    assert reduce["halving_exports"] <= reduce["budget"] and reduce["finer_exports"] <= reduce["finer_budget"]
+    repro = record["analysis"]["reproducer"]
+    assert repro["program"] == "piece" and repro["verified"] is True, repro
+
+
 def test_paddles_own_executor_runs_a_legacy_program_under_paddle_3(tmp_path):
     """The triage's middle leg (Paddle's executor on the saved program) for a .pdmodel under Paddle 3
     (PaddleSlim's PACT export writes one): jit.load reads only PIR .json there, so the legacy static

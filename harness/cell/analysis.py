@@ -200,6 +200,9 @@ def bisect(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
         return {"status": Status.SKIP, "message": f"{plan.name} ({plan.lever}) has no search space: nothing in it "
                                                   f"to switch off one by one"}
     items = engine.search_items(plan, stage.get("evidence") or {}, done[Stage.BASELINE.value].get("evidence") or {})
+    items_from = "what the stage's build printed"
+    if not items and Status.of(stage["status"]) is Status.ERROR:
+        items, items_from = engine.probe_search_items(plan, ctx.work / f"{plan.name}.probe")
     if not items:
         return {"status": Status.SKIP, "message": f"{plan.name} ran nothing of its search space ({plan.search.value}) "
                                                   f"that could be switched off"}
@@ -214,6 +217,7 @@ def bisect(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
     raised = Status.of(stage["status"]) is Status.ERROR
     return {
         "status": Status.PASS, "outcome": found.status, "kind": plan.search.value, "candidates": len(items),
+        "items_from": items_from,
         "predicate": "raises the same cause" if raised else "out of tolerance",
         "items": items, "culprits": found.culprits, "also_fixed_by": also.sets if also else [],
         "builds": found.builds, "budget": budget,

@@ -10,9 +10,11 @@ for a model of ``L`` leaves, so a path of ``depth`` layers costs at most ``2·�
 trials when a half reproduces at every level (``budget``); the finer trials, spent only where no
 half reproduces, are capped by ``fine_limit`` and counted apart.
 
-A trial that *says nothing* — the piece could not be built or run alone, or the pass the culprit
-search named did not fire in it — is never taken as a non-reproduction: the answer then stays at the
-layer shown to reproduce, and says why.
+A trial that *says nothing* — the piece could not be built or run alone — is never taken as a
+non-reproduction: the answer then stays at the layer shown to reproduce, and says why. Where the
+culprit search named passes, each trial says whether they fired in it; a group whose members do not
+reproduce alone because the pass does not fire in any one of them is a fusion across them, and the
+answer says so.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class Trial:
 
     @property
     def says_nothing(self) -> bool:
-        return not self.reproduces and (self.untestable or self.culprit_fired is False)
+        return not self.reproduces and self.untestable
 
     def to_dict(self) -> Dict[str, Any]:
         said: Dict[str, Any] = {"members": self.members, "reproduces": self.reproduces,
@@ -178,17 +180,20 @@ class Descent:
             why = (f"{', '.join(mute.members)} could not be tested alone ({mute.note}); the failure may be "
                    f"inside it, so {'this layer' if whole else 'this group'} is the smallest piece shown to reproduce")
             return self._answer(node, members, depth, why, [])
-        ran_out = (f" (the budget of {self.fine_limit} finer trials ran out before each was tried alone)"
+        aside = (f" (the budget of {self.fine_limit} finer trials ran out before each was tried alone)"
                    if not tried_alone and self.fine_ran_out else "")
         below = [t for t in singles if t is not None] if tried_alone and not partial else []
+        unfired = [t.members[0] for t in singles if t is not None and t.culprit_fired is False]
+        if unfired:
+            aside += f"; the culprit pass does not fire in {', '.join(unfired)} alone"
         if whole and len(kids) == 1:
             why = f"its sublayer {kids[0]} does not reproduce alone: the failure needs this layer's own ops"
         elif whole:
             said = "no one of its" if tried_alone else "neither half of its"
-            why = (f"{said} {len(kids)} sublayers reproduces alone{ran_out}, nor a smaller group of them: the "
+            why = (f"{said} {len(kids)} sublayers reproduces alone{aside}, nor a smaller group of them: the "
                    f"failure needs this layer's own ops or ops across its sublayers (a fusion)")
         else:
-            why = (f"{', '.join(group)} reproduce together, no one of them alone{ran_out}: the failure crosses "
+            why = (f"{', '.join(group)} reproduce together, no one of them alone{aside}: the failure crosses "
                    f"them (a fusion)")
         return self._answer(node, members, depth, why, below)
 

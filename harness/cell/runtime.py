@@ -72,6 +72,11 @@ class Runtime(abc.ABC):
         """What the culprit search may switch off for this stage, one by one (passes that ran,
         op types an engine may take), from the stage's and the baseline's evidence."""
 
+    def probe_search_items(self, plan: StagePlan, folder: Path) -> Tuple[List[str], str]:
+        """The search space read elsewhere when the stage's own evidence has none (its build
+        raised first), and where it was read; nothing by default."""
+        return [], ""
+
     @abc.abstractmethod
     def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
         """The stage's config with ``disabled`` items of its search space switched off."""

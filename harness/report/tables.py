@@ -16,7 +16,7 @@ from ..shared.causes import Cause, cause_of
 from ..shared.records import atomic_write_text
 from ..shared.vocab import SETUP, STATUS_ORDER, Status
 from .model import RunModel, stage_results
-from ..shared.notes import analysis_note, clip, evidence_note, fmt_number, stage_note
+from ..shared.notes import analysis_note, analysis_outcome, clip, evidence_note, fmt_number, stage_note
 
 STAGE_HEADERS = ["cell", "stage", "status", "max abs", "max rel", "evidence", "note"]
 OUTPUT_HEADERS = ["cell", "stage", "output", "predictor name", "status", "mismatched", "max abs",
@@ -44,8 +44,11 @@ def stage_rows(model: RunModel, records: Sequence[Dict[str, Any]], max_note: int
             rows.append([record["id"], stage["name"], str(stage["status"]), fmt_number(worst.get("max_abs")),
                          fmt_number(worst.get("max_rel")), evidence_note(stage), clip(note, max_note)])
         for kind, result in (record.get("analysis") or {}).items():
-            rows.append([record["id"], f"> {kind}", str(result.get("status", "?")), "-", "-", "",
+            rows.append([record["id"], f"> {kind}", analysis_outcome(kind, result), "-", "-", "",
                          clip(analysis_note(kind, result), max_note)])
+            for path in (result.get("script"), result.get("draft")):
+                if path:  # a path is never cut: its own row
+                    rows.append([record["id"], "", "", "", "", "", str(path)])
     return rows
 
 

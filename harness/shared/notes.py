@@ -60,6 +60,25 @@ def evidence_note(stage: Dict[str, Any]) -> str:
     return f"{len(evidence.get('passes') or [])} passes, {evidence.get('ops', '?')} ops"
 
 
+def analysis_outcome(kind: str, result: Dict[str, Any]) -> str:
+    """What an analysis step came to, in one word or two (the status column of its row): ``pass``
+    only says that the step ran, which reads as "the diff passed"."""
+    status = Status.of(result.get("status"))
+    if status is not Status.PASS:
+        return str(status.value)
+    if kind == "reduce":
+        if result.get("op_call"):
+            return "isolated"
+        return "localized" if result.get("path") or result.get("members") else "whole model"
+    if kind == "reproducer":
+        return "verified" if result.get("verified") else "NOT verified"
+    if kind in ("bisect", "exclude"):
+        if result.get("culprits"):
+            return "found"
+        return str(result.get("outcome") or "not found").replace("-", " ")
+    return str(result.get("outcome") or "done")
+
+
 def analysis_note(kind: str, result: Dict[str, Any]) -> str:
     stage = result.get("stage") or "?"
     status = Status.of(result.get("status"))
@@ -82,15 +101,17 @@ def analysis_note(kind: str, result: Dict[str, Any]) -> str:
         if status is Status.SKIP:
             return f"{stage}: {result.get('message', '')}"
         where = ", ".join(result.get("members") or []) or result.get("path") or "the whole model"
-        op = f"; op {result['op']}" if result.get("op") else ""
-        return (f"{stage}: {where} ({result.get('layer')}){op}; {result.get('sub_exports')} sub-exports "
-                f"(budget {result.get('budget')})")
+        op = f"; op {result['op']}" + (" alone" if result.get("op_call") else "") if result.get("op") else ""
+        runs = (result.get("isolation") or {}).get("runs")
+        return (f"{stage}: {where} ({result.get('layer')}){op}; {result.get('halving_exports', result.get('sub_exports'))} "
+                f"sub-exports (budget {result.get('budget')}) + {result.get('finer_exports', 0)} finer"
+                + (f" + {runs} one-op" if runs else ""))
     if kind == "exclude":
         return f"{stage}: {result.get('verdict') or result.get('message') or result.get('outcome')}"
     if kind == "reproducer":
         state = "verified" if result.get("verified") else (f"NOT verified (exit {result.get('exit')}: "
                                                            f"{clip(result.get('last_line', ''), 120)})")
-        return f"{stage}: {result.get('script')} — {state}"
+        return f"{stage}: {state}"
     if kind == "diff":
         first = result.get("first_divergence")
         where = (f"first divergence at #{first['index']} {first['op']} {first['name']}" if first

@@ -148,6 +148,36 @@ def run_with_evidence(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str],
                             "output_dtypes": dtypes}
 
 
+def probe_passes(cfg: PredictorConfig, folder: Path) -> Dict[str, Any]:
+    """The passes a build under ``cfg`` prints on a probe program (a conv, a batch norm, a relu, a
+    bilinear interpolate): the search space of a stage whose own build raised before printing
+    its passes. Builds print every pass they run whether it matches or not (measured on 2.6.2
+    and 3.3.1), so the probe's list is the config's. When the probe's build raises too, the passes
+    it printed before raising are kept (``raised``: Paddle's message)."""
+    layer = _ProbeLayer()
+    layer.eval()
+    files = export(layer, [paddle.static.InputSpec([1, 3, 8, 8], "float32", "x")], Path(folder) / "model")
+    config = make_config(files, cfg, None, None)
+    raised = ""
+    with captured_native_output() as out:
+        try:
+            create_predictor(config)
+        except Exception as exc:  # what it printed before raising is still what ran
+            raised = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return {**_passes_in(out.text), "raised": raised}
+
+
+class _ProbeLayer(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.conv = paddle.nn.Conv2D(3, 4, 3, padding=1)
+        self.bn = paddle.nn.BatchNorm2D(4)
+
+    def forward(self, x):
+        return paddle.nn.functional.interpolate(paddle.nn.functional.relu(self.bn(self.conv(x))), scale_factor=2,
+                                                mode="bilinear")
+
+
 def onednn_op_list_evidence(cfg: PredictorConfig, folder: Path) -> Optional[Dict[str, Any]]:
     """What ``cfg``'s oneDNN op list (``set_mkldnn_op``) really does, read from a run: a small conv
     program built and run under ``cfg``, the executed op names counted. Under PIR an op that ran

@@ -63,6 +63,16 @@ class PaddleInference(Runtime):
             return list(dict.fromkeys(evidence.get("passes") or []))
         return []
 
+    def probe_search_items(self, plan: StagePlan, folder: Path) -> Tuple[List[str], str]:
+        if plan.search != PASSES:
+            return [], ""
+        probe = paddle_predictor.probe_passes(plan.config, folder)
+        said = ("the passes a build of the same config printed on a probe program (a conv, a batch norm, a relu, "
+                "an interpolate): the stage's own build raised before printing its passes")
+        if probe["raised"]:
+            said += f"; the probe's build raised too ({probe['raised'][:160]}), after printing these"
+        return list(dict.fromkeys(probe["passes"])), said
+
     def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
         if plan.search == PASSES:
             return plan.config.replace(deleted_passes=tuple(disabled))
