@@ -203,6 +203,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                               models=args.model)
     probes = [p for p in load_hazard_probes(results) if p["session"] == session.name and p["paddle"] == version]
     model = RunModel(records, probes)
+    from .report import drafts
+
+    drafts.write_all(model)
     print()
     print(terminal_table(model))
     summary = write_markdown(results / f"summary-{session.name}-{version}.md", model, f"{session.name} · Paddle {version}")
@@ -405,9 +408,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     model = RunModel.load(results)
     if not model.records and not model.unreadable:
         raise UserError(f"--results/--run: no result records under {results}; run a session first.")
-    from .report import junit
+    from .report import drafts, junit
     from .report.tables import short_summary
 
+    drafts.write_all(model)  # before the renderers: they link each draft
     print(terminal_table(model))
     out = write_markdown(args.out or results / "report.md", model, f"Qualification report · run {args.run_name}")
     xml = junit.write(args.junit or results / "report.xml", model)

@@ -18,7 +18,7 @@ from ..shared.logs import log_tail
 from ..shared.records import atomic_write_text
 from ..shared.vocab import STATUS_ORDER, cell_id
 from .model import Diagnosis, RunModel, stage_results, version_key
-from ..shared.notes import analysis_note, evidence_note, fmt_number, stage_note
+from ..shared.notes import analysis_note, analysis_outcome, evidence_note, fmt_number, stage_note
 from .tensors import row_cells
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -113,7 +113,8 @@ def _cell(record: Dict[str, Any]) -> Dict[str, Any]:
     work = Path(record["_path"]).with_suffix("") if record.get("_path") else None
     return {"id": record["id"], "anchor": _anchor(record["id"]), "status": str(verdict["status"]),
             "message": verdict.get("message", ""), "stages": stages, "outputs": outputs,
-            "analysis": [{"kind": kind, "note": analysis_note(kind, result)} for kind, result in analysis.items()],
+            "analysis": [{"kind": kind, "outcome": analysis_outcome(kind, result), "note": analysis_note(kind, result)}
+                         for kind, result in analysis.items()],
             "tensors": tensors, "tensor_total": total, "tensor_png": png,
             "log_tail": log_tail(work / "worker.log", lines=20) if work else ""}
 
@@ -123,7 +124,12 @@ def _diagnosis(found: Optional[Diagnosis]) -> Optional[Dict[str, Any]]:
     if found is None:
         return None
     return {"layer": found.layer, "op": found.op or found.fusion, "searches": found.searches, "triage": found.triage,
-            "reproducer": found.reproducer, "not_analysed": found.not_analysed}
+            "reproducer": found.reproducer, "not_analysed": found.not_analysed, "draft": found.draft,
+            "draft_href": Path(found.draft).as_uri() if found.draft else ""}
+
+
+def _versions(span: Any) -> str:
+    return span.words() if span is not None else ""
 
 
 def render(model: RunModel, title: str) -> str:
@@ -151,6 +157,7 @@ def render(model: RunModel, title: str) -> str:
     numeric = [{"place": f.place, "stage": f.stage, "output": f.output, "max_abs": fmt_number(f.max_abs),
                 "of_scale": f"{100 * f.relative_to_scale:.3g}%" if f.relative_to_scale is not None else "-",
                 "cosine": fmt_number(f.cosine, 5), "culprits": ", ".join(f.culprits),
+                "versions": _versions(model.numeric_span(f)),
                 "diagnosis": _diagnosis(f.diagnosis)} for f in model.numeric_failures()]
     return env.get_template("report.html.j2").render(
         title=title, harness=__version__, n_cells=len(model.records),
@@ -158,6 +165,7 @@ def render(model: RunModel, title: str) -> str:
         columns=model.columns, rows=rows, hazards=hazards, numeric=numeric,
         gaps=[dataclasses.asdict(g) for g in model.harness_gaps()],
         causes=[{"kind": c.kind, "count": c.count, "message": c.message, "places": c.places,
+                 "versions": _versions(model.version_span(c.places)),
                  "diagnosis": _diagnosis(model.diagnosis(c))} for c in model.causes()],
         machines=[{"key": m.key, "label": m.label, "cells": len(m.cells),
                    "columns": ", ".join(f"{a}@{b}" for a, b in m.columns)} for m in model.machines()],

@@ -49,6 +49,7 @@ class Diagnosis:
     searches: List[str] = dataclasses.field(default_factory=list)
     triage: str = ""
     reproducer: Optional[Dict[str, Any]] = None
+    draft: str = ""  # the issue draft beside the reproducer (``drafts.py`` writes it), when there is one
     not_analysed: str = ""  # why this stage has no analysis of its own (another stage had it)
 
     @classmethod
@@ -100,6 +101,8 @@ class Diagnosis:
             self.layer = f"not reduced: {reduce['message']}"
         if repro.get("script"):
             self.reproducer = repro
+            draft = Path(repro["script"]).parent / DRAFT
+            self.draft = str(draft) if draft.is_file() else ""
 
     def words(self) -> str:
         parts = [self.not_analysed] if self.not_analysed else []
@@ -115,7 +118,58 @@ class Diagnosis:
         if self.reproducer:
             verified = "verified" if self.reproducer.get("verified") else "NOT verified"
             parts.append(f"reproducer: {self.reproducer['script']} ({verified})")
+        if self.draft:
+            parts.append(f"issue draft: {self.draft}")
         return "; ".join(parts)
+
+
+# The issue draft's file name, beside a reproducer's script.
+DRAFT = "issue.md"
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionSpan:
+    """The Paddle versions at which a cause appears in the cells it hit, and those at which the
+    same cells (same session, mode and model, the same trained weights) ran without it."""
+
+    appears: Tuple[str, ...]
+    without: Tuple[Tuple[str, bool], ...]  # (version, whether the cell passed there)
+    other_weights: Tuple[str, ...] = ()   # versions of the same cells trained to other weights: not compared
+
+    @property
+    def first_bad(self) -> Optional[str]:
+        earlier = [v for v, _ in self.without if version_key(v) < version_key(self.appears[0])]
+        return self.appears[0] if earlier else None
+
+    def words(self) -> str:
+        if not self.without:
+            said = [f"at every version run ({', '.join(self.appears)})" if len(self.appears) > 1
+                    else f"appears at {self.appears[0]}"]
+        else:
+            said = self._against_without()
+        if self.other_weights:
+            said.append(f"{', '.join(self.other_weights)} trained other weights (not compared)")
+        return "; ".join(said) if self.without or self.other_weights or len(self.appears) > 1 else ""
+
+    def _against_without(self) -> List[str]:
+        first, last = version_key(self.appears[0]), version_key(self.appears[-1])
+        before = [(v, ok) for v, ok in self.without if version_key(v) < first]
+        after = [(v, ok) for v, ok in self.without if version_key(v) > last]
+        between = [(v, ok) for v, ok in self.without if (v, ok) not in before and (v, ok) not in after]
+
+        def ran(items: List[Tuple[str, bool]]) -> str:
+            passed, many = all(ok for _, ok in items), len(items) > 1
+            verb = ("pass" if many else "passes") if passed else ("run" if many else "runs")
+            return f"{', '.join(v for v, _ in items)} {verb} the same cell" + ("" if passed else " without it")
+
+        said = [f"appears from {self.appears[0]}" if before else f"appears at {self.appears[0]}"]
+        if before:
+            said.append(ran(before[-1:]))
+        if between:
+            said.append(f"not at {', '.join(v for v, _ in between)}")
+        if after:
+            said.append(f"gone from {after[0][0]} ({ran(after)})")
+        return said
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,6 +317,40 @@ class RunModel:
         return (next((d for d in analysed if d.reproducer and d.reproducer.get("verified")), None)
                 or (analysed[0] if analysed else found[0] if found else None))
 
+    def version_span(self, hit: Iterable[str]) -> Optional[VersionSpan]:
+        """Across versions, where the cells ``hit`` (record ids) show a cause and where the same
+        cells ran without it; None when they ran at one version only."""
+        hit = set(hit)
+        by_id = {r["id"]: r for r in self.records}
+        triples = {_triple(by_id[i]) for i in hit if i in by_id}
+        weights = {_triple(by_id[i]): _weights(by_id[i]) for i in hit if i in by_id}
+        appears, without, other = set(), {}, set()
+        for r in self.records:
+            if _triple(r) not in triples:
+                continue
+            version = r["cell"]["paddle"]
+            if r["id"] in hit:
+                appears.add(version)
+            elif weights.get(_triple(r)) not in (None, _weights(r)):
+                other.add(version)
+            else:
+                passed = Status.of((r.get("verdict") or {}).get("status")) is Status.PASS
+                without[version] = without.get(version, True) and passed
+        without = {v: ok for v, ok in without.items() if v not in appears}
+        if len(appears | set(without) | other) < 2:
+            return None
+        return VersionSpan(tuple(sorted(appears, key=version_key)),
+                           tuple(sorted(without.items(), key=lambda kv: version_key(kv[0]))),
+                           tuple(sorted(other - appears - set(without), key=version_key)))
+
+    def numeric_span(self, failure: NumericFailure) -> Optional[VersionSpan]:
+        """``version_span`` of a numeric failure: the same cell failing on numbers at the same stage."""
+        place = next((r for r in self.records if r["id"] == failure.place), None)
+        if place is None:
+            return None
+        return self.version_span(r["id"] for r in self.records if _triple(r) == _triple(place) and any(
+            s["name"] == failure.stage and Status.of(s["status"]) is Status.FAIL for s in stage_results(r)))
+
     def harness_gaps(self) -> List["HarnessGap"]:
         """Every place the harness could not test (``untestable``: a setup, stage, shape or
         analysis step it could not build; reduction pieces it could not export), counted apart
@@ -294,6 +382,15 @@ class RunModel:
 
     def stage_counts(self) -> Dict[Status, int]:
         return dict(collections.Counter(Status.of(s["status"]) for r in self.records for s in stage_results(r)))
+
+
+def _triple(record: Dict[str, Any]) -> Tuple[str, str, str]:
+    cell = record["cell"]
+    return cell["session"]["name"], cell["mode"], cell["model"]["name"]
+
+
+def _weights(record: Dict[str, Any]) -> Optional[str]:
+    return ((record.get("setup") or {}).get("weights") or {}).get("sha256")
 
 
 def _worded(records: Iterable[Dict[str, Any]]):

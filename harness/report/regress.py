@@ -278,6 +278,7 @@ class CrossVersion:
     portability: List[Dict[str, Any]]
     weights: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
     unreadable: List[Any] = dataclasses.field(default_factory=list)
+    spans: List[Tuple[str, str]] = dataclasses.field(default_factory=list)  # (cause, the versions it appears at)
 
     @property
     def weights_differ(self) -> List[Dict[str, Any]]:
@@ -292,7 +293,24 @@ def compute(model: RunModel, pairs: List[Tuple[str, str]], portability: List[Dic
     return CrossVersion([PairReport(b, h, regression_rows(model.records, b, h), machine_summary(model.records, b, h))
                          for b, h in pairs],
                         agreement_rows(model.records, pairs[0][1]), portability, weights_rows(model.records),
-                        list(model.unreadable))
+                        list(model.unreadable), cause_spans(model))
+
+
+def cause_spans(model: RunModel) -> List[Tuple[str, str]]:
+    """Each distinct cause and numeric failure (cell and stage), and where across versions it appears."""
+    spans: List[Tuple[str, str]] = []
+    for cause in model.causes():
+        span = model.version_span(cause.places)
+        if span is not None and span.words():
+            spans.append((f"{cause.kind}: {clip(cause.message, 160)}", span.words()))
+    seen = set()
+    for failure in model.numeric_failures():
+        span = model.numeric_span(failure)
+        label = f"numeric failure of {failure.place.split('/')[0]} · {'/'.join(failure.place.split('/')[2:])} at {failure.stage}"
+        if span is not None and span.words() and label not in seen:
+            seen.add(label)
+            spans.append((label, span.words()))
+    return spans
 
 
 def render(report: CrossVersion, fmt: str) -> str:
@@ -310,6 +328,9 @@ def render(report: CrossVersion, fmt: str) -> str:
                    "from one checkpoint folder (see ci/github-actions.yml).")
         out.extend(f"{bullet}{w['mode']} · {w['model']}: " + "; ".join(
             f"{v} {', '.join(h[:12] for h in hs)}" for v, hs in w["versions"].items()) for w in report.weights_differ)
+    if report.spans:
+        out.append(heading("Where each cause appears across versions (same cells, same weights)"))
+        out.extend(f"{bullet}{cause} — {words}" for cause, words in report.spans)
     for pair in report.pairs:
         counts = pair.counts
         out.append(heading(f"Paddle {pair.base} -> {pair.head}"))

@@ -69,8 +69,10 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
             where = ", ".join(cause.places[:limit]) + (f", +{more} more" if more > 0 else "")
             diagnosis = model.diagnosis(cause)
             found = f" — {diagnosis.words()}" if diagnosis and diagnosis.words() else ""
+            span = model.version_span(cause.places)
+            versions = f" — {span.words()}" if span and span.words() else ""
             lines.append(f"{bullet}[{label}] {cause.kind} x{cause.count} in {len(cause.places)} cell(s): "
-                         f"{clip(cause.message, 220)} — {where}{found}")
+                         f"{clip(cause.message, 220)} — {where}{versions}{found}")
     gaps = model.harness_gaps()
     if gaps:
         lines.append(f"The harness could not test ({len(gaps)} places; its own failures, not findings about Paddle):")
@@ -103,8 +105,10 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
                      else "")
             culprit = f"; culprit: {', '.join(f.culprits)}" if f.culprits else ""
             where = f" — {f.diagnosis.words()}" if f.diagnosis and f.diagnosis.words() else ""
+            span = model.numeric_span(f)
+            versions = f"; {span.words()}" if span and span.words() else ""
             lines.append(f"{bullet}{f.place} {f.stage}: {f.output} max abs {fmt_number(f.max_abs)}{scale}, "
-                         f"cosine {fmt_number(f.cosine, 5)}{culprit}{where}")
+                         f"cosine {fmt_number(f.cosine, 5)}{culprit}{versions}{where}")
     return lines
 
 

@@ -1,0 +1,109 @@
+"""An issue draft per cause (host side): ``issue.md`` beside the reproducer that stands for the
+cause, in the shape Paddle's bug-report template asks for — a title naming the op (else the layer)
+and the backend, the bug described with what was expected and what happened, the reproducer (its
+script inline when short), the versions at which the same cells pass, what the harness found (layer,
+op, culprit pass) as context, and the environment (Paddle version and commit, CPU and oneDNN ISA,
+Python, OS).
+
+Written from the records each time a report is made (a cell's rerun replaces its reproducer folder,
+draft included), for causes whose reproducer was verified: a draft with a reproducer that does not
+reproduce is not something to file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from ..shared.machine import label as machine_label
+from ..shared.notes import clip
+from ..shared.vocab import Status
+from .model import DRAFT, Diagnosis, RunModel, VersionSpan
+
+# A script up to this many lines goes into the draft inline.
+INLINE_LINES = 80
+
+
+def write_all(model: RunModel) -> List[Path]:
+    """A draft for each distinct cause and each numeric failure whose reproducer was verified."""
+    written: List[Path] = []
+    seen = set()
+    items = [(model.diagnosis(c), c.message, c.kind, model.version_span(c.places)) for c in model.causes()]
+    items += [(f.diagnosis, f"{f.output}: max abs {f.max_abs} beyond the tolerance", Status.FAIL.value,
+               model.numeric_span(f)) for f in model.numeric_failures()]
+    for diagnosis, message, kind, span in items:
+        repro = diagnosis.reproducer if diagnosis else None
+        if not repro or not repro.get("verified") or repro["script"] in seen:
+            continue
+        seen.add(repro["script"])
+        record = _record_of(model, repro["script"])
+        if record is None:
+            continue
+        path = Path(repro["script"]).parent / DRAFT
+        path.write_text(draft(record, diagnosis, message, kind, span), encoding="utf-8")
+        diagnosis.draft = str(path)
+        written.append(path)
+    return written
+
+
+def _record_of(model: RunModel, script: str) -> Optional[Dict[str, Any]]:
+    return next((r for r in model.records
+                 if ((r.get("analysis") or {}).get("reproducer") or {}).get("script") == script), None)
+
+
+def draft(record: Dict[str, Any], diagnosis: Diagnosis, message: str, kind: str, span: Optional[VersionSpan]) -> str:
+    paddle = record.get("paddle") or {}
+    machine = record.get("machine") or {}
+    stage = next((s for s in record["stages"] if s["name"] == diagnosis.stage), {})
+    session = record["cell"]["session"]["name"]
+    reduce = (record.get("analysis") or {}).get("reduce") or {}
+    subject = reduce.get("op") if reduce.get("op_call") else (diagnosis.layer or "the model")
+    raised = kind != Status.FAIL.value
+    what = f"raises {clip(first_line(message), 120)}" if raised else "gives different numbers from the unoptimized predictor"
+    script = Path(diagnosis.reproducer["script"])
+    text = script.read_text(encoding="utf-8") if script.is_file() else ""
+    lines = [
+        f"# [{session}] {subject} {what} (Paddle {paddle.get('version')})",
+        "",
+        "### Describe the Bug",
+        "",
+        f"With the inference config of stage `{diagnosis.stage}` ({stage.get('lever') or 'see the script'}), "
+        f"{'creating or running the predictor' if raised else 'the predictor'} {what}.",
+        "",
+        "**Expected**: " + ("the predictor runs, as it does with all optimizations off." if raised else
+                            "the same outputs as with all optimizations off, within the tolerance in the script."),
+        "",
+        "**Actual**:",
+        "",
+        "```",
+        clip(message, 1500),
+        "```",
+        "",
+        "**To reproduce**: `python repro.py` in the folder of this file (inputs in `inputs.npz`; it exits "
+        "non-zero when the bug reproduces)." + (" The script:" if text and len(text.splitlines()) <= INLINE_LINES else ""),
+        "",
+    ]
+    if text and len(text.splitlines()) <= INLINE_LINES:
+        lines += ["```python", text.rstrip("\n"), "```", ""]
+    lines += ["**Versions**: " + (span.words() if span and span.words() else
+                                  f"seen at Paddle {paddle.get('version')} (no other version ran this cell)"), ""]
+    found = dataclasses.replace(diagnosis, draft="").words()
+    context = [f"- where: {found}"] if found else []
+    if reduce.get("op_call"):
+        context.append(f"- the op alone: `{reduce['op_call']}`")
+    lines += ["### Additional Supplementary Information", "", *context,
+              f"- Paddle {paddle.get('version')} (commit {paddle.get('commit')}), CUDA {paddle.get('cuda') or 'none'}, "
+              f"TensorRT {paddle.get('tensorrt') or 'none'}",
+              f"- CPU: {machine_label(machine)}",
+              f"- Python {machine.get('python') or '?'}; OS {machine.get('os') or '?'} (kernel {machine.get('kernel') or '?'}, "
+              f"{machine.get('libc') or '?'})",
+              f"- found by the qualification harness, cell `{record['id']}`", ""]
+    return "\n".join(lines)
+
+
+def first_line(message: str) -> str:
+    return (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+
+
+__all__ = ["write_all", "draft", "INLINE_LINES"]

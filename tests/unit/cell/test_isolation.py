@@ -1,0 +1,56 @@
+"""Which op is tried alone first, and the one-op program's source (pure logic: no Paddle)."""
+
+import numpy as np
+
+from harness.cell.descent import parts
+from harness.cell.isolation import OpCall, candidates, one_op_source, suspicion
+from harness.cell.pieces import Slot
+
+MESSAGE = ("NotImplementedError: (Unimplemented) ConvertPirAttribute2RuntimeAttribute not support "
+           "[pir::ArrayAttribute<pir::DoubleAttribute>]")
+
+
+def _op(name, order, *attrs, inputs=((1, 8, 16, 16),)):
+    arrays = [np.zeros(shape, "float32") for shape in inputs]
+    return OpCall(name, order, [*[Slot(k) for k in range(len(arrays))], *attrs], arrays, returns=[((), False)])
+
+
+def test_the_messages_attribute_kind_puts_the_op_that_carries_it_first():
+    conv = _op("conv2d", 0, [1, 1], [1, 1], "EXPLICIT", [1, 1], 1, "NCHW", inputs=((1, 3, 16, 16), (8, 3, 3, 3)))
+    add = _op("add", 1, inputs=((1, 8, 16, 16), (1, 8, 1, 1)))
+    interp = _op("bilinear_interp", 2, None, None, None, "NCHW", -1, -1, -1, [2.0, 2.0], "bilinear", False, 0)
+    ranked = candidates([conv, add, interp], MESSAGE, None)
+    assert [c.name for c in ranked] == ["bilinear_interp", "conv2d", "add"]
+    assert suspicion(interp, MESSAGE, None) > suspicion(conv, MESSAGE, None) == 0
+
+
+def test_an_op_named_in_the_message_or_first_diverging_comes_first_and_duplicates_go():
+    relu = _op("relu", 0)
+    again = _op("relu", 3)
+    softmax = _op("softmax", 1, -1)
+    assert [c.name for c in candidates([relu, softmax, again], "InvalidArgument: softmax's axis", None)] == ["softmax", "relu"]
+    assert [c.name for c in candidates([relu, softmax], "", "pd_op.relu")] == ["relu", "softmax"]
+
+
+def test_ops_that_make_tensors_from_nothing_or_return_only_their_inputs_are_no_candidates():
+    full = OpCall("full", 0, [[8], 0.0], [], returns=[((), False)])
+    inplace = _op("relu_", 1)
+    inplace.returns = [((), True)]
+    assert candidates([full, inplace], MESSAGE, None) == []
+
+
+def test_the_one_op_source_calls_the_op_as_the_forward_did_and_returns_its_main_output():
+    bn = _op("batch_norm", 0, True, 0.9, 1e-05, "NCHW", True, False, inputs=((1, 8, 4, 4),) + ((8,),) * 4)
+    bn.returns = [((0,), False), ((1,), True), ((2,), True), ((3,), False)]
+    source = one_op_source(bn)
+    assert "def forward(self, in0, in1, in2, in3, in4):" in source
+    assert "paddle._C_ops.batch_norm(in0, in1, in2, in3, in4, True, 0.9, 1e-05, 'NCHW', True, False)" in source
+    assert "return [result[0]]" in source
+    compile(source, "oneop.py", "exec")
+
+
+def test_parts_are_contiguous_nonempty_and_cover_the_group():
+    paths = [str(i) for i in range(7)]
+    for n in range(1, 8):
+        chunks = parts(paths, [1, 5, 1, 1, 2, 1, 1], n)
+        assert [p for c in chunks for p in c] == paths and all(chunks) and len(chunks) == n

@@ -1,0 +1,36 @@
+"""Where a cause appears across versions, from records (pure logic: the records are data)."""
+
+from harness.report.model import RunModel
+
+
+def _record(version, status, weights="w1", model="net"):
+    return {"id": f"cpu_onednn_fp32/{version}/normal/{model}",
+            "cell": {"session": {"name": "cpu_onednn_fp32"}, "mode": "normal", "model": {"name": model},
+                     "paddle": version},
+            "setup": {"weights": {"sha256": weights}}, "verdict": {"status": status}, "stages": []}
+
+
+def _span(records, hit):
+    return RunModel(records).version_span(r["id"] for r in records if r["cell"]["paddle"] in hit)
+
+
+def test_a_cause_from_a_version_on_names_the_first_bad_and_the_last_good():
+    records = [_record("2.6.2", "pass"), _record("3.0.0", "pass"), _record("3.1.1", "error"), _record("3.3.1", "error")]
+    span = _span(records, {"3.1.1", "3.3.1"})
+    assert span.first_bad == "3.1.1"
+    assert span.words() == "appears from 3.1.1; 3.0.0 passes the same cell"
+
+
+def test_a_cause_that_went_away_and_one_at_every_version():
+    records = [_record("2.6.2", "error"), _record("3.0.0", "error"), _record("3.3.1", "fail")]
+    assert _span(records, {"2.6.2", "3.0.0"}).words() == "appears at 2.6.2; gone from 3.3.1 (3.3.1 runs the same cell without it)"
+    everywhere = _span(records, {"2.6.2", "3.0.0", "3.3.1"})
+    assert everywhere.words() == "at every version run (2.6.2, 3.0.0, 3.3.1)" and everywhere.first_bad is None
+
+
+def test_other_weights_are_not_compared_and_one_version_says_nothing():
+    records = [_record("2.6.2", "pass", weights="w0"), _record("3.3.1", "error")]
+    span = _span(records, {"3.3.1"})
+    assert span.first_bad is None
+    assert span.words() == "appears at 3.3.1; 2.6.2 trained other weights (not compared)"
+    assert _span([_record("3.3.1", "error")], {"3.3.1"}) is None
