@@ -167,7 +167,7 @@ def test_a_cause_at_some_versions_names_where_it_appears_and_gets_an_issue_draft
     assert not any(words in s.get("message", "") for s in old["stages"])
     said = f"{OLD} passes the same cell" if old["verdict"]["status"] == "pass" else f"{OLD} runs the same cell without it"
     report = run_harness("report", "--results", str(two_versions["results"]))
-    line = next(ln for ln in report.stdout.splitlines() if words in ln and "[C" in ln)
+    line = next(ln for ln in report.stdout.splitlines() if words in ln and ln.lstrip().startswith("[C"))
     assert f"appears from {head}; {said}" in line, line
     # The issue draft: beside the reproducer, naming the op and the session, with the environment.
     draft = Path(new["analysis"]["reproducer"]["folder"]) / "issue.md"

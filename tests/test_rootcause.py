@@ -308,3 +308,23 @@ def test_paddles_own_executor_runs_a_legacy_program_under_paddle_3(tmp_path):
     import paddle
 
     assert paddle.in_dynamic_mode()  # left as it was found
+
+
+def test_a_probe_program_gives_the_pass_search_its_space_when_the_stage_built_nothing(tmp_path):
+    """A build that raises before printing its passes leaves the culprit search nothing to switch
+    off; the same config built on a probe program prints the passes it runs (whether they match
+    or not), which is the search space the record then says it took."""
+    from harness.cell import paddle_api as api
+    from harness.cell.paddle_api import predictor
+    from harness.shared.backends import plan_stages
+    from harness.shared.runtime import DeployOptions
+
+    fmt = "pir" if api.pir_default() else "legacy"
+    plan = {p.name: p for p in plan_stages("cpu", "onednn", "fp32", fmt, DeployOptions())}["onednn_fp32"]
+    probe = predictor.probe_passes(plan.config, tmp_path)
+    assert probe["raised"] == "" and len(probe["passes"]) > 5, probe
+    if fmt == "pir":
+        assert "onednn_placement_pass" in probe["passes"]
+    # Another config prints another list: the probe reads the config it is given, not a fixed list.
+    reference = {p.name: p for p in plan_stages("cpu", "native", "fp32", fmt, DeployOptions())}["ir"]
+    assert set(predictor.probe_passes(reference.config, tmp_path / "ir")["passes"]) != set(probe["passes"])
