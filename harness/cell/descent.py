@@ -39,6 +39,7 @@ class Trial:
     reproduces: bool
     note: str = ""
     untestable: bool = False  # the piece could not be built or run alone: it says nothing
+    vacuous: bool = False     # the piece has no op of its own (its members pass their inputs through)
     culprit_fired: Optional[bool] = None  # did the culprit pass change the piece's program (None: not asked)
     finer: bool = False  # a trial finer than halves (ddmin's complements, parts, pairs)
     op_types: Dict[str, int] = dataclasses.field(default_factory=dict)
@@ -49,7 +50,9 @@ class Trial:
 
     @property
     def says_nothing(self) -> bool:
-        return not self.reproduces and self.untestable
+        """Not a trial of the members: a piece with no op of its own cannot hold the failure, so
+        a vacuous one does say something (nothing fails there)."""
+        return not self.reproduces and self.untestable and not self.vacuous
 
     def to_dict(self) -> Dict[str, Any]:
         said: Dict[str, Any] = {"members": self.members, "reproduces": self.reproduces,
@@ -58,6 +61,8 @@ class Trial:
             said["culprit_fired"] = self.culprit_fired
         if self.finer:
             said["finer"] = True
+        if self.vacuous:
+            said["vacuous"] = True
         if self.margin is not None:
             said["max_abs"] = self.margin
         return said

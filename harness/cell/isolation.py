@@ -154,7 +154,7 @@ def candidates(calls: Sequence[OpCall], message: str, first_divergence: Optional
 
 _ATTRIBUTE_KINDS = {"DoubleAttribute": float, "FloatAttribute": float, "Int64Attribute": int, "Int32Attribute": int,
                     "BoolAttribute": bool, "StrAttribute": str}
-_SHAPE = re.compile(r"\[(\d+(?:, ?\d+)+)\]")
+_SHAPE = re.compile(r"\[(-?\d+(?:, ?-?\d+)+)\]")
 
 
 def suspicion(call: OpCall, message: str, first_divergence: Optional[str]) -> int:
@@ -165,6 +165,10 @@ def suspicion(call: OpCall, message: str, first_divergence: Optional[str]) -> in
         score += 8
     if re.search(rf"\b(pd_op\.)?{re.escape(bare)}\b", message):
         score += 6
+    else:  # Paddle's InferMeta names an op family: "Op(pool)" for pool2d
+        named = re.findall(r"Op\((\w+)\)", message)
+        if any(bare.startswith(n) for n in named):
+            score += 5
     for word, kind in _ATTRIBUTE_KINDS.items():
         if word not in message:
             continue
@@ -174,10 +178,15 @@ def suspicion(call: OpCall, message: str, first_divergence: Optional[str]) -> in
                 score += 4
             elif not listed and type(value) is kind:
                 score += 1
-    shapes = {tuple(int(x) for x in m.split(",")) for m in _SHAPE.findall(message)}
-    if any(tuple(a.shape) in shapes for a in call.arrays):
+    shapes = [tuple(int(x) for x in m.split(",")) for m in _SHAPE.findall(message)]
+    if any(_same_shape(a.shape, s) for a in call.arrays for s in shapes):
         score += 2
     return score
+
+
+def _same_shape(shape: Tuple[int, ...], printed: Tuple[int, ...]) -> bool:
+    """A printed shape matches when every dimension agrees; -1 (dynamic) matches any."""
+    return len(shape) == len(printed) and all(p in (-1, d) for d, p in zip(shape, printed))
 
 
 def one_op_source(call: OpCall) -> str:

@@ -25,7 +25,7 @@ from ..shared.vocab import Analysis, Reference, Stage, Status
 from .context import CellContext
 from .descent import Trial
 from .isolation import OpCall, one_op_source
-from .pieces import SMALL_INT_INPUT, Call, load_piece, load_source, piece_source, specs, unique_tensors, unused_inputs
+from .pieces import SMALL_INT_INPUT, Call, VacuousPiece, load_piece, load_source, piece_source, specs, unique_tensors, unused_inputs
 from .runtime import runtime
 
 
@@ -108,6 +108,9 @@ class PieceTrials:
                 piece = load_piece(source, where / "fed", members)
                 files, arrays, traced = self._export(piece, arrays, where / "fed")
                 trial.note = f"{len(unused)} unused input(s) made as zeros inside the piece (Paddle refuses unused feeds); "
+        except VacuousPiece as exc:  # nothing to export, nothing that could fail: not a trial
+            trial.note, trial.untestable, trial.vacuous = f"{exc}: no op of its own", True, True
+            return None
         except Exception as exc:
             trial.note = f"could not be exported alone: {paddle_message(exc)[:300]}"
             trial.untestable = True

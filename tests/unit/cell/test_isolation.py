@@ -54,3 +54,32 @@ def test_parts_are_contiguous_nonempty_and_cover_the_group():
     for n in range(1, 8):
         chunks = parts(paths, [1, 5, 1, 1, 2, 1, 1], n)
         assert [p for c in chunks for p in c] == paths and all(chunks) and len(chunks) == n
+
+
+def test_an_op_family_and_a_dynamic_shape_in_the_message_point_at_the_op():
+    message = ("ValueError: (InvalidArgument) the input of Op(pool) should be 4-D or 5-D Tensor. But received: "
+               "3-D Tensor and it's shape is [-1, 768, 49].")
+    pool = _op("pool2d", 5, [1, 1], [1, 1], [0, 0], False, True, "NCHW", "avg", False, True, "EXPLICIT",
+               inputs=((2, 768, 49),))
+    relu = _op("relu", 0, inputs=((2, 768, 49),))
+    assert suspicion(pool, message, None) > suspicion(relu, message, None) == 2
+    assert candidates([relu, pool], message, None)[0] is pool
+
+
+def test_a_member_with_no_op_of_its_own_does_not_keep_the_answer_above_it():
+    """A dropout in eval (an identity) cannot hold the failure: its vacuous piece is not a trial
+    that said nothing, so a layer none of whose members reproduce alone is concluded on."""
+    from harness.cell.descent import Trial, descend
+    from harness.cell.pieces import Call
+
+    calls = {"": Call("", None, -1, children=["a", "drop", "b"], leaves=3)}
+    for order, path in enumerate(["a", "drop", "b"]):
+        calls[path] = Call(path, None, order)
+
+    def reproduces(members):
+        if members == ["drop"]:
+            return Trial(members, False, note="no op of its own", untestable=True, vacuous=True)
+        return Trial(members, reproduces=len(members) == 3)
+
+    found = descend(calls, reproduces)
+    assert found["members"] == [""] and "no one of its 3 sublayers reproduces alone" in found["why"], found["why"]
