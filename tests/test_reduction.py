@@ -44,6 +44,15 @@ def _tree(rng: random.Random, depth: int, fanout: int) -> Dict[str, Call]:
     return calls
 
 
+def _tree_with_a_parent_of(rng: random.Random, depth: int, fanout: int, children: int):
+    """A random tree and one of its nodes with at least ``children`` children."""
+    parents: List[str] = []
+    while not parents:
+        calls = _tree(rng, depth=depth, fanout=fanout)
+        parents = [p for p, c in calls.items() if len(c.children) >= children]
+    return calls, rng.choice(parents)
+
+
 def _inside(member: str, path: str) -> bool:
     return member == "" or path == member or path.startswith(member + ".")
 
@@ -75,13 +84,8 @@ def test_the_descent_finds_the_planted_layer_within_its_budget(seed):
 @pytest.mark.parametrize("seed", range(20))
 def test_a_failure_that_needs_two_sublayers_together_is_not_pinned_on_either(seed):
     """A fusion across siblings: only a piece holding both (or their parent) reproduces."""
-    rng = random.Random(1000 + seed)
-    parents: List[str] = []
-    while not parents:
-        calls = _tree(rng, depth=4, fanout=5)
-        parents = [p for p, c in calls.items() if len(c.children) >= 2]
-    parent = rng.choice(parents)
-    pair = rng.sample(calls[parent].children, 2)
+    calls, parent = _tree_with_a_parent_of(random.Random(1000 + seed), depth=4, fanout=5, children=2)
+    pair = random.Random(seed).sample(calls[parent].children, 2)
 
     def reproduces(members: List[str]) -> Trial:
         held = {p for p in pair if any(_inside(m, p) for m in members)}
@@ -120,13 +124,8 @@ def test_a_piece_that_cannot_be_exported_alone_is_looked_into_and_never_taken_as
 def test_a_sublayer_that_reproduces_only_alone_is_found_by_going_finer_than_halves(seed):
     """A sibling masks the culprit (a piece holding both raises otherwise, as a second cause does):
     neither half of the parent reproduces, each member alone is tried, and the culprit is found."""
-    rng = random.Random(9000 + seed)
-    parents: List[str] = []
-    while not parents:
-        calls = _tree(rng, depth=3, fanout=6)
-        parents = [p for p, c in calls.items() if len(c.children) >= 3]
-    parent = rng.choice(parents)
-    culprit, masker = rng.sample(calls[parent].children, 2)
+    calls, parent = _tree_with_a_parent_of(random.Random(9000 + seed), depth=3, fanout=6, children=3)
+    culprit, masker = random.Random(seed).sample(calls[parent].children, 2)
 
     def reproduces(members: List[str]) -> Trial:
         holds = any(_inside(m, culprit) for m in members)
