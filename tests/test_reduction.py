@@ -192,7 +192,10 @@ def test_the_onednn_interpolate_error_is_localized_searched_and_reproduced(write
     reduce = analysis["reduce"]
     assert reduce["path"] == "decoder" and reduce["layer"] == "Upsample"
     assert reduce["op"] == "pd_op.bilinear_interp", reduce
-    assert reduce["sub_exports"] <= reduce["budget"]
+    # The op alone, with its attribute: one one-op run, the message's attribute kind ranking it first.
+    assert reduce["outcome"] == "isolated" and "[2.0, 2.0], 'bilinear'" in reduce["op_call"], reduce
+    assert reduce["isolation"]["runs"] == 1
+    assert reduce["halving_exports"] <= reduce["budget"]
     bisect = analysis["bisect"]
     assert bisect["predicate"] == "raises the same cause"
     assert bisect["culprits"] == ["onednn_placement_pass"], bisect
@@ -207,6 +210,8 @@ def test_the_onednn_interpolate_error_is_localized_searched_and_reproduced(write
     text = script.read_text()
     assert "import harness" not in text and "from harness" not in text
     assert "config.enable_mkldnn()" in text and "config.set_optimization_level(3)" in text
+    # The reproducer is that one op: the script builds its program itself, no params file beside it.
+    assert "paddle._C_ops.bilinear_interp(in0," in text and not list(script.parent.glob("*.pdiparams"))
     readme = (script.parent / "README.md").read_text()
     assert f"Paddle {paddle_version}" in readme and "isa " in readme and words in readme and "`decoder`" in readme
     alone = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
