@@ -238,11 +238,15 @@ def test_conv_bn_fuse_pass_is_found_as_the_culprit_on_legacy_ir(tmp_path, nox_en
     assert diff["hooks_changed_output"] == {"base": False, "test": False}
     assert Path(diff["files"]["xlsx"]).exists() and Path(diff["files"]["png"]).exists()
     assert "conv_bn_fuse_pass" in proc.stdout  # the terminal table names the culprit
-    # The layer: a residual block whose conv and BN fuse; its sublayers alone do not reproduce, and
-    # the fusion (not an op of its own) is named. The reproducer replays that block alone.
+    # The place: the first conv and the BN it feeds (the piece wires them as the model does, so the
+    # fusion fires in it); neither alone reproduces, and the fusion (not an op) is named. The
+    # reproducer replays that pair alone.
     reduce = record["analysis"]["reduce"]
-    assert reduce["stage"] == "ir" and reduce["layer"] == "BasicBlock" and reduce["fusion"] == ["conv_bn_fuse_pass"]
-    assert "op" not in reduce and reduce["sub_exports"] <= reduce["budget"]
+    assert reduce["stage"] == "ir" and reduce["members"] == ["conv1", "bn1"], reduce
+    assert reduce["fusion"] == ["conv_bn_fuse_pass"] and "op" not in reduce
+    assert reduce["halving_exports"] <= reduce["budget"]
+    pair = next(t for t in reduce["trials"] if t["members"] == ["conv1", "bn1"])
+    assert pair["reproduces"] is True and pair["culprit_fired"] is True
     repro = record["analysis"]["reproducer"]
     assert repro["program"] == "piece" and repro["path"] == reduce["path"] and repro["verified"] is True
 
