@@ -71,8 +71,8 @@ from . import TOY
 
 class ToySession(Session):
     def __init__(self, predictor, factor):
+        super().__init__({"toy": True, "factor": factor})
         self.predictor, self.factor = predictor, factor
-        self.build_evidence = {"toy": True, "factor": factor}
 
     def input_names(self):
         return list(self.predictor.get_input_names())

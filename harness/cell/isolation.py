@@ -31,6 +31,8 @@ CREATION = {"full", "full_", "full_like", "full_int_array", "uniform", "gaussian
 
 # The most one-op programs one reduction builds.
 OP_LIMIT = 12
+# The one-op layer's class name in its generated module.
+ONE_OP = "OneOp"
 
 
 @dataclasses.dataclass
@@ -208,10 +210,10 @@ def one_op_source(call: OpCall) -> str:
     return (
         f'"""One op alone, written by the harness: {call.op_type} as the model\'s forward called it."""\n'
         "import paddle\n\n\n"
-        "class OneOp(paddle.nn.Layer):\n"
+        f"class {ONE_OP}(paddle.nn.Layer):\n"
         f"    def forward(self{', ' if params else ''}{params}):\n"
         f"        result = paddle._C_ops.{call.name}({', '.join(spell(a) for a in call.args)})\n"
         f"        return [{', '.join(returned)}]\n")
 
 
-__all__ = ["OpCall", "record_ops", "candidates", "suspicion", "one_op_source", "OP_LIMIT"]
+__all__ = ["OpCall", "record_ops", "candidates", "suspicion", "one_op_source", "OP_LIMIT", "ONE_OP"]

@@ -263,11 +263,16 @@ def unique_tensors(paddle: Any, value: Any) -> List[Any]:
     return found
 
 
+def source_path(folder: Path, class_name: str) -> Path:
+    """Where ``load_source`` writes the module of ``class_name``."""
+    return folder / f"{class_name.lower()}.py"
+
+
 def load_source(source: str, folder: Path, class_name: str, *args: Any) -> Any:
     """The layer class ``class_name`` of a generated module written to ``folder`` (a real file:
     ``to_static`` reads the forward's source), built with ``args``, in eval mode."""
     folder.mkdir(parents=True, exist_ok=True)
-    module_path = folder / f"{class_name.lower()}.py"
+    module_path = source_path(folder, class_name)
     module_path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location(f"harness_{class_name.lower()}_{folder.name}", module_path)
     module = importlib.util.module_from_spec(spec)

@@ -31,7 +31,7 @@ from ..shared.vocab import SETUP, Analysis, Stage, Status
 from . import isolation
 from .context import CellContext
 from .descent import Trial, budget, descend
-from .pieces import Call, capture
+from .pieces import Call, capture, source_path
 from .structure import build_call_args
 from .trials import PieceTrials
 
@@ -118,7 +118,8 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
         if trial.reproduces:
             return {"outcome": "isolated", "op": call.op_type, "op_call": call.describe(),
                     "op_by": "isolation: this op alone, on the tensors it received in the model, reproduces the failure",
-                    "piece": {**_replayable(trial, trials.failed), "op_source": str(Path(trial.files["program"]).parent / "oneop.py")},
+                    "piece": {**_replayable(trial, trials.failed),
+                              "op_source": str(source_path(Path(trial.files["program"]).parent, isolation.ONE_OP))},
                     "isolation": {"outcome": "isolated", "runs": len(tried), "candidates": len(ranked), "tried": tried}}
     why = (f"none of the {len(tried)} most suspect of its {len(ranked)} ops reproduces alone"
            + (f" (at most {isolation.OP_LIMIT} are tried)" if len(ranked) > isolation.OP_LIMIT else ""))

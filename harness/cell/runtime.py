@@ -30,6 +30,10 @@ class Session(abc.ABC):
     #: the session ran) found the converter at fault; called after the evidence run
     settle: Optional[Callable[[], None]] = None
 
+    def __init__(self, evidence: Dict[str, Any], settle: Optional[Callable[[], None]] = None):
+        self.build_evidence = evidence
+        self.settle = settle
+
     def run_settled(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray]]:
         """``run``, then the conversion's own check, so a finding about the converter is raised
         before these outputs are judged."""

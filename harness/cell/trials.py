@@ -24,7 +24,7 @@ from ..shared.runtime import StagePlan
 from ..shared.vocab import Analysis, Reference, Stage, Status
 from .context import CellContext
 from .descent import Trial
-from .isolation import OpCall, one_op_source
+from .isolation import ONE_OP, OpCall, one_op_source
 from .pieces import SMALL_INT_INPUT, Call, VacuousPiece, load_piece, load_source, piece_source, specs, unique_tensors, unused_inputs
 from .runtime import runtime
 
@@ -50,7 +50,7 @@ class PieceTrials:
         self.folder = ctx.work / "reduction"
         self.tried = 0      # pieces exported (or tried to be)
         self.op_exports = 0  # one-op programs exported (or tried to be)
-        self.layers: Dict[Tuple[str, ...], Any] = {}  # the generated layer of each built piece
+        self.layers: Dict[Tuple[str, ...], Any] = {}  # the generated layer and inputs of each reproducing piece
 
     def __call__(self, paths: List[str]) -> Trial:
         self.tried += 1
@@ -62,7 +62,10 @@ class PieceTrials:
             return trial
         files, feeds, traced = built
         trial.files, trial.feeds = files, feeds
-        return self._judge(trial, files, feeds, traced, where)
+        self._judge(trial, files, feeds, traced, where)
+        if not trial.reproduces:  # only a reproducing piece's layer can be the answer the op is sought in
+            self.layers.pop(tuple(trial.members), None)
+        return trial
 
     def one_op(self, call: OpCall) -> Trial:
         """The op alone on the tensors it received in the piece's forward."""
@@ -70,7 +73,7 @@ class PieceTrials:
         where = self.folder / f"op{self.op_exports}"
         trial = Trial(members=[call.op_type], reproduces=False)
         try:
-            layer = load_source(one_op_source(call), where, "OneOp")
+            layer = load_source(one_op_source(call), where, ONE_OP)
             files, arrays, traced = self._export(layer, list(call.arrays), where)
         except Exception as exc:
             trial.untestable = True
@@ -161,9 +164,9 @@ class PieceTrials:
         try:
             config = self.engine.without(self.plan, self.culprits)
             _, _, evidence = self.engine.session(files, config, feeds, where / "without").run_with_evidence(feeds)
-        except Exception as exc:  # the stage ran; without its culprits it raises: it did something
-            trial.culprit_fired = True
-            trial.note += f"without {', '.join(self.culprits)} it raises ({paddle_message(exc)[:120]}); "
+        except Exception as exc:  # no second run to compare with: whether they fired stays unknown (None)
+            trial.note += (f"whether {', '.join(self.culprits)} fired is unknown: without them it raises "
+                           f"({paddle_message(exc)[:120]}); ")
             return
         without = dict(evidence.get("op_types") or {})
         trial.culprit_fired = without != stage_types

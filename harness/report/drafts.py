@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from ..shared.machine import label as machine_label
-from ..shared.notes import clip
+from ..shared.notes import clip, fmt_number
 from ..shared.vocab import Status
 from .model import DRAFT, Diagnosis, RunModel, VersionSpan
 
@@ -30,7 +30,7 @@ def write_all(model: RunModel) -> List[Path]:
     written: List[Path] = []
     seen = set()
     items = [(model.diagnosis(c), c.message, c.kind, model.version_span(c.places)) for c in model.causes()]
-    items += [(f.diagnosis, f"{f.output}: max abs {f.max_abs} beyond the tolerance", Status.FAIL.value,
+    items += [(f.diagnosis, f"{f.output}: max abs {fmt_number(f.max_abs)} beyond the tolerance", Status.FAIL.value,
                model.numeric_span(f)) for f in model.numeric_failures()]
     for diagnosis, message, kind, span in items:
         repro = diagnosis.reproducer if diagnosis else None

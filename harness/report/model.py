@@ -162,7 +162,7 @@ class VersionSpan:
             verb = ("pass" if many else "passes") if passed else ("run" if many else "runs")
             return f"{', '.join(v for v, _ in items)} {verb} the same cell" + ("" if passed else " without it")
 
-        said = [f"appears from {self.appears[0]}" if before else f"appears at {self.appears[0]}"]
+        said = [f"appears from {self.first_bad}" if self.first_bad else f"appears at {self.appears[0]}"]
         if before:
             said.append(ran(before[-1:]))
         if between:
@@ -367,11 +367,14 @@ class RunModel:
             for kind, entry in (r.get("analysis") or {}).items():
                 if Status.of(entry.get("status")) is Status.UNTESTABLE:
                     gaps.append(HarnessGap(r["id"], f"{kind} of {entry.get('stage')}", entry.get("message", "")))
-                unbuilt = [t for t in entry.get("trials") or [] if t.get("untestable")]
-                if unbuilt:
-                    gaps.append(HarnessGap(r["id"], f"{kind} of {entry.get('stage')}",
-                                           f"{len(unbuilt)} of {len(entry['trials'])} pieces could not be built "
-                                           f"or run alone; first: {', '.join(unbuilt[0]['members'])}: {unbuilt[0].get('note', '')}"))
+                for what, trials in (("pieces", entry.get("trials") or []),
+                                     ("one-op programs", (entry.get("isolation") or {}).get("tried") or [])):
+                    # a vacuous piece (no op of its own) is nothing the harness failed to build
+                    unbuilt = [t for t in trials if t.get("untestable") and not t.get("vacuous")]
+                    if unbuilt:
+                        gaps.append(HarnessGap(r["id"], f"{kind} of {entry.get('stage')}",
+                                               f"{len(unbuilt)} of {len(trials)} {what} could not be built or run "
+                                               f"alone; first: {', '.join(unbuilt[0]['members'])}: {unbuilt[0].get('note', '')}"))
         return gaps
 
     def skipped_shapes(self) -> List[Tuple[str, str, str]]:

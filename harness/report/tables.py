@@ -46,9 +46,8 @@ def stage_rows(model: RunModel, records: Sequence[Dict[str, Any]], max_note: int
         for kind, result in (record.get("analysis") or {}).items():
             rows.append([record["id"], f"> {kind}", analysis_outcome(kind, result), "-", "-", "",
                          clip(analysis_note(kind, result), max_note)])
-            for path in (result.get("script"), result.get("draft")):
-                if path:  # a path is never cut: its own row
-                    rows.append([record["id"], "", "", "", "", "", str(path)])
+            if result.get("script"):  # a path is never cut: its own row
+                rows.append([record["id"], "", "", "", "", "", str(result["script"])])
     return rows
 
 

@@ -23,8 +23,8 @@ from . import config as paddle_config, predictor as paddle_predictor, unmet
 
 class PaddleSession(Session):
     def __init__(self, predictor: Any, evidence: Dict[str, Any]):
+        super().__init__(evidence)
         self.predictor = predictor
-        self.build_evidence = evidence
 
     def input_names(self) -> List[str]:
         return paddle_predictor.input_names(self.predictor)

@@ -65,9 +65,8 @@ def _stderr_to(path: Path) -> Iterator[None]:
 
 class OrtSession(Session):
     def __init__(self, session: Any, evidence: Dict[str, Any], settle: Any = None):
+        super().__init__(evidence, settle)
         self.session = session
-        self.build_evidence = evidence
-        self.settle = settle
 
     def input_names(self) -> List[str]:
         return [i.name for i in self.session.get_inputs()]

@@ -87,9 +87,8 @@ def by_input_name(compiled: Any, feeds: Dict[str, np.ndarray]) -> Dict[Any, np.n
 
 class OpenVinoSession(Session):
     def __init__(self, compiled: Any, evidence: Dict[str, Any], settle: Any = None):
+        super().__init__(evidence, settle)
         self.compiled = compiled
-        self.build_evidence = evidence
-        self.settle = settle
 
     def input_names(self) -> List[str]:
         return [i.get_any_name() for i in self.compiled.inputs]

@@ -34,3 +34,15 @@ def test_other_weights_are_not_compared_and_one_version_says_nothing():
     assert span.first_bad is None
     assert span.words() == "appears at 3.3.1; 2.6.2 trained other weights (not compared)"
     assert _span([_record("3.3.1", "error")], {"3.3.1"}) is None
+
+
+def test_one_op_programs_the_harness_could_not_build_are_its_gaps_and_vacuous_pieces_are_not():
+    record = _record("3.3.1", "error")
+    record["setup"]["status"] = "pass"
+    record["analysis"] = {"reduce": {"status": "pass", "stage": "onednn_fp32", "trials": [
+        {"members": ["drop"], "untestable": True, "vacuous": True, "note": "no op of its own"}],
+        "isolation": {"tried": [{"members": ["pd_op.linear"], "untestable": True, "note": "could not be exported alone"},
+                                {"members": ["pd_op.relu"], "untestable": False, "note": "runs without raising"}]}}}
+    gaps = RunModel([record]).harness_gaps()
+    assert [g.message for g in gaps] == ["1 of 2 one-op programs could not be built or run alone; first: "
+                                         "pd_op.linear: could not be exported alone"]
