@@ -27,8 +27,8 @@ from typing import Any, Callable, Dict, List
 
 from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
-from ..shared.compare import compare_tol
-from ..shared.errors import UserError
+from ..shared.compare import NothingCompared, compare_all
+from ..shared.errors import UserError, raised_at
 from ..shared.search import build_budget, find_alternatives, find_culprits
 from ..shared.vocab import SETUP, Analysis, Probe, Reference, Stage, Status
 from . import reduction, reproducer
@@ -77,7 +77,10 @@ def analyse(ctx: CellContext, done: Dict[str, Dict[str, Any]]) -> None:
         except Exception as exc:
             traceback.print_exc()
             status, message = raised_status(exc, [ctx.work])
-            result = {"status": status, "message": message}
+            place = raised_at(exc, [ctx.work])
+            if place and place.split(" (")[0] not in message:
+                message = f"{message} (at {place})"
+            result = {"status": status, "message": message, "at": place}
         result["stage"] = plan.name
         result["seconds"] = round(time.perf_counter() - started, 3)
         ctx.journal.finish(kind.journal_key, result)
@@ -92,8 +95,8 @@ def reduce(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan], done:
                 "message": f"train mode {ctx.cell.mode} converts the model when it exports; its sublayers do not "
                            f"export alone the way the cell's program was made"}
     shape = done[plan.name].get("failing_shape", 0)
-    model, args = reduction.model_and_args(ctx, done[SETUP], shape)
-    return reduction.reduce_failure(ctx, plan, plans, done, model, args)
+    model, args, how = reduction.model_and_args(ctx, done[SETUP], shape)
+    return dict(reduction.reduce_failure(ctx, plan, plans, done, model, args), model=how)
 
 
 def triage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
@@ -110,9 +113,9 @@ def triage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
                  if (ctx.work / ctx.file("baseline", shape)).exists() else None)
 
     def agreement(a: List[Any], b: List[Any]) -> Dict[str, Any]:
-        if len(a) != len(b):
+        if a and b and len(a) != len(b):
             return {"agree": False, "note": f"{len(a)} outputs vs {len(b)}"}
-        stats = [compare_tol(x, y, ctx.tolerance(plan, label)) for x, y, label in zip(a, b, labels)]
+        stats = compare_all(a, b, [ctx.tolerance(plan, label) for label in labels], "the triage's outputs")
         worst_abs = max((s.get("max_abs") or 0.0) for s in stats) if stats else 0.0
         return {"agree": all(Status.of(s["status"]) is not Status.FAIL for s in stats), "max_abs": worst_abs}
 
@@ -186,9 +189,12 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, A
             return Probe.INVALID
         if raised:
             return Probe.PASS
-        ok = len(got) == len(reference) and all(
-            Status.of(compare_tol(r, g, tol)["status"]) is Status.PASS for r, g, tol in zip(reference, got, tolerances))
-        return Probe.PASS if ok else Probe.FAIL
+        try:
+            stats = compare_all(reference, got, tolerances, "the probe's outputs")
+        except NothingCompared as exc:  # nothing paired: the probe says nothing either way
+            messages.append(str(exc))
+            return Probe.INVALID
+        return Probe.PASS if all(Status.of(s["status"]) is Status.PASS for s in stats) else Probe.FAIL
 
     return probe
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -26,6 +26,9 @@ class CellContext:
         self.journal = Journal(self.work / "journal.jsonl")
         self.where = f"{self.cell.matrix or 'matrix'}: models.{self.cell.model['name']}"
         self.mode = mode_for(self.cell.mode)
+        # The model this process built, trained and exported, with its InputSpecs: what the
+        # reduction takes apart (a factory may not build the same model twice in one process).
+        self.built: Optional[Tuple[Any, List[Any]]] = None
 
     # Paddle is imported lazily so that a resumed worker whose stages are all done costs
     # nothing, and so that import failures are recorded like any other error.

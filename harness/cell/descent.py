@@ -41,6 +41,8 @@ class Trial:
     untestable: bool = False  # the piece could not be built or run alone: it says nothing
     vacuous: bool = False     # the piece has no op of its own (its members pass their inputs through)
     culprit_fired: Optional[bool] = None  # did the culprit pass change the piece's program (None: not asked)
+    masked: str = ""  # another error the piece raised first (its words): the failure sought may hide behind it
+    written_in: List[str] = dataclasses.field(default_factory=list)  # captured inputs written in as values
     finer: bool = False  # a trial finer than halves (ddmin's complements, parts, pairs)
     op_types: Dict[str, int] = dataclasses.field(default_factory=dict)
     margin: Optional[float] = None
@@ -51,8 +53,9 @@ class Trial:
     @property
     def says_nothing(self) -> bool:
         """Not a trial of the members: a piece with no op of its own cannot hold the failure, so
-        a vacuous one does say something (nothing fails there)."""
-        return not self.reproduces and self.untestable and not self.vacuous
+        a vacuous one does say something (nothing fails there); a masked one does not (another
+        error came first)."""
+        return not self.reproduces and ((self.untestable and not self.vacuous) or bool(self.masked))
 
     def to_dict(self) -> Dict[str, Any]:
         said: Dict[str, Any] = {"members": self.members, "reproduces": self.reproduces,
@@ -65,6 +68,10 @@ class Trial:
             said["vacuous"] = True
         if self.margin is not None:
             said["max_abs"] = self.margin
+        if self.masked:
+            said["masked"] = self.masked
+        if self.written_in:
+            said["written_in"] = self.written_in
         return said
 
 
@@ -106,6 +113,7 @@ class Descent:
         self.tested: Dict[Tuple[str, ...], Trial] = {}
         self.fine_spent = 0
         self.fine_ran_out = False
+        self.unmasked: List[str] = []  # masked members the descent went into and found the failure inside
 
     def test(self, paths: List[str], finer: bool = False) -> Optional[Trial]:
         key = tuple(paths)
@@ -169,7 +177,35 @@ class Descent:
             if alone is not None and alone.reproduces:
                 node = group[0]
                 continue
+            inside = self._inside_masked(group)
+            if inside is not None:  # found behind another error: go on from there
+                node, group = inside
+                depth += 1
+                if len(group) == 1:
+                    node = group[0]
+                    continue
+                kids = [c for c in self.calls[node].children if not self.calls[c].unreplayable]
+                return self._conclude(node, kids, group, depth, False)
             return self._conclude(node, kids, group, depth, bool(unreplayable))
+
+    def _inside_masked(self, group: List[str]) -> Optional[Tuple[str, List[str]]]:
+        """A member that raised another error first (masked) may still hold the failure sought:
+        its own sublayers are minimized in turn (a part of it without the masking error can
+        reproduce). The member and the reproducing group inside it, or None."""
+        for path in group:
+            single = self.tested.get((path,))
+            kids = [c for c in self.calls[path].children if not self.calls[c].unreplayable]
+            if single is None or not single.masked or not kids:
+                continue
+            inner = self.minimize(kids)
+            trial = self.test(inner, finer=True)
+            if trial is not None and trial.reproduces:
+                self.unmasked.append(path)
+                return path, inner
+            deeper = self._inside_masked(inner)
+            if deeper is not None:
+                return deeper
+        return None
 
     def _conclude(self, node: str, kids: List[str], group: List[str], depth: int, partial: bool) -> Dict[str, Any]:
         """No smaller group than ``group`` reproduces: say why, and whether a trial that said nothing
@@ -182,7 +218,8 @@ class Descent:
         whole = group == kids
         members = [node] if whole else group
         if mute is not None:
-            why = (f"{', '.join(mute.members)} could not be tested alone ({mute.note}); the failure may be "
+            said = "is masked" if mute.masked else "could not be tested alone"
+            why = (f"{', '.join(mute.members)} {said} ({mute.note}); the failure may be "
                    f"inside it, so {'this layer' if whole else 'this group'} is the smallest piece shown to reproduce")
             return self._answer(node, members, depth, why, [])
         aside = (f" (the budget of {self.fine_limit} finer trials ran out before each was tried alone)"
@@ -204,7 +241,8 @@ class Descent:
 
     def _answer(self, node: str, members: List[str], depth: int, why: str, below: List[Trial]) -> Dict[str, Any]:
         return {"node": node, "members": members, "depth": depth, "why": why, "trials": self.trials,
-                "below": below, "fine_trials": self.fine_spent, "fine_limit": self.fine_limit}
+                "below": below, "fine_trials": self.fine_spent, "fine_limit": self.fine_limit,
+                "unmasked": list(self.unmasked)}
 
 
 def descend(calls: Dict[str, Any], reproduces: Callable[[List[str]], Trial],

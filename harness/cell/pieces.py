@@ -9,13 +9,23 @@ across sublayers (a conv in one, its batch norm in the next) meet in the piece a
 inputs from outside the piece are fed. The piece returns each tensor once: what a later member
 consumes stays inside, an input passed through is not returned, and a tensor returned twice (a
 stage's output also in the list of stages) is returned once — a program that writes one name as two
-outputs is refused by Paddle 3.x ("More than one shadow output named ...")."""
+outputs is refused by Paddle 3.x ("More than one shadow output named ...").
+
+A piece is fed what the model was fed: a tensor the model received as its own input (token ids,
+masks, images) stays an input of every piece that uses it, whatever its size; only a small integer
+tensor the model computed (a shape, a level offset) may be written into the piece as its value.
+A member's structured output (lists, dicts, dataclasses, the suites' ``ModelOutput``) is read in
+dygraph, where each tensor was found, and the piece reaches each by that path — by attribute where
+the container also holds it as one: under ``to_static`` a container that keeps an item only when
+``isinstance(value, paddle.Tensor)`` (the suites' ``ModelOutput``) drops every item, since a traced
+value is no ``paddle.Tensor``, while the attribute stays."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -33,7 +43,11 @@ class Slot:
         self.index = index
 
 
-# Where a tensor sits in a call's output: the subscripts that reach it (() for the output itself).
+class Attr(str):
+    """A step of an access path read as an attribute (``.name``), not a subscript."""
+
+
+# Where a tensor sits in a call's output: the steps that reach it (() for the output itself).
 Access = Tuple[Any, ...]
 
 
@@ -48,6 +62,7 @@ class Call:
     kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)  # keyword args (Paddle >= 3)
     arrays: List[np.ndarray] = dataclasses.field(default_factory=list)
     ids: List[int] = dataclasses.field(default_factory=list)  # identity of each captured input tensor
+    model_inputs: Set[int] = dataclasses.field(default_factory=set)  # captured inputs the model itself was fed
     outputs: Optional[List[Tuple[Access, int]]] = None        # the first call's output tensors: (access, identity)
     unreplayable: str = ""                # why the generated forward cannot repeat this call
     children: List[str] = dataclasses.field(default_factory=list)
@@ -60,31 +75,50 @@ def _literal(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and all(_literal(v) for v in value)
 
 
-def _slots(paddle: Any, value: Any, call: Call, alive: List[Any]) -> Any:
-    """``value`` with every tensor replaced by a Slot (its array and identity kept); raises
-    TypeError on anything the generated forward could not spell."""
+def _slots(paddle: Any, value: Any, call: Call, alive: List[Any], fed: Set[int]) -> Any:
+    """``value`` with every tensor replaced by a Slot (its array and identity kept, and whether the
+    model itself was fed it: ``fed`` holds those identities); raises TypeError on anything the
+    generated forward could not spell."""
     if isinstance(value, paddle.Tensor):
         call.arrays.append(value.numpy())
         call.ids.append(id(value))
+        if id(value) in fed:
+            call.model_inputs.add(len(call.arrays) - 1)
         alive.append(value)
         return Slot(len(call.arrays) - 1)
     if isinstance(value, (list, tuple)):
-        return type(value)(_slots(paddle, v, call, alive) for v in value)
+        return type(value)(_slots(paddle, v, call, alive, fed) for v in value)
     if isinstance(value, dict):
-        return {k: _slots(paddle, v, call, alive) for k, v in value.items()}
+        return {k: _slots(paddle, v, call, alive, fed) for k, v in value.items()}
     if _literal(value):
         return value
     raise TypeError(f"an argument of type {type(value).__name__}")
 
 
 def _output_tensors(paddle: Any, value: Any, access: Access = ()) -> List[Tuple[Access, Any]]:
+    """Every tensor of a call's output (read in dygraph) and the path that reaches it: an index, a
+    key, or an attribute — for a dataclass's fields, and for a mapping's items that the container
+    also holds as attributes (what survives ``to_static``, see the module's docstring)."""
     if isinstance(value, paddle.Tensor):
         return [(access, value)]
+    if isinstance(value, Mapping):
+        return [x for k in value for x in _output_tensors(
+            paddle, value[k], access + ((Attr(k),) if _attribute_of(value, k) else (k,)))]
     if isinstance(value, (list, tuple)):
         return [x for i, v in enumerate(value) for x in _output_tensors(paddle, v, access + (i,))]
-    if isinstance(value, dict):
-        return [x for k in value for x in _output_tensors(paddle, value[k], access + (k,))]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [x for f in dataclasses.fields(value)
+                for x in _output_tensors(paddle, getattr(value, f.name, None), access + (Attr(f.name),))]
     return []
+
+
+def _attribute_of(container: Any, key: Any) -> bool:
+    if not isinstance(key, str) or not key.isidentifier():
+        return False
+    try:
+        return getattr(container, key) is container[key]
+    except Exception:  # noqa: BLE001 - a container's own attribute lookup may raise anything
+        return False
 
 
 def capture(paddle: Any, model: Any, call_args: List[Any]) -> Dict[str, Call]:
@@ -93,6 +127,7 @@ def capture(paddle: Any, model: Any, call_args: List[Any]) -> Dict[str, Call]:
     sees is held until the forward ends, so that identities are never reused within it."""
     calls: Dict[str, Call] = {"": Call("", model, -1)}
     hooks, alive = [], []
+    fed = {id(t) for _, t in flatten_tensors(paddle, list(call_args))}  # the model's own inputs
 
     def hook_for(path: str):
         def pre(layer: Any, inputs: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]] = None) -> None:
@@ -100,8 +135,8 @@ def capture(paddle: Any, model: Any, call_args: List[Any]) -> Dict[str, Call]:
                 return
             call = Call(path, layer, len(calls))
             try:
-                call.args = _slots(paddle, tuple(inputs), call, alive)
-                call.kwargs = _slots(paddle, dict(kwargs or {}), call, alive)
+                call.args = _slots(paddle, tuple(inputs), call, alive, fed)
+                call.kwargs = _slots(paddle, dict(kwargs or {}), call, alive, fed)
             except TypeError as exc:
                 call.unreplayable = f"called with {exc}"
             calls[path] = call
@@ -121,10 +156,14 @@ def capture(paddle: Any, model: Any, call_args: List[Any]) -> Dict[str, Call]:
         except TypeError:
             hooks.append(sub.register_forward_pre_hook(pre))
         hooks.append(sub.register_forward_post_hook(post))
+    # The exported instance's forward was converted by to_static in place: switched off, it runs
+    # in dygraph and every sublayer's hooks see their calls.
+    paddle.jit.enable_to_static(False)
     try:
         with paddle.no_grad():
             model(*call_args)
     finally:
+        paddle.jit.enable_to_static(True)
         for handle in hooks:
             handle.remove()
         alive.clear()
@@ -174,7 +213,7 @@ class VacuousPiece(Exception):
 
 
 def _spelled(index: int, access: Access) -> str:
-    return f"o{index}" + "".join(f"[{a!r}]" for a in access)
+    return f"o{index}" + "".join(f".{a}" if isinstance(a, Attr) else f"[{a!r}]" for a in access)
 
 
 def piece_source(members: Sequence[Call], unused: "Set[int] | frozenset" = frozenset(),

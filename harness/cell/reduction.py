@@ -25,6 +25,8 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from ..shared.backends import PIR, program_format
+from ..shared.causes import paddle_message
+from ..shared.errors import HarnessFailure, UserError, raised_at
 from ..shared.runtime import StagePlan
 from ..shared.spec import OUTPUTS
 from ..shared.vocab import SETUP, Analysis, Stage, Status
@@ -32,26 +34,16 @@ from . import isolation
 from .context import CellContext
 from .descent import Trial, budget, descend
 from .pieces import Call, capture, source_path
+from .runtime import runtime
 from .structure import build_call_args
-from .trials import PieceTrials
-
-# Ops every program has (feeding, fetching, parameters): never "the op".
-BOOKKEEPING = {"feed", "fetch", "data", "parameter", "shadow_output", "fetch_v2", "pd_op.feed", "pd_op.fetch",
-               "pd_op.data", "builtin.parameter", "builtin.shadow_output", "pd_op.full", "full",
-               "pd_op.full_int_array", "full_int_array",
-               "onednn_to_paddle_layout", "pd_op.onednn_to_paddle_layout", "transfer_layout"}
-
+from .trials import BOOKKEEPING, PieceTrials, bookkeeping
 
 def own_op_types(node_types: Dict[str, int], below: Sequence[Trial]) -> List[str]:
     """Op types of the node's program not in any program of its sublayers tried below it."""
     inside: Set[str] = set()
     for trial in below:
         inside.update(trial.op_types)
-    return sorted(t for t in node_types if t not in inside and _bare(t) not in BOOKKEEPING and t not in BOOKKEEPING)
-
-
-def _bare(op_type: str) -> str:
-    return op_type.split(".", 1)[-1]
+    return sorted(t for t in node_types if t not in inside and not bookkeeping(t))
 
 
 # -- the cell's entry --------------------------------------------------------------------------------
@@ -60,15 +52,58 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
                    model: Any, call_args: List[Any]) -> Dict[str, Any]:
     """Localize the failure of stage ``plan`` to the smallest piece of ``model``, then to one op.
     ``piece`` names the program the reproducer replays (the one-op program, else the smallest
-    piece), its inputs and (numeric failures) the outputs it is held to."""
+    piece), its inputs and (numeric failures) the outputs it is held to.
+
+    One cause at a time: when the stage's message holds several (a converter naming two ops it
+    cannot convert), each is reduced on its own — the first is the record's answer, every one is
+    in ``causes`` — and a piece that raises another of the cell's causes first is masked for it."""
     started = time.perf_counter()
     stage = done[plan.name]
     calls = capture(ctx.paddle, model, call_args)
-    trials = PieceTrials(ctx, plan, plans, done, calls)
+    engine = runtime(plan.runtime)
+    failed = Status.of(stage["status"])
+    targets: List[Optional[str]] = list(engine.causes(str(stage.get("message", "")))) if failed is Status.ERROR else []
+    known = cell_causes(plans, done)
+    results = []
+    for k, cause in enumerate(targets or [None]):
+        trials = PieceTrials(ctx, plan, plans, done, calls, cause, known,
+                             folder="reduction" if k == 0 else f"reduction_cause{k + 1}")
+        results.append(_reduce_one(ctx, trials, calls, plan, done, model, call_args))
+    result = results[0]
+    if len(results) > 1:
+        result["causes"] = [dict(_summary(r), cause=c) for r, c in zip(results, targets)]
+    result["seconds"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def cell_causes(plans: Dict[str, StagePlan], done: Dict[str, Dict[str, Any]]) -> List[str]:
+    """Every distinct error cause of the cell's stages (at every shape), in the stages' order."""
+    found: List[str] = []
+    for name, plan in plans.items():
+        stage = done.get(name) or {}
+        messages = [stage] + list(stage.get("shapes") or [])
+        for entry in messages:
+            if Status.of(entry.get("status")) is Status.ERROR and entry.get("message"):
+                found.extend(c for c in runtime(plan.runtime).causes(str(entry["message"])) if c not in found)
+    return found
+
+
+def _summary(result: Dict[str, Any]) -> Dict[str, Any]:
+    keys = ("outcome", "path", "members", "layer", "depth", "why_here", "op", "sub_exports", "unmasked")
+    said = {k: result[k] for k in keys if k in result}
+    said["script_piece"] = (result.get("piece") or {}).get("files", {}).get("program")
+    return said
+
+
+def _reduce_one(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], plan: StagePlan,
+                done: Dict[str, Dict[str, Any]], model: Any, call_args: List[Any]) -> Dict[str, Any]:
+    stage = done[plan.name]
     found = descend(calls, trials)
     members = found["members"]
     answer = next((t for t in found["trials"] if t.members == members and t.reproduces), None)
     result = _located(found, calls, answer, plan, stage, trials.tried)
+    if trials.cause:
+        result["cause"] = trials.cause
     baseline_types = (done.get(Stage.BASELINE.value, {}).get("evidence") or {}).get("op_types") or {}
     result["op_types"] = dict(answer.op_types if answer is not None else baseline_types)
     result.update(_op_or_fusion(result["op_types"], found, answer, plan, done))
@@ -76,7 +111,6 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
         result["piece"] = _replayable(answer, trials.failed)
     if "fusion" not in result:
         result.update(_isolate(ctx, trials, answer, model, call_args, done, plan))
-    result["seconds"] = round(time.perf_counter() - started, 3)
     return result
 
 
@@ -93,6 +127,7 @@ def _located(found: Dict[str, Any], calls: Dict[str, Call], answer: Optional[Tri
         "sub_exports": exports, "leaves": leaves, "budget": budget(leaves, found["depth"]),
         "halving_exports": halving, "finer_exports": found["fine_trials"], "finer_budget": found["fine_limit"],
         "trials": [t.to_dict() for t in found["trials"]],
+        **({"unmasked": found["unmasked"]} if found.get("unmasked") else {}),
     }
 
 
@@ -159,18 +194,61 @@ def _replayable(answer: Trial, failed: Status) -> Dict[str, Any]:
             "outputs": len(answer.expected or [])}
 
 
-def model_and_args(ctx: CellContext, setup: Dict[str, Any], shape: int) -> Tuple[Any, List[Any]]:
-    """The cell's model rebuilt from its source with the weights it was exported with, and the
-    dygraph arguments at ``shape``."""
+def model_and_args(ctx: CellContext, setup: Dict[str, Any], shape: int) -> Tuple[Any, List[Any], str]:
+    """The model that was exported, and the dygraph arguments at ``shape``; how it was obtained.
+
+    The instance this process trained and exported when it is still here (a factory may not
+    build twice in one process: a suite's layer appending to a mutable default argument asserts
+    the second time); else (a worker restarted after a crash, a process where the factory has not
+    run) rebuilt from its source with the weights it was exported with. Either way it is checked
+    against those weights, every name and shape: a model that differs is not reduced, and one line
+    says what differs. A factory that raises when rebuilt is said with its exception's type,
+    message and the file:line it was raised at."""
     from ..models import sources
 
     paddle = ctx.paddle
-    layer, input_spec = sources.build(ctx.cell.model["factory"], paddle, ctx.cell.seed, f"{ctx.where}.factory")
-    layer = ctx.mode.prepare(paddle, layer)
-    with np.load(setup["weights"]["path"]) as data:
-        layer.set_state_dict({k: paddle.to_tensor(data[k]) for k in data.files if k != "__meta__"})
+    factory = f"{ctx.where}.factory ({ctx.cell.model['factory']})"
+    weights = _saved_weights(setup["weights"]["path"])
+    if ctx.built is not None:
+        layer, input_spec = ctx.built
+        how = "the instance this process trained and exported"
+    else:
+        try:
+            layer, input_spec = sources.build(ctx.cell.model["factory"], paddle, ctx.cell.seed, f"{ctx.where}.factory")
+            layer = ctx.mode.prepare(paddle, layer)
+        except UserError:
+            raise
+        except Exception as exc:
+            raise HarnessFailure(f"{factory} raised {paddle_message(exc)} at {raised_at(exc)} when the reduction "
+                                 f"rebuilt the model in a fresh process; the exported model cannot be taken apart") from exc
+        how = "rebuilt from its source in a process where its factory had not run, with the exported weights"
+    differs = _differs(layer.state_dict(), weights)
+    if differs:
+        raise HarnessFailure(f"{factory} built something else than the exported model ({how}): {differs}")
+    if ctx.built is None:
+        layer.set_state_dict({k: paddle.to_tensor(v) for k, v in weights.items()})
     layer.eval()
-    return layer, build_call_args(paddle, input_spec, ctx.feeds(shape))
+    return layer, build_call_args(paddle, input_spec, ctx.feeds(shape)), how
+
+
+def _saved_weights(path: str) -> Dict[str, np.ndarray]:
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files if k != "__meta__"}
+
+
+def _differs(state: Dict[str, Any], saved: Dict[str, np.ndarray]) -> str:
+    """What differs between a model's weights and the exported ones (names and shapes), or ''."""
+    missing, extra = sorted(set(saved) - set(state)), sorted(set(state) - set(saved))
+    shapes = [f"{k} {list(state[k].shape)} vs exported {list(saved[k].shape)}"
+              for k in sorted(set(state) & set(saved)) if list(state[k].shape) != list(saved[k].shape)]
+    said = []
+    if missing:
+        said.append(f"{len(missing)} exported weight(s) it does not have ({', '.join(missing[:3])})")
+    if extra:
+        said.append(f"{len(extra)} weight(s) the exported model does not have ({', '.join(extra[:3])})")
+    if shapes:
+        said.append(f"{len(shapes)} of other shape ({'; '.join(shapes[:3])})")
+    return "; ".join(said)
 
 
 __all__ = ["reduce_failure", "model_and_args", "own_op_types", "BOOKKEEPING"]

@@ -102,6 +102,13 @@ class Runtime(abc.ABC):
 
         return stage_cause(message)[:120]
 
+    def causes(self, message: str) -> List[str]:
+        """The distinct causes one error message carries, each in words a trial's message can be
+        matched with: one (``cause_words``) unless the runtime's words list several (a converter
+        naming each op it cannot convert)."""
+        words = self.cause_words(message)
+        return [words] if words else []
+
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
                     test: PredictorConfig, out: Path, tolerance: Tolerance) -> Dict[str, Any]:
         """Every intermediate tensor of this runtime's session at ``test`` matched with Paddle

@@ -148,6 +148,8 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     t = time.perf_counter()
     files = phase("export", lambda: ctx.mode.export(ctx.saved, layer, input_spec, ctx.work / "export" / "model"))
     timings["export"] = time.perf_counter() - t
+    if ctx.mode.reducible:
+        ctx.built = (layer, input_spec)
     if not outputs:
         raise UserError(f"{ctx.where}.factory: the model's forward returns no tensor; return a tensor, list or dict of tensors.")
     labels = [label for label, _ in outputs]

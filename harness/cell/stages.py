@@ -72,6 +72,9 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
     evidence = dict(session.build_evidence, **ran)
     result = planned(plan, reference=reference_name, evidence=evidence, feed_order=session.input_names(),
                      timings={"build": round(build_s, 4), "run": round(run_s, 4)})
+    if not labels:  # a comparison of nothing cannot fail: the harness's, never a pass
+        return dict(result, status=Status.UNTESTABLE,
+                    message="nothing to compare: the cell's dygraph forward left no output to hold the stage to")
     if len(got) != len(labels):
         return dict(result, status=Status.ERROR,
                     message=f"the predictor returns {len(got)} outputs ({out_names}) but the dygraph "

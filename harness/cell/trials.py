@@ -14,12 +14,12 @@ piece where the pass did not fire says nothing about where the failure is.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..shared.causes import paddle_message, raised_status
-from ..shared.compare import compare_tol
+from ..shared.compare import NothingCompared, compare_all
 from ..shared.runtime import StagePlan
 from ..shared.vocab import Analysis, Reference, Stage, Status
 from .context import CellContext
@@ -34,20 +34,24 @@ class PieceTrials:
     counts the exports of each."""
 
     def __init__(self, ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan],
-                 done: Dict[str, Dict[str, Any]], calls: Dict[str, Call]):
+                 done: Dict[str, Dict[str, Any]], calls: Dict[str, Call], cause: Optional[str] = None,
+                 known: Sequence[str] = (), folder: str = "reduction"):
         stage = done[plan.name]
         self.ctx, self.plan, self.calls = ctx, plan, calls
         self.failed = Status.of(stage["status"])
         self.paddle = ctx.paddle
         self.engine = runtime(plan.runtime)
-        self.cause = self.engine.cause_words(str(stage.get("message", "")))  # the runtime's own words of the cause
+        # The cause sought (the runtime's own words; one of the stage's when its message holds several)
+        # and the cell's other causes: a piece raising one of those first masks the one sought.
+        self.cause = cause if cause is not None else self.engine.cause_words(str(stage.get("message", "")))
+        self.known = [c for c in known if c != self.cause]
         self.reference_plan = plans.get(Stage.BASELINE.value) if plan.reference == Reference.BASELINE else None
         # The run that names the piece's op types: the baseline config (the stage's own when it is the baseline).
         self.typing_plan = self.reference_plan or plans.get(Stage.BASELINE.value) or plan
         self.tolerance = ctx.tolerance(plan)
         search = done.get(Analysis.BISECT.journal_key) or {}
         self.culprits: List[str] = list(search.get("culprits") or []) if search.get("stage") == plan.name else []
-        self.folder = ctx.work / "reduction"
+        self.folder = ctx.work / folder
         self.tried = 0      # pieces exported (or tried to be)
         self.op_exports = 0  # one-op programs exported (or tried to be)
         self.layers: Dict[Tuple[str, ...], Any] = {}  # the generated layer and inputs of each reproducing piece
@@ -91,10 +95,11 @@ class PieceTrials:
     def _build(self, members: List[Call], where: Path, trial: Trial):
         """The piece's program, feeds and dygraph outputs; None (the trial says why) when it cannot
         be exported alone."""
-        # Small integer inputs (shapes, level offsets) are written in as the values the piece was
-        # called with, in every piece alike: fed or folded, they would make different programs.
-        captured = [a for m in members for a in m.arrays]
-        constants = {k for k, a in enumerate(captured) if a.dtype.kind in "iub" and a.size <= SMALL_INT_INPUT}
+        constants = written_in(members)
+        if constants:
+            captured = [a for m in members for a in m.arrays]
+            trial.written_in = [f"captured input {k} ({captured[k].dtype} {list(captured[k].shape)})"
+                                for k in sorted(constants)]
         try:
             source, arrays, fed_at = piece_source(members, constants=constants)
             piece = load_piece(source, where, members)
@@ -144,7 +149,7 @@ class PieceTrials:
                 trial.untestable = True
                 return trial
             if typing_plan.name == plan.name:  # the stage itself raised on the piece
-                return _raised(trial, exc, self.failed, self.cause, self.engine)
+                return _raised(trial, exc, self.failed, self.cause, self.engine, self.known)
         trial.expected = expected
         stage_types: Optional[Dict[str, int]] = None
         try:
@@ -152,7 +157,12 @@ class PieceTrials:
                 _, got, evidence = self.engine.session(files, plan.config, feeds, where / "stage").run_with_evidence(feeds)
                 stage_types = dict(evidence.get("op_types") or {})
         except Exception as exc:
-            return _raised(trial, exc, self.failed, self.cause, self.engine)
+            return _raised(trial, exc, self.failed, self.cause, self.engine, self.known)
+        empty = empty_program(trial.op_types if trial.op_types else stage_types, traced, got)
+        if empty:  # a program of nothing cannot fail: the harness's, never "within tolerance"
+            trial.untestable = True
+            trial.note += f"says nothing: {empty}"
+            return trial
         self._culprit_fired(trial, files, feeds, where, stage_types)
         return self._compared(trial, expected, got)
 
@@ -177,27 +187,77 @@ class PieceTrials:
         if self.failed is Status.ERROR:
             trial.note += "runs without raising"
             return trial
-        if len(got) != len(expected):  # outputs that cannot be paired say nothing either way
-            trial.note += f"could not be compared alone: the program returns {len(got)} outputs, dygraph {len(expected)}"
+        try:
+            stats = compare_all(expected, got, self.tolerance, "the piece's outputs")
+        except NothingCompared as exc:  # outputs that cannot be paired say nothing either way
+            trial.note += f"could not be compared alone: {exc}"
             trial.untestable = True
             return trial
-        stats = [compare_tol(e, g, self.tolerance) for e, g in zip(expected, got)]
         trial.reproduces = any(Status.of(s["status"]) is Status.FAIL for s in stats)
         trial.margin = max((s.get("max_abs") or 0.0) for s in stats) if stats else None
         trial.note += "out of tolerance" if trial.reproduces else "within tolerance"
         return trial
 
 
-def _raised(trial: Trial, exc: BaseException, failed: Status, cause: str, engine: Any) -> Trial:
-    """The stage's config raised on the piece: the same cause reproduces an error; what the harness
-    made itself (its own code raised) says nothing either way."""
+# Ops every program has (feeding, fetching, parameters, constants): never an op of its own.
+BOOKKEEPING = {"feed", "fetch", "data", "parameter", "shadow_output", "fetch_v2", "pd_op.feed", "pd_op.fetch",
+               "pd_op.data", "builtin.parameter", "builtin.shadow_output", "pd_op.full", "full",
+               "pd_op.full_int_array", "full_int_array",
+               "onednn_to_paddle_layout", "pd_op.onednn_to_paddle_layout", "transfer_layout"}
+
+
+def bookkeeping(op_type: str) -> bool:
+    return op_type in BOOKKEEPING or op_type.split(".", 1)[-1] in BOOKKEEPING
+
+
+def empty_program(op_types: Optional[Dict[str, int]], traced: List[np.ndarray], outputs: List[np.ndarray]) -> str:
+    """Why a piece's program cannot hold any failure ('' when it can): it runs no op but
+    bookkeeping, returns no output, or fewer outputs than its dygraph call returned (what the
+    trace dropped is not tested)."""
+    if op_types is not None and op_types and not any(not bookkeeping(t) for t in op_types):
+        return f"its program runs no op but feeding and fetching ({', '.join(sorted(op_types))})"
+    if not traced:
+        return "its dygraph call returned no tensor"
+    if not outputs:
+        return f"its program returns no output while its dygraph call returned {len(traced)} tensor(s)"
+    if len(outputs) < len(traced):
+        return (f"its program returns {len(outputs)} output(s) while its dygraph call returned {len(traced)}: "
+                f"the trace dropped some")
+    return ""
+
+
+def written_in(members: List[Call]) -> set:
+    """The captured inputs (indexed over the members' inputs in call order) written into a piece
+    as their values: small integer tensors the model computed (shapes, level offsets) — fed or
+    folded, they would make different programs, so every piece writes them alike. A tensor the
+    model itself was fed (token ids, masks, positions) stays an input, whatever its size."""
+    found, offset = set(), 0
+    for member in members:
+        for local, array in enumerate(member.arrays):
+            if array.dtype.kind in "iub" and array.size <= SMALL_INT_INPUT and local not in member.model_inputs:
+                found.add(offset + local)
+        offset += len(member.arrays)
+    return found
+
+
+def _raised(trial: Trial, exc: BaseException, failed: Status, cause: str, engine: Any, known: Sequence[str]) -> Trial:
+    """The stage's config raised on the piece: the cause sought reproduces an error; another error
+    masks it (neither a reproduction nor clean: the failure sought may be behind it, and the
+    descent looks inside); what the harness made itself (its own code raised) says nothing."""
     status, message = raised_status(exc)
     if status is Status.UNTESTABLE:
         trial.untestable = True
         trial.note += f"could not be run alone: {message[:300]}"
         return trial
-    trial.reproduces = failed is Status.ERROR and bool(cause) and engine.cause_words(message) == cause
-    trial.note += "raises the same cause" if trial.reproduces else f"raises otherwise: {message[:300]}"
+    found = engine.causes(message)
+    trial.reproduces = failed is Status.ERROR and bool(cause) and cause in found
+    if trial.reproduces:
+        trial.note += "raises the same cause"
+        return trial
+    other = next((c for c in found if c in known), None)
+    trial.masked = other or message[:300]
+    trial.note += (f"masked by the cell's other cause ({other})" if other else
+                   f"masked: raises otherwise ({message[:300]})")
     return trial
 
 

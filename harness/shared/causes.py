@@ -27,7 +27,9 @@ _ERROR_LINE = re.compile(r"^[A-Za-z]*(Error|Exception)\b.*:")
 
 def paddle_message(exc: BaseException) -> str:
     """Paddle's own first message line, without the C++ traceback around it."""
-    text = str(exc).strip() or type(exc).__name__
+    text = str(exc).strip()
+    if not text:  # a bare ``assert`` or ``raise X()``: say so, not "AssertionError: AssertionError"
+        return f"{type(exc).__name__} (raised with no message)"
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if lines and lines[0] in ("In user code:", "In transformed code:"):
         # A program's op raised while Paddle ran it (or dy2static traced it): the op's own error

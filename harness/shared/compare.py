@@ -11,6 +11,11 @@ exactly.
 A comparison that cannot fail has the status ``vacuous``: when every reference element lies
 inside its own tolerance band (``|ref| <= atol + rtol*|ref|``) an all-zero output would pass,
 so a pass says nothing. It is never a pass and not a fail.
+
+A comparison of no tensor at all says nothing either: ``compare_all`` refuses it (and outputs that
+cannot be paired one to one) with ``NothingCompared``, the harness's own failure — whoever asked
+(a stage, a culprit probe, a reduction trial, the triage) is then untestable, never "within
+tolerance".
 """
 
 from __future__ import annotations
@@ -21,7 +26,12 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
+from .errors import HarnessFailure
 from .vocab import Status
+
+
+class NothingCompared(HarnessFailure):
+    """A comparison with no tensor on a side, or outputs that cannot be paired one to one."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,3 +205,17 @@ def worst(outputs: "Dict[str, Dict[str, Any]] | List[Dict[str, Any]]") -> Dict[s
 
 def _num(value: Any) -> float:
     return -1.0 if value is None else float(value)
+
+
+def compare_all(expected: List[np.ndarray], got: List[np.ndarray], tolerances: "Tolerance | List[Tolerance]",
+                what: str = "the outputs") -> List[Dict[str, Any]]:
+    """``compare_tol`` over paired outputs; raises ``NothingCompared`` when there is nothing to pair
+    (no tensor on a side) or the counts differ — a comparison of nothing cannot fail."""
+    if not expected or not got:
+        raise NothingCompared(f"nothing to compare: {what} are {len(expected)} reference tensor(s) and "
+                              f"{len(got)} tensor(s) to judge")
+    if len(expected) != len(got):
+        raise NothingCompared(f"{what} cannot be paired: {len(got)} tensor(s) against {len(expected)} reference "
+                              f"tensor(s)")
+    tols = tolerances if isinstance(tolerances, list) else [tolerances] * len(expected)
+    return [compare_tol(e, g, t) for e, g, t in zip(expected, got, tols)]

@@ -96,3 +96,18 @@ def harness_made(exc: BaseException, harness_roots: Iterable[Path] = ()) -> Opti
         text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
         return f"the harness raised {type(exc).__name__}{': ' + text if text else ''} at {place}:{frame.lineno}"
     return None
+
+
+def raised_at(exc: BaseException, harness_roots: Iterable[Path] = ()) -> str:
+    """Where ``exc`` was raised, as ``file:line``: the innermost frame of the harness's or the
+    model's code (Paddle's and the standard library's frames are skipped: a Paddle developer's
+    traceback says those), else the innermost frame; with the source line when it is short."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    roots = list(harness_roots)
+    frame = next((f for f in reversed(frames) if _owner(f.filename, roots) in ("harness", "model")), frames[-1])
+    where = Path(frame.filename)
+    place = where.relative_to(HARNESS_ROOT.parent) if where.is_relative_to(HARNESS_ROOT.parent) else where
+    code = (frame.line or "").strip()
+    return f"{place}:{frame.lineno}" + (f" ({code})" if code and len(code) <= 80 else "")

@@ -82,7 +82,7 @@ def analysis_outcome(kind: str, result: Dict[str, Any]) -> str:
 def analysis_note(kind: str, result: Dict[str, Any]) -> str:
     stage = result.get("stage") or "?"
     status = Status.of(result.get("status"))
-    if status in (Status.ERROR, Status.CRASH, Status.TIMEOUT):
+    if status in (Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.UNTESTABLE):
         return f"{kind} of {stage}: {result.get('message', '')}"
     if kind == "bisect":
         if status is Status.SKIP:

@@ -160,6 +160,7 @@ def memory_dependent_values(plain: Any, perturbed: Any, limit: int = 3) -> List[
 
 
 CONVERTER_SAID = "; it said:"
+MISSING_SAID = "; op types of this program missing from paddle2onnx's supported list: "
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -299,7 +300,7 @@ class Converter:
 
             supported = set(get_all_supported_operators_pir())
             missing = sorted({op for op in program_op_types(program) if not _listed(op, supported)})
-        where = (f"; op types of this program missing from paddle2onnx's supported list: {', '.join(missing)}"
+        where = (f"{MISSING_SAID}{', '.join(missing)}"
                  if missing else "")
         return f"paddle2onnx {paddle2onnx.__version__} could not convert the program ({how}){CONVERTER_SAID} {said}{where}"
 
@@ -326,6 +327,17 @@ def cause_words(message: str) -> Optional[str]:
     if CONVERTER_SAID in message:
         return cause_of(message.split(CONVERTER_SAID, 1)[1].split("; op types")[0].strip())[:120]
     return None
+
+
+def causes(message: str) -> List[str]:
+    """One cause per op a conversion finding names as missing from the converter's list (the
+    converter's words and the op): a program with two such ops holds two causes, and a piece
+    with one of them reproduces that one only. Empty when the message names no op."""
+    words = cause_words(message)
+    if not words or MISSING_SAID not in message:
+        return []
+    ops = [op.strip() for op in message.split(MISSING_SAID, 1)[1].split(";")[0].split(",") if op.strip()]
+    return [f"{words} ({op})" for op in ops]
 
 
 def pairing(files: Dict[str, str]) -> Any:

@@ -171,3 +171,7 @@ class OnnxRuntime(Runtime):
         from ...shared.causes import stage_cause
 
         return conversion.cause_words(message) or stage_cause(message)[:120]
+
+    def causes(self, message: str) -> List[str]:
+        """A conversion that names the ops it could not convert: one cause per op."""
+        return conversion.causes(message) or super().causes(message)

@@ -257,3 +257,7 @@ class OpenVino(Runtime):
         if OV_SAID in message:
             return cause_of(message.split(OV_SAID, 1)[1].split("; ")[0].strip())[:120]
         return onnx_conversion.cause_words(message) or stage_cause(message)[:120]
+
+    def causes(self, message: str) -> List[str]:
+        """A conversion that names the ops it could not convert: one cause per op."""
+        return onnx_conversion.causes(message) or super().causes(message)
