@@ -76,7 +76,9 @@ def shipped_tolerance(precision: str) -> Dict[str, float]:
 
 
 def matrix_text(version: str, models: Dict[str, str], *, bf16_tol: Optional[float] = None, stage_timeout: float = 120,
-                extra: str = "", other_versions: Sequence[str] = ()) -> str:
+                extra: str = "", other_versions: Sequence[str] = (), inputs: Optional[Dict[str, str]] = None) -> str:
+    """A test matrix; a test model is fed ``image`` [2, 3, 16, 16] unless ``inputs`` gives its
+    ``inputs`` line (the TOML after ``inputs.``)."""
     lines = [
         "[run]",
         f'default_paddle = "{version}"',
@@ -94,7 +96,9 @@ def matrix_text(version: str, models: Dict[str, str], *, bf16_tol: Optional[floa
     ]
     for name, factory in models.items():
         lines += [f"[models.{name}]", f'factory = "{factory}"']
-        if factory.startswith("tests."):
+        if name in (inputs or {}):
+            lines.append(f"inputs.{inputs[name]}")
+        elif factory.startswith("tests."):
             lines.append("inputs.image = { shape = [2, 3, 16, 16] }")
     lines.append(extra)
     return "\n".join(lines) + "\n"

@@ -8,6 +8,8 @@ that hangs), so the tests can check the harness's answer to each.
 import os
 import signal
 import time
+from collections import OrderedDict
+from pathlib import Path
 
 import paddle
 import paddle.nn as nn
@@ -408,3 +410,122 @@ class PassesItsInputThrough(nn.Layer):
 
 def passes_its_input_through():
     return PassesItsInputThrough(), _image_spec()
+
+
+# -- models of the kinds the suites ship beyond image classifiers -------------------------------
+
+class Fields(OrderedDict):
+    """A layer's output as the suites' ``ModelOutput`` keeps it: every field an attribute, an item
+    only when ``isinstance(value, paddle.Tensor)`` — under ``to_static`` (a traced value is no
+    ``paddle.Tensor``) it holds no item at all."""
+
+    def __init__(self, **fields):
+        super().__init__()
+        for key, value in fields.items():
+            object.__setattr__(self, key, value)
+            if isinstance(value, paddle.Tensor):
+                self[key] = value
+
+
+class TokenUpsampler(nn.Layer):
+    """Embeds token ids as a 16x16 map, a conv, then ``F.interpolate(scale_factor=2)`` (Paddle 3.3's
+    oneDNN raises on it); returns ``Fields``."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 16)
+        self.conv = nn.Conv2D(1, 2, 3, padding=1)
+
+    def forward(self, ids):
+        x = self.conv(self.embed(ids).reshape([-1, 1, 16, 16]))
+        return Fields(hidden=nn.functional.interpolate(x, scale_factor=2, mode="bilinear"), tokens=16)
+
+
+class TokenModel(nn.Layer):
+    """Fed token ids ``[1, 16]`` int64; the failing sublayer ``decoder`` takes the ids themselves."""
+
+    def __init__(self):
+        super().__init__()
+        self.decoder = TokenUpsampler()
+        self.head = nn.Linear(2, 4)
+
+    def forward(self, ids):
+        return self.head(self.decoder(ids).hidden.mean(axis=[2, 3]))
+
+
+def token_model():
+    return TokenModel(), [InputSpec([1, 16], "int64", "ids")]
+
+
+class BuiltOnce(nn.Layer):
+    """Builds once per process, as a suite's layer appending to a mutable default argument does:
+    a second build in the same process asserts. ``blocks.1`` reads Python state (the consistency
+    check fails there on every version)."""
+
+    def __init__(self, registry=[]):  # noqa: B006 - the mutable default is the point
+        super().__init__()
+        registry.append(type(self).__name__)
+        assert len(registry) == 1
+        self.blocks = nn.LayerList([Block(3), CountingBlock(3), Block(3)])
+        self.head = nn.Linear(3, 4)
+
+    def forward(self, image):
+        for block in self.blocks:
+            image = block(image)
+        return self.head(image.mean(axis=[2, 3]))
+
+
+def built_once():
+    return BuiltOnce(), _image_spec()
+
+
+def builds_otherwise_the_second_time():
+    """A ``BuiltOnce``-like model whose head is wider from its second build on (across processes:
+    the file named by ``HARNESS_TEST_BUILDS`` counts the builds)."""
+    counter = Path(os.environ["HARNESS_TEST_BUILDS"])
+    builds = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(builds + 1))
+    model = BuiltOnce.__new__(BuiltOnce)
+    nn.Layer.__init__(model)
+    model.blocks = nn.LayerList([Block(3), CountingBlock(3), Block(3)])
+    model.head = nn.Linear(3, 4 if builds == 0 else 6)
+    return model, _image_spec()
+
+
+class TwoUnconvertible(nn.Layer):
+    """Two ops paddle2onnx has no converter for, each in its own sublayer: ``cumprod`` in
+    ``first`` and ``lgamma`` in ``second`` (two causes of one conversion)."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = Unconvertible()
+        self.second = LogGamma()
+
+    def forward(self, image):
+        return self.second(self.first(image))
+
+
+class LogGamma(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(paddle.lgamma(x.abs() + 1.0))
+
+
+def two_unconvertible():
+    return TwoUnconvertible(), _image_spec()
+
+
+class EmptyOutput(nn.Layer):
+    """Returns ``Fields`` holding its result under an attribute name only, read by the caller
+    through the mapping (``out["hidden"]``): its piece, written as the model wrote it, would
+    return nothing under ``to_static``."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2D(3, 3, 1)
+
+    def forward(self, x):
+        return Fields(hidden=self.conv(x))

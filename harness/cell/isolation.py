@@ -108,7 +108,8 @@ def record_ops(paddle: Any, forward: Callable[[], Any]) -> List[OpCall]:
             ids: List[int] = []
             try:
                 op.args = [_recorded(paddle, a, op.arrays, ids) for a in args]
-                if kwargs:
+                # ``out=None`` (Paddle 3.3's APIs pass it to their op) is the op's default: no argument.
+                if any(v is not None for v in kwargs.values()):
                     raise TypeError(f"keyword arguments {sorted(kwargs)}")
             except TypeError as exc:
                 op.unspellable = f"called with {exc}"

@@ -92,6 +92,7 @@ def _summary(result: Dict[str, Any]) -> Dict[str, Any]:
     keys = ("outcome", "path", "members", "layer", "depth", "why_here", "op", "sub_exports", "unmasked")
     said = {k: result[k] for k in keys if k in result}
     said["script_piece"] = (result.get("piece") or {}).get("files", {}).get("program")
+    said["masked"] = [t["members"] for t in result.get("trials") or [] if t.get("masked")]
     return said
 
 
