@@ -228,13 +228,16 @@ def empty_program(op_types: Optional[Dict[str, int]], traced: List[np.ndarray], 
 
 def written_in(members: List[Call]) -> set:
     """The captured inputs (indexed over the members' inputs in call order) written into a piece
-    as their values: small integer tensors the model computed (shapes, level offsets) — fed or
+    as their values: small 1-D integer tensors the model computed (shapes, level offsets) — fed or
     folded, they would make different programs, so every piece writes them alike. A tensor the
-    model itself was fed (token ids, masks, positions) stays an input, whatever its size."""
+    model itself was fed (token ids, masks, positions) stays an input, whatever its size, and so
+    does integer data the model computed ([batch, length] ids or boxes: folded, a constant could
+    hide the very ops that fail)."""
     found, offset = set(), 0
     for member in members:
         for local, array in enumerate(member.arrays):
-            if array.dtype.kind in "iub" and array.size <= SMALL_INT_INPUT and local not in member.model_inputs:
+            if (array.dtype.kind in "iub" and array.size <= SMALL_INT_INPUT and array.ndim <= 1
+                    and local not in member.model_inputs):
                 found.add(offset + local)
         offset += len(member.arrays)
     return found

@@ -178,6 +178,68 @@ def rt_detr() -> Tuple[nn.Layer, List[InputSpec]]:
     return RTDETRHead(model_cls(config_cls())), _image()
 
 
+# -- PaddleX: language models (token ids in) ------------------------------------------------------
+# PaddleNLP 2.8/3.0b4 and PaddleX 3.7.2 do not install together (measured: PaddleNLP's transformers
+# import ``aistudio_sdk.hub.download``, gone from the aistudio-sdk >= 0.3.5 PaddleX requires), and
+# PaddleX's Qwen2 / ERNIE-4.5 decoders call Python helpers to_static cannot convert; the suites'
+# language-model code that installs beside the zoo and exports is PaddleX's own, below.
+
+class FormulaTextLogits(Deployed):
+    """PaddleX PP-FormulaNet's text decoder (``formula_recognition/modeling/mbart.py``,
+    ``MBartDecoder``: causal self-attention and cross-attention over the encoder's states) and its
+    ``lm_head``, as ``PPFormulaNetForConditionalGeneration._decode_step`` runs them without a cache:
+    token ids in, next-token logits out."""
+
+    def __init__(self, decoder: Any, vocab: int):
+        super().__init__(decoder)
+        self.lm_head = nn.Linear(decoder.config.d_model, vocab, bias_attr=False)
+
+    def forward(self, input_ids, encoder_hidden_states):
+        return self.lm_head(self.net(input_ids=input_ids, encoder_hidden_states=encoder_hidden_states,
+                                     cache=None, past_length=0))
+
+
+def formula_text_decoder() -> Tuple[nn.Layer, List[InputSpec]]:
+    """A decoder language model: PP-FormulaNet's MBart text decoder, tiny (2 layers, d_model 64,
+    vocabulary 1000), fed token ids [batch, length] and 8 encoder states."""
+    (decoder_cls,) = _load(f"{_PX}.formula_recognition.modeling.mbart", "MBartDecoder")
+    (config_cls,) = _load(f"{_PX}.formula_recognition.modeling._config_pp_formulanet", "PPFormulaNetTextConfig")
+    config = config_cls(vocab_size=1000, d_model=64, decoder_layers=2, decoder_ffn_dim=128, decoder_attention_heads=4,
+                        max_position_embeddings=128, dropout=0.0)
+    return FormulaTextLogits(decoder_cls(config), 1000), [
+        InputSpec([None, None], "int64", "input_ids"), InputSpec([None, 8, 64], "float32", "encoder_hidden_states")]
+
+
+class ReadingOrderStates(Deployed):
+    """PaddleX PP-DocLayoutV2's reading-order encoder (``object_detection/modeling/pp_doclayout_v2.py``):
+    ``PPDocLayoutV2TextEmbeddings`` (token, position, layout embeddings) and the encoder with its
+    spatial attention bias, as ``PPDocLayoutV2ReadingOrder.forward`` runs them once it has made
+    its token ids — fed here, as a text encoder is — with every position attended."""
+
+    def __init__(self, config: Any):
+        (embeddings_cls, encoder_cls) = _load(f"{_PX}.object_detection.modeling.pp_doclayout_v2",
+                                              "PPDocLayoutV2TextEmbeddings", "PPDocLayoutV2ReadingOrderEncoder")
+        super().__init__(encoder_cls(config))
+        self.embeddings = embeddings_cls(config)
+
+    def forward(self, input_ids, bbox):
+        hidden = self.embeddings.dropout(self.embeddings.norm(self.embeddings(input_ids=input_ids, bbox=bbox)))
+        mask = paddle.zeros([input_ids.shape[0], 1, 1, input_ids.shape[1]], dtype=hidden.dtype)
+        positions = paddle.arange(input_ids.shape[1]).unsqueeze(0).expand(input_ids.shape)
+        return self.net(hidden_states=hidden, bbox=bbox, attention_mask=mask, position_ids=positions)
+
+
+def reading_order_encoder() -> Tuple[nn.Layer, List[InputSpec]]:
+    """An encoder language model: PP-DocLayoutV2's LayoutLMv3-style reading-order encoder, tiny
+    (2 layers, hidden 64, vocabulary 1000), fed token ids and their boxes (0..1000)."""
+    (config_cls,) = _load(f"{_PX}.object_detection.modeling._config_pp_doclayout_v2", "PPDocLayoutV2ReadingOrderConfig")
+    config = config_cls(hidden_size=64, num_attention_heads=4, intermediate_size=128, num_hidden_layers=2,
+                        vocab_size=1000, coordinate_size=16, shape_size=16, max_position_embeddings=128,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    return ReadingOrderStates(config), [InputSpec([None, None], "int64", "input_ids"),
+                                        InputSpec([None, None, 4], "int64", "bbox")]
+
+
 # -- PaddleClas 2.6.0 legendary backbones ----------------------------------------------------------
 
 def _paddleclas(name: str, **kwargs: Any) -> Tuple[nn.Layer, List[InputSpec]]:
