@@ -36,7 +36,7 @@ from .descent import Trial, budget, descend
 from .pieces import Call, capture, source_path
 from .runtime import runtime
 from .structure import build_call_args
-from .trials import BOOKKEEPING, PieceTrials, bookkeeping
+from .trials import BOOKKEEPING, PieceTrials, Sought, bookkeeping
 
 def own_op_types(node_types: Dict[str, int], below: Sequence[Trial]) -> List[str]:
     """Op types of the node's program not in any program of its sublayers tried below it."""
@@ -66,8 +66,8 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
     known = cell_causes(plans, done)
     results = []
     for k, cause in enumerate(targets or [None]):
-        trials = PieceTrials(ctx, plan, plans, done, calls, cause, known,
-                             folder="reduction" if k == 0 else f"reduction_cause{k + 1}")
+        trials = PieceTrials(ctx, plan, plans, done, calls,
+                             Sought(cause, tuple(known), "reduction" if k == 0 else f"reduction_cause{k + 1}"))
         results.append(_reduce_one(ctx, trials, calls, plan, done, model, call_args))
     result = results[0]
     if len(results) > 1:

@@ -13,6 +13,7 @@ piece where the pass did not fire says nothing about where the failure is.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -29,13 +30,24 @@ from .pieces import SMALL_INT_INPUT, Call, VacuousPiece, load_piece, load_source
 from .runtime import runtime
 
 
+@dataclasses.dataclass(frozen=True)
+class Sought:
+    """Which of a stage's causes a descent seeks (None: the stage's own, numeric or not), the cell's
+    other causes (a piece raising one of them first masks the one sought), and where its pieces go."""
+
+    cause: Optional[str] = None
+    known: Sequence[str] = ()
+    folder: str = "reduction"
+
+
 class PieceTrials:
     """``trials(paths) -> Trial`` for the descent, ``trials.one_op(call)`` for the op isolation;
     counts the exports of each."""
 
     def __init__(self, ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan],
-                 done: Dict[str, Dict[str, Any]], calls: Dict[str, Call], cause: Optional[str] = None,
-                 known: Sequence[str] = (), folder: str = "reduction"):
+                 done: Dict[str, Dict[str, Any]], calls: Dict[str, Call], sought: Optional["Sought"] = None):
+        sought = sought or Sought()
+        cause, known, folder = sought.cause, sought.known, sought.folder
         stage = done[plan.name]
         self.ctx, self.plan, self.calls = ctx, plan, calls
         self.failed = Status.of(stage["status"])
