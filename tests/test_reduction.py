@@ -137,6 +137,28 @@ def test_a_sublayer_that_reproduces_only_alone_is_found_by_going_finer_than_halv
     assert found["node"] == culprit, (found["node"], culprit, masker, found["why"])
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_a_failure_inside_a_member_that_raises_another_cause_first_is_found_inside_it(seed):
+    """``masker``'s own ops raise another cause first: every piece that holds them is masked (says
+    nothing). The culprit below it is found by going inside ``masker``, which the answer names."""
+    calls, masker = _tree_with_a_parent_of(random.Random(13000 + seed), depth=4, fanout=4, children=2)
+    below = [p for p in calls if p.startswith(masker + ".")] if masker else [p for p in calls if p]
+    culprit = random.Random(seed).choice(sorted(below))
+
+    def reproduces(members: List[str]) -> Trial:
+        if any(_inside(m, masker) for m in members):  # the piece holds the masker's own ops
+            return Trial(members=members, reproduces=False, masked="the other cause")
+        return Trial(members=members, reproduces=any(_inside(m, culprit) for m in members))
+
+    found = descend(calls, reproduces)
+    answer = next(t for t in found["trials"] if t.members == found["members"])
+    assert answer.reproduces and not answer.masked, found  # the answer is a piece that reproduced
+    assert any(_inside(m, culprit) for m in found["members"]), found
+    if masker:  # the root's own piece is never tried: a masker below it is gone into
+        assert masker in found["unmasked"] and all(m.startswith(masker + ".") for m in found["members"]), found
+    assert found["depth"] == (found["node"].count(".") + 2 if found["node"] else 1), found
+
+
 def _run(write_matrix, tmp_path, models, session):
     matrix = write_matrix(models)
     run_harness("run", "--matrix", str(matrix), "--session", session, "--results", str(tmp_path / "r"))

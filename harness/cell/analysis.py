@@ -35,6 +35,7 @@ from . import reduction, reproducer
 from .context import CellContext
 from .runtime import runtime
 from .stages import stage_reference
+from .trials import bookkeeping
 
 FAILED = (Status.FAIL, Status.ERROR)
 
@@ -245,7 +246,7 @@ def exclude_onednn_ops(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[s
     raised = Status.of(stage["status"]) is Status.ERROR
     types = list(dict.fromkeys(t.split(".", 1)[-1] for t in
                                (done[Stage.BASELINE.value].get("evidence") or {}).get("op_types") or {}))
-    types = [t for t in types if t not in reduction.BOOKKEEPING]
+    types = [t for t in types if not bookkeeping(t)]
     if not types:
         return {"status": Status.SKIP, "message": "the baseline recorded no op types to exclude"}
     # What the call does, read from a run (a probe conv program with no op type on the list),

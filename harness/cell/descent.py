@@ -179,8 +179,8 @@ class Descent:
                 continue
             inside = self._inside_masked(group)
             if inside is not None:  # found behind another error: go on from there
-                node, group = inside
-                depth += 1
+                node, group, levels = inside
+                depth += levels
                 if len(group) == 1:
                     node = group[0]
                     continue
@@ -188,10 +188,11 @@ class Descent:
                 return self._conclude(node, kids, group, depth, False)
             return self._conclude(node, kids, group, depth, bool(unreplayable))
 
-    def _inside_masked(self, group: List[str]) -> Optional[Tuple[str, List[str]]]:
+    def _inside_masked(self, group: List[str]) -> Optional[Tuple[str, List[str], int]]:
         """A member that raised another error first (masked) may still hold the failure sought:
         its own sublayers are minimized in turn (a part of it without the masking error can
-        reproduce). The member and the reproducing group inside it, or None."""
+        reproduce). The member, the reproducing group inside it and how many levels below
+        ``group`` that member is; or None."""
         for path in group:
             single = self.tested.get((path,))
             kids = [c for c in self.calls[path].children if not self.calls[c].unreplayable]
@@ -201,10 +202,11 @@ class Descent:
             trial = self.test(inner, finer=True)
             if trial is not None and trial.reproduces:
                 self.unmasked.append(path)
-                return path, inner
+                return path, inner, 1
             deeper = self._inside_masked(inner)
             if deeper is not None:
-                return deeper
+                self.unmasked.append(path)
+                return deeper[0], deeper[1], deeper[2] + 1
         return None
 
     def _conclude(self, node: str, kids: List[str], group: List[str], depth: int, partial: bool) -> Dict[str, Any]:
@@ -215,7 +217,10 @@ class Descent:
         pool = [t for t in singles if t is not None] if tried_alone else [
             t for t in self.trials if set(t.members) <= set(group)]
         mute = next((t for t in pool if t.says_nothing), None)
-        whole = group == kids
+        own = self.tested.get((node,))
+        # the layer itself is the answer only when its own piece reproduced (not when it was masked
+        # and the group of all its sublayers is what reproduces)
+        whole = group == kids and not (own is not None and own.masked)
         members = [node] if whole else group
         if mute is not None:
             said = "is masked" if mute.masked else "could not be tested alone"

@@ -35,8 +35,9 @@ from .context import CellContext
 from .descent import Trial, budget, descend
 from .pieces import Call, capture, source_path
 from .runtime import runtime
+from .setup import read_weights, weights_differ
 from .structure import build_call_args
-from .trials import BOOKKEEPING, PieceTrials, Sought, bookkeeping
+from .trials import PieceTrials, Sought, bookkeeping
 
 def own_op_types(node_types: Dict[str, int], below: Sequence[Trial]) -> List[str]:
     """Op types of the node's program not in any program of its sublayers tried below it."""
@@ -209,7 +210,7 @@ def model_and_args(ctx: CellContext, setup: Dict[str, Any], shape: int) -> Tuple
 
     paddle = ctx.paddle
     factory = f"{ctx.where}.factory ({ctx.cell.model['factory']})"
-    weights = _saved_weights(setup["weights"]["path"])
+    weights = read_weights(setup["weights"]["path"])
     if ctx.built is not None:
         layer, input_spec = ctx.built
         how = "the instance this process trained and exported"
@@ -223,7 +224,7 @@ def model_and_args(ctx: CellContext, setup: Dict[str, Any], shape: int) -> Tuple
             raise HarnessFailure(f"{factory} raised {paddle_message(exc)} at {raised_at(exc)} when the reduction "
                                  f"rebuilt the model in a fresh process; the exported model cannot be taken apart") from exc
         how = "rebuilt from its source in a process where its factory had not run, with the exported weights"
-    differs = _differs(layer.state_dict(), weights)
+    differs = weights_differ(layer.state_dict(), weights)
     if differs:
         raise HarnessFailure(f"{factory} built something else than the exported model ({how}): {differs}")
     if ctx.built is None:
@@ -232,24 +233,4 @@ def model_and_args(ctx: CellContext, setup: Dict[str, Any], shape: int) -> Tuple
     return layer, build_call_args(paddle, input_spec, ctx.feeds(shape)), how
 
 
-def _saved_weights(path: str) -> Dict[str, np.ndarray]:
-    with np.load(path) as data:
-        return {k: data[k] for k in data.files if k != "__meta__"}
-
-
-def _differs(state: Dict[str, Any], saved: Dict[str, np.ndarray]) -> str:
-    """What differs between a model's weights and the exported ones (names and shapes), or ''."""
-    missing, extra = sorted(set(saved) - set(state)), sorted(set(state) - set(saved))
-    shapes = [f"{k} {list(state[k].shape)} vs exported {list(saved[k].shape)}"
-              for k in sorted(set(state) & set(saved)) if list(state[k].shape) != list(saved[k].shape)]
-    said = []
-    if missing:
-        said.append(f"{len(missing)} exported weight(s) it does not have ({', '.join(missing[:3])})")
-    if extra:
-        said.append(f"{len(extra)} weight(s) the exported model does not have ({', '.join(extra[:3])})")
-    if shapes:
-        said.append(f"{len(shapes)} of other shape ({'; '.join(shapes[:3])})")
-    return "; ".join(said)
-
-
-__all__ = ["reduce_failure", "model_and_args", "own_op_types", "BOOKKEEPING"]
+__all__ = ["reduce_failure", "model_and_args", "own_op_types"]

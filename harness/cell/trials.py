@@ -226,7 +226,7 @@ def empty_program(op_types: Optional[Dict[str, int]], traced: List[np.ndarray], 
     """Why a piece's program cannot hold any failure ('' when it can): it runs no op but
     bookkeeping, returns no output, or fewer outputs than its dygraph call returned (what the
     trace dropped is not tested)."""
-    if op_types is not None and op_types and not any(not bookkeeping(t) for t in op_types):
+    if op_types and all(bookkeeping(t) for t in op_types):
         return f"its program runs no op but feeding and fetching ({', '.join(sorted(op_types))})"
     if not traced:
         return "its dygraph call returned no tensor"

@@ -91,10 +91,8 @@ def harness_made(exc: BaseException, harness_roots: Iterable[Path] = ()) -> Opti
             continue
         if owner != "harness":
             return None
-        where = Path(frame.filename)
-        place = where.relative_to(HARNESS_ROOT.parent) if where.is_relative_to(HARNESS_ROOT.parent) else where.name
         text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-        return f"the harness raised {type(exc).__name__}{': ' + text if text else ''} at {place}:{frame.lineno}"
+        return f"the harness raised {type(exc).__name__}{': ' + text if text else ''} at {_place(frame)}"
     return None
 
 
@@ -107,7 +105,11 @@ def raised_at(exc: BaseException, harness_roots: Iterable[Path] = ()) -> str:
         return ""
     roots = list(harness_roots)
     frame = next((f for f in reversed(frames) if _owner(f.filename, roots) in ("harness", "model")), frames[-1])
-    where = Path(frame.filename)
-    place = where.relative_to(HARNESS_ROOT.parent) if where.is_relative_to(HARNESS_ROOT.parent) else where
     code = (frame.line or "").strip()
-    return f"{place}:{frame.lineno}" + (f" ({code})" if code and len(code) <= 80 else "")
+    return _place(frame) + (f" ({code})" if code and len(code) <= 80 else "")
+
+
+def _place(frame: traceback.FrameSummary) -> str:
+    """``file:line``, the file relative to the checkout when it is the harness's."""
+    where = Path(frame.filename)
+    return f"{where.relative_to(HARNESS_ROOT.parent) if where.is_relative_to(HARNESS_ROOT.parent) else where}:{frame.lineno}"

@@ -211,29 +211,27 @@ def eval_words(text: str) -> Tuple[List[str], List[str]]:
     return words, special
 
 
-def status_step6(ok: bool, model: str, text: str, _log: Optional[str]) -> str:
-    # models repo Step6 common_func.sh status_check (4 arguments)
-    word = "successfully" if ok else "failed"
-    return f"\033[33m Run {word} with command - {model} - {text}!  \033[0m"
+@dataclasses.dataclass(frozen=True)
+class StatusLine:
+    """A driver's ``common_func.sh status_check`` line, byte for byte: ``shape`` between the yellow
+    colour and its reset, with ``{word}`` (successfully/failed), ``{model}``, ``{text}``, ``{log}``."""
+
+    shape: str
+
+    def __call__(self, ok: bool, model: str, text: str, log: Optional[str]) -> str:
+        word = "successfully" if ok else "failed"
+        return f"\033[33m {self.shape.format(word=word, model=model, text=text, log=log or '')}\033[0m"
 
 
-def status_ocr(ok: bool, model: str, text: str, log: Optional[str]) -> str:
-    # PaddleOCR common_func.sh status_check (5 arguments; its driver up to 038a933 passes 4, so the
-    # log field is empty there; the current one passes the command's log)
-    word = "successfully" if ok else "failed"
-    return f"\033[33m Run {word} with command - {model} - {text} - {log or ''} \033[0m"
-
-
-def status_template(ok: bool, _model: str, text: str, _log: Optional[str]) -> str:
-    # the TIPC template's common_func.sh status_check: 3 arguments, "!  " before the colour reset
-    word = "successfully" if ok else "failed"
-    return f"\033[33m Run {word} with command - {text}!  \033[0m"
-
-
-def status_clas(ok: bool, model: str, text: str, log: Optional[str]) -> str:
-    # PaddleClas common_func.sh status_check: OCR's line with a " !" before the colour reset
-    word = "successfully" if ok else "failed"
-    return f"\033[33m Run {word} with command - {model} - {text} - {log or ''} ! \033[0m"
+# models repo Step6 common_func.sh status_check (4 arguments)
+status_step6 = StatusLine("Run {word} with command - {model} - {text}!  ")
+# PaddleOCR's (5 arguments; its driver up to 038a933 passes 4, so the log field is empty there; the
+# current one passes the command's log)
+status_ocr = StatusLine("Run {word} with command - {model} - {text} - {log} ")
+# the TIPC template's: 3 arguments, "!  " before the colour reset
+status_template = StatusLine("Run {word} with command - {text}!  ")
+# PaddleClas's: OCR's line with a " !" before the colour reset
+status_clas = StatusLine("Run {word} with command - {model} - {text} - {log} ! ")
 
 
 def train_mode_for(trainer: str, run_train: str, autocast: str = "", pact_key: str = "pact_train") -> str:
