@@ -10,6 +10,10 @@ into sessions.
   every version; ``nox -t default`` every session at the default version.
 * arguments after ``--`` go to ``python -m harness run`` (``--model``, ``--force``, ``--run``,
   ``--runner docker``...).
+* ``nox -s matrix -- --tag cpu`` runs the cells of every session ``nox -t cpu`` selects in one job
+  pool (``python -m harness pool``): one scheduler, one environment per distinct package list,
+  one report. Use it for a whole matrix on one machine; ``nox -t`` / ``nox -s`` for one session,
+  containers and CI shards.
 * where cells run: CPU sessions in the session's venv (Paddle installed into it); with
   ``-- --runner docker`` (or ``runner = "docker"`` in the matrix, the default of GPU sessions) in
   the session's image, the venv then holding only the host side. ``nox -s images`` builds them.
@@ -20,7 +24,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import List
 
 import nox
 from nox.command import CommandFailed
@@ -29,6 +32,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from harness import matrix as _matrix  # noqa: E402  (host side: no paddle)
+from harness import sessions as _sessions  # noqa: E402
 from harness.shared.errors import UserError  # noqa: E402
 from harness.hostenv import gpu_absence_reason  # noqa: E402
 
@@ -49,11 +53,9 @@ except UserError as exc:
     _user_error(str(exc))
 
 HOST_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
-# The host side: tabulate prints the tables; openpyxl and matplotlib write the per-tensor sheets
-# and plots; the docker SDK drives containers.
-HOST_SIDE = ["numpy", "tabulate", "openpyxl", "matplotlib", "docker", "jinja2"]
-# A uv-made venv cannot import paddle without setuptools.
-CELL_SIDE_EXTRAS = ["setuptools", "tabulate", "openpyxl", "matplotlib"]
+HOST_SIDE = list(_sessions.HOST_SIDE)
+CELL_SIDE_EXTRAS = list(_sessions.CELL_SIDE_EXTRAS)
+NOX_SESSIONS = _sessions.nox_sessions(MATRIX)
 
 
 def _run_harness(s: nox.Session, *args: str) -> None:
@@ -77,6 +79,15 @@ def _models(posargs):
     return chosen or None
 
 
+def _install(s: nox.Session, env: _sessions.Environment) -> None:
+    """An environment's requirements, in its order (families last: see ``Environment``)."""
+    s.install(*env.packages, silent=True)
+    if env.no_deps:
+        s.install("--no-deps", *env.no_deps, silent=True)
+    if env.families:
+        s.install(*env.families, silent=True)
+
+
 def _install_families(s: nox.Session, models, version: str) -> None:
     """The model families' packages (the zoo's), only where their models run."""
     families = MATRIX.family_packages(models, version)
@@ -95,9 +106,10 @@ def _runner(session, posargs) -> str:
     return session.runner
 
 
-def _cell_session(name: str, version: str, zoo: bool = False):
+def _cell_session(nox_session: _sessions.NoxSession):
+    name, version = nox_session.session, nox_session.version
     session = MATRIX.session(name)
-    forced = ["--model", _matrix.ZOO] if zoo else []
+    forced = ["--model", _matrix.ZOO] if nox_session.zoo else []
 
     def run(s: nox.Session) -> None:
         if session.device == "gpu":
@@ -115,76 +127,31 @@ def _cell_session(name: str, version: str, zoo: bool = False):
             _run_harness(s, "run", "--matrix", str(MATRIX_PATH), "--session", name, "--paddle", version,
                          *forced, *extra, *s.posargs)
             return
-        packages = [*MATRIX.packages(session, version), *MATRIX.mode_packages(_modes(s.posargs))]
+        env = _sessions.cell_environment(MATRIX, nox_session, _modes(s.posargs), _models(s.posargs))
         try:
-            s.install(*packages, *CELL_SIDE_EXTRAS, silent=True)
+            _install(s, env)
         except CommandFailed:
-            _user_error(f"{MATRIX_PATH}: paddle.\"{version}\": cannot install {' '.join(packages)} for "
+            _user_error(f"{MATRIX_PATH}: paddle.\"{version}\": cannot install {' '.join(env.packages)} for "
                         f"Python {s.python} here (installer output above); fix the version or its python.")
-        _install_families(s, [_matrix.ZOO] if zoo else _models(s.posargs), version)
         _run_harness(s, "run", "--matrix", str(MATRIX_PATH), "--session", name, "--paddle", version, *forced,
                      *s.posargs)
 
-    run.__doc__ = f"{session.description or name} · Paddle {version}" + (" · the zoo's real architectures" if zoo else "")
+    run.__doc__ = nox_session.description
     return run
 
 
-for _session in MATRIX.sessions.values():
-    for _version in _session.versions:
-        _default = _version == _session.versions[0]
-        # "cells": what CI sharding selects (harness.shards.CELLS_TAG); no other session has it.
-        _tags = [_session.device, _session.backend, _session.precision, f"paddle-{_version}", *_session.tags, "cells"]
-        if _default:
-            _tags.append("default")
-        nox.session(
-            name=_session.name if _default else f"{_session.name}@{_version}",
-            python=MATRIX.version(_version)["python"],
-            tags=_tags,
-        )(_cell_session(_session.name, _version))
-
-
-# The zoo: every CPU session at the versions [zoo] names, on the zoo's real architectures
-# (`nox -t zoo`; `<session>-zoo` at the default version, `<session>-zoo@<version>` at the others).
-# Tagged zoo only (not cpu/paddle-X): `nox -t cpu` stays the fast built-in matrix. The int8
-# session is left out: it runs quantized programs, and the zoo's models are trained normal.
-for _session in MATRIX.sessions.values():
-    if _session.device != "cpu" or _session.precision == "int8" or not MATRIX.zoo["models"]:
-        continue
-    for _version in MATRIX.zoo["versions"]:
-        if _version not in _session.versions:
-            continue
-        _default = _version == MATRIX.run["default_paddle"]
-        nox.session(
-            name=f"{_session.name}-zoo" if _default else f"{_session.name}-zoo@{_version}",
-            python=MATRIX.version(_version)["python"],
-            tags=["zoo", f"zoo-{_version}", "cells"],
-        )(_cell_session(_session.name, _version, zoo=True))
-
-
-def _portability_session(version: str):
+def _portability_session(nox_session: _sessions.NoxSession):
     def run(s: nox.Session) -> None:
-        cpu = MATRIX.session("cpu_fp32")
-        s.install(*MATRIX.packages(cpu, version), *CELL_SIDE_EXTRAS, silent=True)
+        _install(s, _sessions.cell_environment(MATRIX, nox_session))
         _run_harness(s, "port", *s.posargs)
 
-    run.__doc__ = f"Other versions' cpu_fp32 exports, run by Paddle {version}"
+    run.__doc__ = nox_session.description
     return run
 
 
-def _session_per_version(name: str, tags: List[str], make) -> None:
-    """``name`` at the default Paddle and ``name@<version>`` at each other version of cpu_fp32
-    (portability and TIPC run exports of that session), in an env of that version's Python."""
-    for version in MATRIX.session("cpu_fp32").versions if "cpu_fp32" in MATRIX.sessions else []:
-        default = version == MATRIX.run["default_paddle"]
-        nox.session(name=name if default else f"{name}@{version}", python=MATRIX.version(version)["python"],
-                    tags=[*tags, f"paddle-{version}"])(make(version))
+def _tipc_session(nox_session: _sessions.NoxSession):
+    version = nox_session.version
 
-
-# After the cell sessions, so that `nox -t cpu` runs them once every version has exported.
-_session_per_version("portability", ["cpu", "portability"], _portability_session)
-
-
-def _tipc_session(version: str):
     def run(s: nox.Session) -> None:
         cpu = MATRIX.session("cpu_fp32")
         s.install(*MATRIX.packages(cpu, version), *CELL_SIDE_EXTRAS, *HOST_SIDE, silent=True)
@@ -195,12 +162,22 @@ def _tipc_session(version: str):
             s.install("-r", str(Path(repo) / "requirements.txt"), silent=True)
         _run_harness(s, "tipc", "--matrix", str(MATRIX_PATH), *s.posargs)
 
-    run.__doc__ = (f"A repository's TIPC config at Paddle {version} (``-- --repo PATH --config CONFIG --mode MODE "
-                   f"[--dry-run]``); every jit.save verified")
+    run.__doc__ = nox_session.description
     return run
 
 
-_session_per_version("tipc", ["tipc"], _tipc_session)
+_MAKERS = {_sessions.SessionKind.CELLS: _cell_session, _sessions.SessionKind.ZOO: _cell_session,
+           _sessions.SessionKind.PORTABILITY: _portability_session, _sessions.SessionKind.TIPC: _tipc_session}
+for _nox_session in NOX_SESSIONS:  # in the table's order: portability after every cell session
+    nox.session(name=_nox_session.name, python=_nox_session.python,
+                tags=list(_nox_session.tags))(_MAKERS[_nox_session.kind](_nox_session))
+
+
+@nox.session(python=HOST_PYTHON)
+def matrix(s: nox.Session) -> None:
+    """Every session `nox -t TAG` selects, in one job pool (``-- --tag cpu``; ``--jobs``, ``--model``...)."""
+    s.install(*HOST_SIDE, "uv", silent=True)  # uv makes the pool's environments, as it makes nox's
+    _run_harness(s, "pool", "--matrix", str(MATRIX_PATH), "--envs", str(ROOT / ".nox"), *s.posargs)
 
 
 @nox.session(python=HOST_PYTHON)

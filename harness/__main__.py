@@ -8,16 +8,16 @@ User errors print one line and exit 2; ``run`` exits 1 when any cell did not pas
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Iterator, List, Optional
+from typing import Any, List, Optional
 
 from .pathargs import (at_least_one, file_to_read, folder_to_read, folder_to_write, python_interpreter,
                        relative_file, run_name)
+from .runlock import owned
 from .shared.errors import UserError
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix" / "default.toml"
@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for add in (_add_run, _add_tipc, _add_tools, _add_reports, _add_diff):
         add(sub)
+    from . import pool
+
+    pool.add_parser(sub, DEFAULT_MATRIX)
     return parser
 
 
@@ -193,15 +196,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     results = args.results / args.run_name
     matrix.expand(session.name, version, modes=args.mode, models=args.model)  # bad input before any work
     launcher = _launcher(args, matrix, session, version, results)
-    with _owned(results, launcher):
-        # Hazards belong to the (Paddle build, session), not to cells: --force redoes cells only;
-        # delete <results>/<run>/<session>/<version>/hazards.json to probe again.
-        probe_hazards(session, version, results, launcher)
+    with owned(results, launcher):
+        # Hazards belong to the Paddle build and the machine, not to cells or sessions: --force
+        # redoes cells only; delete <results>/<run>/versions/<version>/ to probe again.
+        probe_hazards(matrix, session.device, version, results, launcher)
         runs = CellRuns(launcher=launcher, jobs=args.jobs or default_jobs(matrix.run["reference_threads"]),
                         force=args.force, root_cause=args.root_cause, checkpoints=args.checkpoints)
         records = run_session(matrix, session.name, version, results=results, runs=runs, modes=args.mode,
                               models=args.model)
-    probes = [p for p in load_hazard_probes(results) if p["session"] == session.name and p["paddle"] == version]
+    probes = [p for p in load_hazard_probes(results) if p["paddle"] == version and p.get("device") == session.device]
     model = RunModel(records, probes)
     from .report import drafts
 
@@ -212,22 +215,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"\nrecords: {results}/{session.name}/{version}/   summary: {summary}")
     # vacuous is not a pass: the run says so with its exit code too.
     return 0 if all(Status.of(r["verdict"]["status"]) in (Status.PASS, Status.SKIP) for r in records) else 1
-
-
-@contextlib.contextmanager
-def _owned(results: Path, launcher=None) -> Iterator[None]:
-    """The run folder's lock (one writer per run): a second run on it ends with one line naming the
-    holder (exit 2); a dead holder's lock is taken over, the containers it left running removed."""
-    from .runlock import RunLock
-
-    with RunLock(results) as lock:
-        if lock.took_over:
-            print(f"[harness] {results}: taking over from pid {lock.took_over.get('pid')}, which ended without "
-                  f"finishing; its unfinished cells are redone")
-        reap = getattr(launcher, "reap", None)
-        if reap is not None:
-            reap()
-        yield
 
 
 def _launcher(args: argparse.Namespace, matrix, session, version: str, results: Path):
@@ -336,7 +323,7 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
     if args.dry_run:
         return 0
     print()
-    with _owned(results, launcher):
+    with owned(results, launcher):
         runs = CellRuns(launcher=launcher, jobs=args.jobs or default_jobs(matrix.run["reference_threads"]),
                         force=True, root_cause=args.root_cause)
         summary = tipc_run.run_tipc(plan, matrix=matrix, sessions=sessions, results=results, python=python,
@@ -450,7 +437,7 @@ def _cmd_port(args: argparse.Namespace) -> int:
     from . import portability
     from .shared.vocab import Status
 
-    with _owned(args.results / args.run_name):
+    with owned(args.results / args.run_name):
         results = portability.run(args.results / args.run_name, args.session, args.model, force=args.force,
                                   jobs=args.jobs or os.cpu_count() or 1)
     return 1 if any(Status.of(r["status"]).blocks for r in results) else 0
@@ -475,7 +462,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         # inherits SIG_IGN, and Python then keeps it): Ctrl-C and `kill -INT` end the run cleanly.
         signal.signal(signal.SIGINT, signal.default_int_handler)
     args = _parser().parse_args(argv)
-    handler = {"run": _cmd_run, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
+    from . import pool
+
+    handler = {"run": _cmd_run, "pool": pool.command, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
                "diff": _cmd_diff, "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,
                "shards": _cmd_shards, "tipc": _cmd_tipc, "merge": _cmd_merge}[args.command]
     try:

@@ -60,6 +60,7 @@ def port_one(record: Dict[str, Any], loader: str, out_dir: Path, launcher: Any) 
     log.unlink(missing_ok=True)
     outcome = run_child(launcher, args, log, timeout=LOAD_TIMEOUT)
     result["seconds"] = round(time.time() - started, 3)
+    result["cpu_seconds"] = outcome.cpu_seconds
     if outcome.timed_out:
         result.update(status=Status.TIMEOUT, message=f"loading ran over {LOAD_TIMEOUT} s")
         return result
@@ -90,29 +91,40 @@ def run(results: Path, session: str, models: Optional[List[str]], python: Option
     if not results.is_dir():
         raise UserError(f"--results/--run: {results} does not exist; run the sessions of other versions first.")
     loader = this_paddle()
-    records = [r for r in load_records(results)
-               if r["cell"]["session"]["name"] == session and r["cell"]["paddle"] != loader
-               and Status.of(r["setup"].get("status")) is Status.PASS and (not models or r["cell"]["model"]["name"] in models)]
+    records = [r for r in load_records(results) if r["cell"]["session"]["name"] == session and portable(r, loader)
+               and (not models or r["cell"]["model"]["name"] in models)]
     if not records:
         print(f"[harness] nothing to port: no {session} records exported by a Paddle other than {loader} "
               f"under {results} (run `nox -s {session}@<version>` for other versions first)")
         return []
     launcher = LocalLauncher(python)  # one fork server for every load (each load its own process)
-
-    def one(record: Dict[str, Any]) -> Dict[str, Any]:
-        cell = record["cell"]
-        out_dir = results / "portability" / cell["paddle"] / loader / session / cell["mode"]
-        path = out_dir / f"{cell['model']['name']}.json"
-        if path.exists() and not force:
-            result = json.loads(path.read_text(encoding="utf-8"))
-            print(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
-                  f"{result['status']} (recorded earlier; --force reruns)", flush=True)
-            return result
-        result = port_one(record, loader, out_dir, launcher)
-        atomic_write_json(path, result)
-        print(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
-              f"{result['status']} {result.get('message', '')}".rstrip(), flush=True)
-        return result
-
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, records))
+        return list(pool.map(lambda record: port_record(record, results, loader, launcher, force), records))
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def portable(record: Dict[str, Any], loader: str) -> bool:
+    """Whether another Paddle's ``loader`` has this record's export to load: its setup exported."""
+    return record["cell"]["paddle"] != loader and Status.of(record["setup"].get("status")) is Status.PASS
+
+
+def port_record(record: Dict[str, Any], results: Path, loader: str, launcher: Any, force: bool = False,
+                say: Any = _say) -> Dict[str, Any]:
+    """One load of a record's export by ``loader``, kept under ``portability/`` (an earlier one is
+    reused unless ``force``)."""
+    cell = record["cell"]
+    out_dir = results / "portability" / cell["paddle"] / loader / cell["session"]["name"] / cell["mode"]
+    path = out_dir / f"{cell['model']['name']}.json"
+    if path.exists() and not force:
+        result = json.loads(path.read_text(encoding="utf-8"))
+        say(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
+            f"{result['status']} (recorded earlier; --force reruns)")
+        return result
+    result = port_one(record, loader, out_dir, launcher)
+    atomic_write_json(path, result)
+    say(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
+        f"{result['status']} {result.get('message', '')}".rstrip())
+    return result

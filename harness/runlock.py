@@ -10,13 +10,14 @@ its workers before it lets go (``harness.launch``).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, Optional
 
 from .shared.errors import UserError
 
@@ -66,3 +67,17 @@ def _read(fd: int) -> Dict[str, Any]:
         return value if isinstance(value, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+@contextlib.contextmanager
+def owned(results: Path, launcher=None) -> Iterator[None]:
+    """The run folder's lock (one writer per run): a second run on it ends with one line naming the
+    holder (exit 2); a dead holder's lock is taken over, the containers it left running removed."""
+    with RunLock(results) as lock:
+        if lock.took_over:
+            print(f"[harness] {results}: taking over from pid {lock.took_over.get('pid')}, which ended without "
+                  f"finishing; its unfinished cells are redone")
+        reap = getattr(launcher, "reap", None)
+        if reap is not None:
+            reap()
+        yield

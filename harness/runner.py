@@ -8,8 +8,10 @@ and the worker is restarted for the remaining stages. The cell's record is writt
 once the cell is over, so a run killed at any moment loses no finished cell, and a rerun skips
 cells that have a record.
 
-Before the cells, the session's config hazards are probed once (``harness.cell.hazards``) and
-kept in ``<session>/<paddle>/hazards.json``: findings about Paddle, not verdicts of cells.
+Before the cells, the config hazards of the Paddle version are probed once for every session of
+it (``harness.cell.hazards``) and kept in ``versions/<paddle>/hazards-<device>.json``, with what the
+probe was made for (the version's packages, the machine): findings about Paddle, not verdicts of
+cells.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import __version__
 from . import provenance
@@ -62,15 +64,19 @@ def run_cell(spec: CellSpec, results: Path, launcher: Launcher) -> Dict[str, Any
         folder.mkdir(parents=True, exist_ok=True)
         launcher.grant(folder)
     try:
-        launches = _supervise_cell(spec, work, spec_path, journal, launcher)
+        launches, cpu = _supervise_cell(spec, work, spec_path, journal, launcher)
     finally:
         for folder in shared:
             launcher.reclaim(folder)
-    return build_record(spec, journal.finished(), launches, time.time() - started, launcher)
+    record = build_record(spec, journal.finished(), launches, time.time() - started, launcher)
+    record["cpu_seconds"] = cpu
+    return record
 
 
-def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journal, launcher: Launcher) -> int:
-    """Start the worker, restart it after each crash or timeout; the number of launches."""
+def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journal,
+                    launcher: Launcher) -> Tuple[int, Optional[float]]:
+    """Start the worker, restart it after each crash or timeout; the number of launches and their
+    CPU seconds (None when a launch's is unknown: a fresh interpreter, a container)."""
     timeout = float(spec.stage_timeout)
     args = ["cell", "--spec", launcher.path(spec_path), "--work", launcher.path(work)]
 
@@ -78,10 +84,11 @@ def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journa
         running = journal.running()
         return bool(running) and time.time() - running[1] > timeout
 
-    launches = 0
+    launches, cpu = 0, 0.0
     while True:
         launches += 1
         outcome = supervise(launcher, args, work / "worker.log", overdue, fresh=_imports_before_paddle(spec))
+        cpu = None if cpu is None or outcome.cpu_seconds is None else cpu + outcome.cpu_seconds
         if outcome.interrupted:
             raise Interrupted(spec.id)  # no record: the cell is redone from scratch next time
         if outcome.ok:
@@ -101,7 +108,7 @@ def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journa
             break
         # Restart: the worker resumes after the stage that killed it, and exits at once when
         # nothing is left.
-    return launches
+    return launches, (round(cpu, 3) if cpu is not None else None)
 
 
 def _ended_badly(outcome: Outcome, stage: str, timeout: float) -> Dict[str, Any]:
@@ -194,28 +201,46 @@ def verdict_of(setup: Dict[str, Any], stages: List[Dict[str, Any]]) -> Dict[str,
     return {"status": status, "first_failing_stage": first.name, "message": stage_note(first.raw)}
 
 
-def probe_hazards(session: Any, version: str, results: Path, launcher: Launcher, force: bool = False) -> Dict[str, Any]:
-    """The session's config hazards at this Paddle version, probed once and kept."""
-    path = results / session.name / version / "hazards.json"
-    if path.exists() and not force:
+def hazards_path(results: Path, version: str, device: str) -> Path:
+    return Path(results) / "versions" / version / f"hazards-{device}.json"
+
+
+def probe_hazards(matrix: Matrix, device: str, version: str, results: Path, launcher: Launcher,
+                  say: Callable[[str], Any] = print) -> Dict[str, Any]:
+    """The config hazards of one Paddle version on this machine, every backend's at once: probed
+    by the first session of that version to need them, reused by the others. The probe says what
+    it was made for (the version's packages, the machine's numeric key and environment) and is
+    made again when that changes."""
+    from .shared.machine import describe
+
+    machine = describe(None, seen_from="host")
+    made_for = {"packages": matrix.version(version).get("packages"), "machine": machine["key"], "env": machine["env"]}
+    path = hazards_path(results, version, device)
+    if path.exists():
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            kept = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            pass
+            kept = {}
+        if kept.get("made_for") == made_for:
+            return kept
+        if kept:
+            say(f"[harness] hazards of Paddle {version}: probed again (made for {kept.get('made_for')}, now {made_for})")
     path.parent.mkdir(parents=True, exist_ok=True)
     launcher.grant(path.parent)
     try:
-        outcome = run_child(launcher, ["hazards", "--device", session.device, "--backend", session.backend,
-                                       "--out", launcher.path(path)], path.with_suffix(".log"),
-                            timeout=HAZARD_PROBE_TIMEOUT)
+        outcome = run_child(launcher, ["hazards", "--device", device, "--out", launcher.path(path)],
+                            path.with_suffix(".log"), timeout=HAZARD_PROBE_TIMEOUT)
     finally:
         launcher.reclaim(path.parent)
     if outcome.interrupted:
         raise Interrupted("hazard probe")
     if outcome.ok and path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))
-    probe = {"kind": "hazards", "paddle": version, "hazards": [], "probe": outcome.describe() if not outcome.timed_out
-             else {"status": Status.TIMEOUT, "message": f"the hazard probe ran over {HAZARD_PROBE_TIMEOUT} s"}}
+        probe = json.loads(path.read_text(encoding="utf-8"))
+    else:
+        probe = {"kind": "hazards", "paddle": version, "device": device, "hazards": [],
+                 "probe": outcome.describe() if not outcome.timed_out else
+                 {"status": Status.TIMEOUT, "message": f"the hazard probe ran over {HAZARD_PROBE_TIMEOUT} s"}}
+    probe.update(made_for=made_for, cpu_seconds=outcome.cpu_seconds)
     atomic_write_json(path, probe)
     return probe
 
@@ -252,14 +277,19 @@ def run_session(matrix: Matrix, session: str, version: str, *, results: Path, ru
                 modes: Optional[List[str]] = None, models: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     """Every cell of one session at one Paddle version, up to ``runs.jobs`` at once; returns the
     records (old and new) in the matrix's order."""
-    cells = matrix.expand(session, version, modes=modes, models=models)
     if runs.checkpoints is not None:
         seed_checkpoints(Path(runs.checkpoints), Path(results) / "checkpoints", runs.progress)
+    cells = session_cells(matrix, session, version, results, runs.root_cause, modes=modes, models=models)
+    return run_cells(cells, results=results, runs=runs)
+
+
+def session_cells(matrix: Matrix, session: str, version: str, results: Path, root_cause: bool = True, *,
+                  modes: Optional[List[str]] = None, models: Optional[List[str]] = None) -> List[CellSpec]:
+    """The specs of one session's cells at one Paddle version, as this run runs them."""
     # One version-neutral checkpoint per (mode, model) and run: every session and Paddle version
     # of the run computes with the same weights.
-    cells = [spec.replace(checkpoint=str(Path(results) / "checkpoints" / spec.mode / f"{spec.model_name}.npz"),
-                          root_cause=runs.root_cause) for spec in cells]
-    return run_cells(cells, results=results, runs=runs)
+    return [spec.replace(checkpoint=str(Path(results) / "checkpoints" / spec.mode / f"{spec.model_name}.npz"),
+                         root_cause=root_cause) for spec in matrix.expand(session, version, modes=modes, models=models)]
 
 
 def seed_checkpoints(source: Path, target: Path, progress=print) -> int:
@@ -280,11 +310,10 @@ def seed_checkpoints(source: Path, target: Path, progress=print) -> int:
     return copied
 
 
-def run_cells(cells: List[CellSpec], *, results: Path, runs: CellRuns = CellRuns()) -> List[Dict[str, Any]]:
-    """Cells from their specs, up to ``runs.jobs`` at once, each record written as it ends; cells
-    with a record are skipped unless ``runs.force``. The records (old and new) in the cells' order."""
-    launcher = runs.launcher or LocalLauncher()
-    force, jobs, progress = runs.force, runs.jobs, runs.progress
+def recorded_or_todo(cells: List[CellSpec], results: Path, force: bool,
+                     progress: Callable[[str], Any] = print) -> Tuple[Dict[str, Dict[str, Any]], List[CellSpec]]:
+    """The cells whose records still describe them (by id), and the specs of the others (with
+    what produced them), each said in one line: recorded earlier, or redone and why."""
     records: Dict[str, Dict[str, Any]] = {}
     todo = []
     for spec in cells:
@@ -299,6 +328,15 @@ def run_cells(cells: List[CellSpec], *, results: Path, runs: CellRuns = CellRuns
             if why:
                 progress(f"[harness] {spec.id}: redone: {why}")
             todo.append(spec)
+    return records, todo
+
+
+def run_cells(cells: List[CellSpec], *, results: Path, runs: CellRuns = CellRuns()) -> List[Dict[str, Any]]:
+    """Cells from their specs, up to ``runs.jobs`` at once, each record written as it ends; cells
+    with a record are skipped unless ``runs.force``. The records (old and new) in the cells' order."""
+    launcher = runs.launcher or LocalLauncher()
+    jobs, progress = runs.jobs, runs.progress
+    records, todo = recorded_or_todo(cells, results, runs.force, progress)
     board = Progress(len(cells), len(records), results, progress)
 
     def one(spec: CellSpec) -> Dict[str, Any]:
@@ -356,12 +394,15 @@ class Progress:
         self.say(f"[harness] {cell_id}: running")
 
     def finished(self, cell_id: str, record: Dict[str, Any]) -> None:
+        self.ended(cell_id, f"{record['verdict']['status']} in {record['seconds']:.1f} s")
+
+    def ended(self, key: str, said: str) -> None:
+        """One finished job (a cell, or the pool's probes and loads) and what it came to."""
         with self._lock:
-            self.running.pop(cell_id, None)
+            self.running.pop(key, None)
             self.done += 1
             done = self.done
-        self.say(f"[harness] [{done}/{self.total}, {time.monotonic() - self.started_at:.0f} s] {cell_id}: "
-                 f"{record['verdict']['status']} in {record['seconds']:.1f} s")
+        self.say(f"[harness] [{done}/{self.total}, {time.monotonic() - self.started_at:.0f} s] {key}: {said}")
 
     def _beat(self) -> None:
         while not self._stop.wait(self.HEARTBEAT_SECONDS):

@@ -205,7 +205,7 @@ def test_memory_is_real_on_legacy_and_its_hazard_exists_only_under_pir(two_versi
     assert stages["memory"]["status"] == "pass"
     assert "memory_optimize_pass" in stages["memory"]["evidence"]["analysis_passes"]
     assert "memory_optimize_pass" not in stages["baseline"]["evidence"]["analysis_passes"]
-    hazards = {v: {h["id"]: h["status"] for h in json.loads((results / f"cpu_fp32/{v}/hazards.json").read_text())["hazards"]}
+    hazards = {v: {h["id"]: h["status"] for h in json.loads((results / f"versions/{v}/hazards-cpu.json").read_text())["hazards"]}
                for v in (OLD, two_versions["head"])}
     assert "memory_optim_without_new_executor" not in hazards[OLD]
     assert hazards[two_versions["head"]]["memory_optim_without_new_executor"] == "hazard"

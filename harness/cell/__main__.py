@@ -39,9 +39,9 @@ def parser() -> argparse.ArgumentParser:
     load.add_argument("--inputs", type=Path, required=True)
     load.add_argument("--out", type=Path, required=True)
 
-    hazards = sub.add_parser("hazards", help="probe the config hazards of a session in this Paddle")
+    hazards = sub.add_parser("hazards", help="probe the config hazards of this Paddle (every backend of a device)")
     hazards.add_argument("--device", required=True)
-    hazards.add_argument("--backend", required=True)
+    hazards.add_argument("--backend", help="only this backend's hazards (default: every backend's)")
     hazards.add_argument("--out", type=Path, required=True)
 
     diff_worker = sub.add_parser("diff-worker", help="the Paddle half of `python -m harness diff`")

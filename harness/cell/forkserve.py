@@ -13,8 +13,9 @@ only cell-side commands: the host's CLI is not imported here. Checked: after the
 forked cell with a spawned one number for number.
 
 Protocol (one JSON object per line): requests on stdin ``{"id", "args", "log"}``; on stdout
-``{"ready": true}`` once, then ``{"id", "pid"}`` when a child starts and ``{"id", "exit"}`` when
-it ends (the exit code, or minus the signal number, as ``subprocess`` reports it). End of stdin
+``{"ready": true}`` once, then ``{"id", "pid"}`` when a child starts and ``{"id", "exit", "cpu"}`` when
+it ends (the exit code, or minus the signal number, as ``subprocess`` reports it; its user+system
+CPU seconds). End of stdin
 (the host exited, or was killed) ends the server and kills the children still running: nobody is
 left to record them, and a rerun must not race them on their cell folders. Each child also asks
 the kernel to kill it when the server dies (``PR_SET_PDEATHSIG``), so a server killed by -9
@@ -117,10 +118,13 @@ def serve() -> int:
         else:
             select.select([], [], [], 0.02)
         while running:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
             if pid == 0:
                 break
-            reply({"id": running.pop(pid), "exit": os.waitstatus_to_exitcode(status)})
+            # The child's CPU (its own and its waited-for children's): what the pool's compute
+            # floor and its longest-first order are measured in.
+            reply({"id": running.pop(pid), "exit": os.waitstatus_to_exitcode(status),
+                   "cpu": round(usage.ru_utime + usage.ru_stime, 3)})
     return 0
 
 

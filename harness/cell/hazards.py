@@ -1,4 +1,4 @@
-"""Cell side: config hazards, probed once per (Paddle version, session).
+"""Cell side: config hazards, probed once per Paddle version and machine (every backend's).
 
 A hazard is a documented knob combination that raises in some Paddle version. It is a finding
 about Paddle, not about a model: it is probed here with the plain documented calls on a small
@@ -7,8 +7,9 @@ one exists), shown once in the tables and reports, and never sets a cell's verdi
 themselves follow the deployment profile, which avoids these combinations (see
 ``harness.shared.backends``), so a hazard does not hide the numbers behind it.
 
-``python -m harness hazards --device cpu --backend onednn --out FILE`` (run by the runner through
-the session's launcher, before the session's cells).
+``python -m harness.cell hazards --device cpu --out FILE`` (run by the host through a launcher of
+that version, before the first cell of the version; every session of the version reads the one
+probe, each the hazards of its backend: ``Hazard.backends``).
 """
 
 from __future__ import annotations
@@ -75,12 +76,13 @@ HAZARDS = (
 )
 
 
-def applicable(device: str, backend: str, fmt: str) -> List[Hazard]:
-    """The hazards a session meets. Probes build CPU predictors: GPU sessions are probed on a GPU
-    machine by their own backend's hazards (none listed yet)."""
+def applicable(device: str, backend: Optional[str], fmt: str) -> List[Hazard]:
+    """The hazards a session of ``backend`` meets (every backend's when None). Probes build CPU
+    predictors: GPU sessions are probed on a GPU machine by their own backend's hazards (none
+    listed yet)."""
     if device != "cpu":
         return []
-    return [h for h in HAZARDS if fmt in h.formats and (not h.backends or backend in h.backends)]
+    return [h for h in HAZARDS if fmt in h.formats and (backend is None or not h.backends or backend in h.backends)]
 
 
 class ProbeNet(paddle.nn.Layer):
@@ -109,7 +111,7 @@ def _probe_model(paddle: Any, folder: Path) -> Dict[str, str]:
     return export(layer, spec, folder / "probe")
 
 
-def probe(device: str, backend: str) -> Dict[str, Any]:
+def probe(device: str, backend: Optional[str] = None) -> Dict[str, Any]:
     from .paddle_api import paddle_infer, predictor as paddle_predictor
 
     feeds = {"image": np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype("float32")}
@@ -118,7 +120,8 @@ def probe(device: str, backend: str) -> Dict[str, Any]:
         files = _probe_model(paddle, Path(tmp))
         fmt = files["format"]
         for hazard in applicable(device, backend, fmt):
-            entry = {"id": hazard.id, "calls": hazard.calls, "issue": hazard.issue, "format": fmt}
+            entry = {"id": hazard.id, "calls": hazard.calls, "issue": hazard.issue, "format": fmt,
+                     "backends": list(hazard.backends)}
             config = paddle_infer.Config(files["program"], files["params"])
             try:
                 hazard.configure(config, fmt)
@@ -135,7 +138,7 @@ def probe(device: str, backend: str) -> Dict[str, Any]:
             "format": fmt, "hazards": results}
 
 
-def main(device: str, backend: str, out: Path) -> int:
+def main(device: str, backend: Optional[str], out: Path) -> int:
     result = probe(device, backend)
     atomic_write_json(out, result)
     print(json.dumps({h["id"]: h["status"] for h in result["hazards"]}), file=sys.stderr)

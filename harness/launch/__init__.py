@@ -95,6 +95,9 @@ class Outcome:
     timed_out: bool = False
     log: Optional[Path] = None
     interrupted: bool = False  # stopped because the host was interrupted: says nothing of the child
+    # User+system CPU of the child and what it waited for, where the launcher can know it (a forked
+    # child: the fork server's wait4); None for a fresh interpreter or a container.
+    cpu_seconds: Optional[float] = None
 
     @property
     def ok(self) -> bool:
@@ -218,14 +221,15 @@ def supervise(launcher: Launcher, args: Sequence[str], log_path: Path,
                     return Outcome(proc.returncode, log=log_path, interrupted=True)
                 if overdue() or (timeout is not None and time.monotonic() - started > timeout):
                     launcher.stop(proc)
-                    return Outcome(proc.returncode, timed_out=True, log=log_path)
+                    return Outcome(proc.returncode, timed_out=True, log=log_path,
+                                   cpu_seconds=getattr(proc, "cpu_seconds", None))
                 time.sleep(POLL_SECONDS)
         except BaseException:  # an interrupt in this thread: the child goes with it
             launcher.stop(proc)
             raise
         finally:
             launcher.cleanup(proc)
-    return Outcome(proc.returncode, log=log_path)
+    return Outcome(proc.returncode, log=log_path, cpu_seconds=getattr(proc, "cpu_seconds", None))
 
 
 def run_child(launcher: Launcher, args: List[str], log_path: Path, timeout: Optional[float] = None) -> Outcome:

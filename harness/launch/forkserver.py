@@ -24,6 +24,7 @@ class ForkedProcess:
     def __init__(self):
         self.pid: Optional[int] = None
         self.returncode: Optional[int] = None
+        self.cpu_seconds: Optional[float] = None  # user+system, from the server's wait4
         self._started = threading.Event()
         self._ended = threading.Event()
 
@@ -73,6 +74,7 @@ class ForkServer:
                 child.pid = message["pid"]
                 child._started.set()
             if "exit" in message:
+                child.cpu_seconds = message.get("cpu")
                 child.returncode = message["exit"]
                 child._ended.set()
                 child._started.set()

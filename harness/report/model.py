@@ -278,13 +278,19 @@ class RunModel:
         return self._causes
 
     def hazards(self) -> List[Cause]:
-        """Hazards that raised, one per (hazard, message), with the sessions they were probed in."""
+        """Hazards that raised, one per (hazard, message), with the versions they were probed at and
+        the sessions they concern (a probe of a run before probes were per version: its session)."""
         items = []
         for probe in self.hazard_probes:
-            place = f"{probe.get('session', probe.get('backend', '?'))}@{probe.get('paddle')}"
             for h in probe.get("hazards", []):
-                if h.get("status") == HAZARD:
-                    items.append((h["id"], h.get("message", ""), place))
+                if h.get("status") != HAZARD:
+                    continue
+                if probe.get("session"):
+                    place = f"{probe['session']}@{probe.get('paddle')}"
+                else:
+                    concerns = " and ".join(h.get("backends") or []) + " sessions" if h.get("backends") else "every session"
+                    place = f"Paddle {probe.get('paddle')} ({probe.get('device', 'cpu')}: {concerns})"
+                items.append((h["id"], h.get("message", ""), place))
         return group(items)
 
     def hazard_details(self) -> Dict[str, Dict[str, Any]]:
@@ -406,14 +412,17 @@ def _worded(records: Iterable[Dict[str, Any]]):
 
 
 def load_hazard_probes(results: Path) -> List[Dict[str, Any]]:
+    """A run's hazard probes: one per Paddle version and device (``versions/<v>/hazards-<device>.json``),
+    or, in runs made before that, one per session (``<session>/<v>/hazards.json``)."""
     probes = []
-    for path in sorted(Path(results).glob("*/*/hazards.json")):
+    for path in sorted(Path(results).glob("versions/*/hazards-*.json")) + sorted(Path(results).glob("*/*/hazards.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if isinstance(data, dict) and data.get("kind") == "hazards":
-            data.setdefault("session", path.parent.parent.name)
+            if path.name == "hazards.json":
+                data.setdefault("session", path.parent.parent.name)
             data["paddle"] = path.parent.name
             probes.append(data)
     return probes

@@ -88,7 +88,7 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
             lines.append(f"{bullet}{hazard.kind}: {info.get('calls', '')} raises {clip(hazard.message, 200)}{issue}"
                          f" — probed in {', '.join(hazard.places)}")
     for probe in model.hazard_probe_failures():
-        lines.append(f"{bullet}hazard probe of {probe.get('session')}@{probe.get('paddle')} did not finish: "
+        lines.append(f"{bullet}hazard probe of {probe.get('session') or 'Paddle'}@{probe.get('paddle')} did not finish: "
                      f"{probe['probe'].get('status')}: {clip(probe['probe'].get('message', ''), 160)}")
     skipped = model.skipped_shapes()
     if skipped:

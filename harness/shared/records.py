@@ -130,7 +130,7 @@ class Journal:
 
 
 # Folders of a run that hold other things than cell records (see the layout above).
-NOT_SESSION_FOLDERS = {"checkpoints", "portability", "tipc", "diff"}
+NOT_SESSION_FOLDERS = {"checkpoints", "portability", "tipc", "diff", "versions"}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,440 @@
+"""Host side: the cells of many sessions and Paddle versions in one job pool.
+
+``python -m harness pool --tag cpu`` (``nox -s matrix -- --tag cpu``) runs what ``nox -t cpu``
+runs: every cell of every session the tags select, the hazard probes of their Paddle versions and
+the portability loads, and records them exactly where and as ``nox -t cpu`` would. What differs
+is how: ``nox -t cpu`` runs its sessions one after another, each a new interpreter that imports
+Paddle, probes the version's hazards and runs its four cells with two jobs while a core waits
+for the slowest (measured: 5 m 39 s for cells worth 269 s). Here one scheduler keeps ``--jobs``
+busy across sessions and versions:
+
+* **one environment per distinct requirement list** (``harness.envs``), and one fork server per
+  environment, kept warm for the whole run (Paddle imported once per environment);
+* **longest first**: each job's time is what the same cell took before (the run's records, and
+  ``<results>/.times.json`` across runs), else the mean of the same model elsewhere;
+* **the same weights as nox**: the run's shared checkpoint of a (mode, model) is trained by the
+  cell ``nox -t`` would run first, and the other cells of that model wait for it; a portability
+  load waits for the cell whose export it loads;
+* **per-version work once**: the hazards of a Paddle version are probed once for all its
+  sessions (``runner.probe_hazards``);
+* one progress stream, and one merged report at the end (``report.md``, ``.html``, ``.xml``).
+
+When to use which: ``nox -s matrix -- --tag cpu`` for the whole matrix on one machine (fastest,
+one report); ``nox -t cpu`` (or ``nox -s <session>``) for one session, for sessions in containers
+(``--runner docker``, GPU sessions) and for CI shards, which split the matrix by session.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Set
+
+from .envs import ensure
+from .matrix import ZOO, Matrix
+from .sessions import NoxSession, SessionKind, cell_environment, nox_sessions, select
+from .shared.errors import UserError
+from .shared.records import atomic_write_json, cell_record_path, load_record
+from .shared.spec import CellSpec
+
+TIMES = ".times.json"  # under the results root: every job's last seconds, across runs
+DEFAULT_SECONDS = {"cell": 30.0, "load": 4.0, "hazards": 5.0}
+
+
+class JobKind(str, enum.Enum):
+    HAZARDS = "hazards"
+    CELL = "cell"
+    LOAD = "load"
+
+
+@dataclasses.dataclass
+class Job:
+    key: str  # a cell id, "hazards/<paddle>/<device>" or "portability/<exporter>/<loader>/<cell id>"
+    kind: JobKind
+    env: str  # the key of the environment it runs in
+    order: int  # nox's order: which cell of a checkpoint trains it, and ties
+    estimate: float = 0.0
+    spec: Optional[CellSpec] = None
+    after: Optional[str] = None  # a load: the cell whose export it loads
+    version: str = ""
+    device: str = "cpu"
+
+    @property
+    def checkpoint(self) -> Optional[str]:
+        return self.spec.checkpoint if self.spec is not None else None
+
+
+class Scheduler:
+    """Hands each free slot the longest job that may start: its cell (a load's) has finished, and
+    its model's weights exist or it is the cell ``nox -t`` would train them with."""
+
+    def __init__(self, jobs: List[Job]):
+        self.pending = sorted(jobs, key=lambda j: (-j.estimate, j.order))
+        self.running: Dict[str, Job] = {}
+        self.finished: Set[str] = set()
+        self._cond = threading.Condition()
+        self.stopped = False
+
+    def _may_start(self, job: Job) -> bool:
+        if job.after and job.after not in self.finished and any(j.key == job.after for j in self.pending + list(self.running.values())):
+            return False
+        if job.checkpoint and not Path(job.checkpoint).exists():
+            if any(j.checkpoint == job.checkpoint for j in self.running.values()):
+                return False  # its weights are being trained
+            return job.order == min(j.order for j in self.pending if j.checkpoint == job.checkpoint)
+        return True
+
+    def take(self) -> Optional[Job]:
+        with self._cond:
+            while self.pending and not self.stopped:
+                job = next((j for j in self.pending if self._may_start(j)), None)
+                if job is not None:
+                    self.pending.remove(job)
+                    self.running[job.key] = job
+                    return job
+                self._cond.wait(0.5)
+            return None
+
+    def done(self, job: Job) -> None:
+        with self._cond:
+            self.running.pop(job.key, None)
+            self.finished.add(job.key)
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        with self._cond:
+            self.stopped = True
+            self._cond.notify_all()
+
+
+@dataclasses.dataclass
+class Plan:
+    """What a pool run will do: its jobs, the environment each needs, what it leaves to nox."""
+
+    jobs: List[Job]
+    environments: Dict[str, Any]  # key -> sessions.Environment
+    labels: Dict[str, str]  # key -> folder label (paddle version)
+    cells: List[CellSpec]  # every selected cell, recorded or not, in nox's order
+    recorded: Dict[str, Dict[str, Any]]
+    left_out: List[str]  # one line per selected session the pool does not run, and why
+
+
+def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "PoolOptions",
+         say: Callable[[str], Any] = print) -> Plan:
+    from .hostenv import gpu_absence_reason
+    from .runner import recorded_or_todo, session_cells
+
+    environments: Dict[str, Any] = {}
+    labels: Dict[str, str] = {}
+    cells: List[CellSpec] = []
+    env_of: Dict[str, str] = {}  # cell id -> environment key
+    left_out: List[str] = []
+    loaders: List[NoxSession] = []
+    versions: Dict[str, str] = {}  # version -> the environment its hazards are probed in
+    for nox_session in selected:
+        session = matrix.sessions.get(nox_session.session)
+        if nox_session.kind is SessionKind.TIPC:
+            left_out.append(f"{nox_session.name}: needs a repository and a config (`nox -s {nox_session.name} -- --repo ...`)")
+            continue
+        if session.device == "gpu":
+            left_out.append(f"{nox_session.name}: {gpu_absence_reason() or 'runs in its container: nox -s ' + nox_session.name}")
+            continue
+        if session.runner != "venv":
+            left_out.append(f"{nox_session.name}: its runner is {session.runner}; run `nox -s {nox_session.name}`")
+            continue
+        env = cell_environment(matrix, nox_session, options.modes, options.models)
+        environments[env.key], labels[env.key] = env, nox_session.version
+        if nox_session.kind is SessionKind.PORTABILITY:
+            loaders.append(nox_session)
+            continue
+        versions.setdefault(nox_session.version, env.key)
+        models = [ZOO] if nox_session.zoo else options.models
+        for spec in session_cells(matrix, nox_session.session, nox_session.version, results, options.root_cause,
+                                  modes=options.modes, models=models):
+            if spec.id not in env_of:
+                cells.append(spec)
+                env_of[spec.id] = env.key
+    recorded, todo = recorded_or_todo(cells, results, options.force, say)
+    jobs = [Job(f"hazards/{version}/cpu", JobKind.HAZARDS, key, -1, version=version) for version, key in versions.items()]
+    order = {spec.id: i for i, spec in enumerate(cells)}
+    jobs += [Job(spec.id, JobKind.CELL, env_of[spec.id], order[spec.id], spec=spec, version=spec.paddle) for spec in todo]
+    jobs += _loads(matrix, loaders, cells, environments, results, options)
+    return Plan(jobs, environments, labels, cells, recorded, left_out)
+
+
+def _loads(matrix: Matrix, loaders: List[NoxSession], cells: List[CellSpec], environments: Dict[str, Any],
+           results: Path, options: "PoolOptions") -> List[Job]:
+    """One job per (loader, cpu_fp32 export of another version): the run's cells, and the records
+    already on disk that this run does not make (as ``nox -s portability`` would load them)."""
+    from .shared.records import load_records
+
+    exporters = {spec.id: spec.paddle for spec in cells if spec.session["name"] == "cpu_fp32"
+                 and (not options.models or spec.model_name in options.models)}
+    if loaders and results.is_dir():
+        for record in load_records(results):
+            cell = record["cell"]
+            if cell["session"]["name"] == "cpu_fp32" and (not options.models or cell["model"]["name"] in options.models):
+                exporters.setdefault(record["id"], cell["paddle"])
+    jobs = []
+    for loader in loaders:
+        env = cell_environment(matrix, loader)
+        for cell_id, exporter in exporters.items():
+            if exporter != loader.version:
+                jobs.append(Job(f"portability/{loader.version}/{cell_id}", JobKind.LOAD, env.key, 10**6 + len(jobs),
+                                after=cell_id, version=loader.version))
+    return jobs
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolOptions:
+    jobs: int = 1
+    force: bool = False
+    root_cause: bool = True
+    modes: Optional[List[str]] = None
+    models: Optional[List[str]] = None
+
+
+def estimate(jobs: List[Job], results: Path, history: Dict[str, float]) -> None:
+    """Each job's expected seconds: its own last time, else the mean of the same model's cells
+    (other sessions, other versions), else the mean of its kind, else a default."""
+    by_model: Dict[str, List[float]] = {}
+    by_kind: Dict[str, List[float]] = {}
+    for key, seconds in history.items():
+        kind = JobKind.HAZARDS if key.startswith("hazards/") else JobKind.LOAD if key.startswith("portability/") else JobKind.CELL
+        by_kind.setdefault(kind.value, []).append(seconds)
+        if kind is JobKind.CELL:
+            by_model.setdefault("/".join(key.split("/")[2:]), []).append(seconds)
+    mean = lambda values: sum(values) / len(values)  # noqa: E731
+    for job in jobs:
+        model = "/".join(job.key.split("/")[2:])
+        if job.key in history:
+            job.estimate = history[job.key]
+        elif job.kind is JobKind.CELL and model in by_model:
+            job.estimate = mean(by_model[model])
+        else:
+            job.estimate = mean(by_kind[job.kind.value]) if job.kind.value in by_kind else DEFAULT_SECONDS[job.kind.value]
+
+
+def read_times(results_root: Path, run: Path) -> Dict[str, float]:
+    """Seconds of earlier jobs: the results root's times file, then the run's own records."""
+    try:
+        times = {k: float(v) for k, v in json.loads((results_root / TIMES).read_text(encoding="utf-8")).items()}
+    except (OSError, ValueError, AttributeError):
+        times = {}
+    from .shared.records import load_records
+
+    if run.is_dir():
+        times.update({r["id"]: float(r["seconds"]) for r in load_records(run) if r.get("seconds")})
+    return times
+
+
+def write_times(results_root: Path, times: Dict[str, float]) -> None:
+    path = results_root / TIMES
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        kept = {}
+    kept = kept if isinstance(kept, dict) else {}
+    kept.update({k: round(v, 2) for k, v in times.items()})
+    atomic_write_json(path, kept)
+
+
+def run_job(job: Job, matrix: Matrix, results: Path, launcher: Any, force: bool,
+            say: Callable[[str], Any]) -> Optional[Dict[str, Any]]:
+    """One job to its end; what it produced (a record, a load's result, a probe), or None for a
+    load whose cell did not export."""
+    from .portability import port_record, portable
+    from .runner import probe_hazards, run_cell
+
+    if job.kind is JobKind.CELL:
+        record = run_cell(job.spec, results, launcher)
+        atomic_write_json(cell_record_path(results, job.spec.id), record)
+        return record
+    if job.kind is JobKind.HAZARDS:
+        return probe_hazards(matrix, job.device, job.version, results, launcher, say)
+    path = cell_record_path(results, job.after)
+    record = load_record(path) if path.exists() else None
+    if record is None or not portable(record, job.version):
+        return None
+    return port_record(record, results, job.version, launcher, force, say)
+
+
+def default_envs_root() -> Path:
+    return Path(__file__).resolve().parent.parent / ".nox"
+
+
+def selection(matrix: Matrix, tags: List[str], names: List[str]) -> List[NoxSession]:
+    every = nox_sessions(matrix)
+    unknown = sorted(set(names) - {s.name for s in every})
+    if unknown:
+        raise UserError(f"--session {unknown[0]}: no such nox session of {matrix.path}; `nox -l` lists them.")
+    chosen = select(every, tags, names)
+    if not chosen:
+        known = sorted({t for s in every for t in s.tags})
+        raise UserError(f"--tag {' '.join(tags)}: selects no session of {matrix.path}; tags: {', '.join(known)}.")
+    return chosen
+
+
+def make_environments(the_plan: Plan, envs_root: Path, python: Optional[str], say: Callable[[str], Any]) -> Dict[str, str]:
+    """The Python of every environment the plan needs (``--python``: one given interpreter for all,
+    which then serves one Paddle version only)."""
+    if python:
+        if len(set(the_plan.labels.values())) > 1:
+            raise UserError(f"--python {python}: one interpreter serves one Paddle version; the selection runs "
+                            f"{', '.join(sorted(set(the_plan.labels.values())))}. Drop --python or select one version.")
+        return {key: python for key in the_plan.environments}
+    return {key: str(ensure(envs_root, env, the_plan.labels[key], say)) for key, env in the_plan.environments.items()}
+
+
+def say_line(line: str) -> None:
+    print(line, flush=True)
+
+
+def _said(job: Job, result: Optional[Dict[str, Any]]) -> str:
+    if result is None:
+        return "nothing to load (its cell did not export)"
+    if job.kind is JobKind.CELL:
+        return f"{result['verdict']['status']} in {result['seconds']:.1f} s"
+    if job.kind is JobKind.HAZARDS:
+        raised = [h["id"] for h in result.get("hazards", []) if h.get("status") == "hazard"]
+        return f"probed once for every session of Paddle {job.version}: {', '.join(raised) or 'none raised'}"
+    return f"{result['status']} in {result.get('seconds', 0):.1f} s"
+
+
+def execute(the_plan: Plan, matrix: Matrix, results: Path, pythons: Dict[str, str], options: PoolOptions,
+            say: Callable[[str], Any] = say_line) -> Dict[str, Any]:
+    """Every job of the plan, ``options.jobs`` at once, each in its environment's launcher (one
+    fork server per environment, started on first use and kept to the end). Returns what each
+    job produced, by key; every job's seconds go to the times file, even when interrupted."""
+    from .launch import INTERRUPT, LocalLauncher
+    from .runner import Progress
+
+    launchers = {key: LocalLauncher(python) for key, python in pythons.items()}
+    scheduler = Scheduler(the_plan.jobs)
+    produced: Dict[str, Any] = {}
+    seconds: Dict[str, float] = {}
+    failures: List[BaseException] = []
+    board = Progress(len(the_plan.jobs) + len(the_plan.recorded), len(the_plan.recorded), results, say)
+
+    def worker() -> None:
+        while True:
+            job = scheduler.take()
+            if job is None:
+                return
+            board.started(job.key)
+            started = time.monotonic()
+            try:
+                result = run_job(job, matrix, results, launchers[job.env], options.force, say)
+            except BaseException as exc:  # bad input or an interrupt: every slot stops
+                failures.append(exc)
+                INTERRUPT.set()
+                scheduler.stop()
+                return
+            seconds[job.key] = time.monotonic() - started
+            produced[job.key] = result
+            board.ended(job.key, _said(job, result))
+            scheduler.done(job)
+
+    threads = [threading.Thread(target=worker, name=f"pool-{i}", daemon=True) for i in range(max(1, options.jobs))]
+    try:
+        with board:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)  # short joins: Ctrl-C reaches the main thread
+    except BaseException:
+        INTERRUPT.set()
+        scheduler.stop()
+        for thread in threads:
+            thread.join()
+        raise
+    finally:
+        write_times(results.parent, seconds)
+        INTERRUPT.clear()
+    if failures:
+        raise failures[0]
+    return produced
+
+
+def add_parser(sub: Any, matrix_default: Path) -> None:
+    from .pathargs import at_least_one, folder_to_write, python_interpreter, run_name
+
+    pool = sub.add_parser("pool", help="the cells of every session nox -t TAG selects, in one job pool (host side)")
+    pool.add_argument("--tag", action="append", default=[], help="sessions with this nox tag (repeatable: any of them)")
+    pool.add_argument("--session", action="append", default=[], help="this nox session too (repeatable), e.g. cpu_fp32@3.2.2")
+    pool.add_argument("--matrix", type=Path, default=matrix_default)
+    pool.add_argument("--model", action="append", help="only this model (repeatable)")
+    pool.add_argument("--mode", action="append", help="only this train mode (repeatable)")
+    pool.add_argument("--results", type=folder_to_write, default=Path("results"))
+    pool.add_argument("--run", dest="run_name", type=run_name, default="default")
+    pool.add_argument("--force", action="store_true", help="redo cells and loads that already have a record")
+    pool.add_argument("--jobs", type=at_least_one, default=None,
+                      help="jobs at once across every session (default: the cores at the cells' pinned threads)")
+    pool.add_argument("--no-root-cause", dest="root_cause", action="store_false")
+    pool.add_argument("--envs", type=Path, default=None, help="where the environments are made (default: <repo>/.nox)")
+    pool.add_argument("--python", type=python_interpreter,
+                      help="run every cell with this Paddle environment's Python (one Paddle version only)")
+    pool.add_argument("--envs-only", action="store_true", help="make the environments, run nothing")
+
+
+def command(args: Any) -> int:
+    from . import matrix as matrix_mod
+    from .runner import default_jobs
+
+    if not args.tag and not args.session:
+        raise UserError("pool: give --tag TAG (any tag `nox -t` takes, e.g. cpu) or --session NAME.")
+    matrix = matrix_mod.load(args.matrix)
+    selected = selection(matrix, args.tag, args.session)
+    results = args.results / args.run_name
+    options = PoolOptions(jobs=args.jobs or default_jobs(matrix.run["reference_threads"]), force=args.force,
+                          root_cause=args.root_cause, modes=args.mode, models=args.model)
+    for nox_session in selected:  # bad input (an unknown model or mode) before any work
+        if nox_session.kind is SessionKind.CELLS:
+            matrix.expand(nox_session.session, nox_session.version, modes=args.mode, models=args.model)
+    from .runlock import owned
+
+    with owned(results):
+        the_plan = plan(matrix, selected, results, options, say_line)
+        for line in the_plan.left_out:
+            say_line(f"[harness] not in the pool: {line}")
+        started = time.monotonic()
+        pythons = make_environments(the_plan, args.envs or default_envs_root(), args.python, say_line)
+        say_line(f"[harness] {len(pythons)} environment(s) ready in {time.monotonic() - started:.1f} s; "
+                 f"{len(selected) - len(the_plan.left_out)} session(s), {len(the_plan.cells)} cell(s) "
+                 f"({len(the_plan.recorded)} recorded earlier), {len(the_plan.jobs)} job(s) on {options.jobs} slot(s)")
+        if args.envs_only:
+            return 0
+        estimate(the_plan.jobs, results, read_times(args.results, results))
+        produced = execute(the_plan, matrix, results, pythons, options)
+    return report(results, args.run_name, the_plan, produced)
+
+
+def report(results: Path, run_name: str, the_plan: Plan, produced: Dict[str, Any]) -> int:
+    """One merged report of the run folder (every record in it, as ``nox -s report`` writes it)
+    and the exit code: 0 when every selected cell passed or skipped and no load failed."""
+    from .report import drafts, html, junit
+    from .report.model import RunModel
+    from .report.tables import short_summary, write_markdown
+    from .shared.vocab import Status
+
+    model = RunModel.load(results)
+    drafts.write_all(model)
+    title = f"Qualification report · run {run_name}"
+    out = write_markdown(results / "report.md", model, title)
+    junit.write(results / "report.xml", model)
+    page = html.write(results / "report.html", model, title)
+    print()
+    print(short_summary(model, f"Paddle qualification · run {run_name}"))
+    print(f"report: {out}   html: {page}   junit: {results / 'report.xml'}")
+    records = dict(the_plan.recorded)
+    records.update({k: v for k, v in produced.items() if v is not None and "verdict" in v})
+    cells_ok = all(Status.of(records[spec.id]["verdict"]["status"]) in (Status.PASS, Status.SKIP)
+                   for spec in the_plan.cells if spec.id in records)
+    loads_ok = not any(Status.of(v["status"]).blocks for k, v in produced.items()
+                       if v is not None and k.startswith("portability/"))
+    return 0 if cells_ok and loads_ok and len(records) == len(the_plan.cells) else 1

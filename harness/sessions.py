@@ -1,0 +1,130 @@
+"""Host side: the nox sessions a matrix makes, as data, and the environment each one needs.
+
+The noxfile registers exactly these sessions (names, Pythons, tags, in this order) and the job
+pool (``python -m harness pool --tag cpu``, ``nox -s matrix -- --tag cpu``) selects from the same
+list with nox's own rule: a session is selected when it carries any of the tags asked for. One
+table, so ``nox -t cpu`` and the pool can never disagree on what "cpu" means.
+
+An environment is a Python and a list of requirements (``Environment``); sessions whose lists
+are equal (``cpu_fp32``, ``cpu_onednn_fp32``, ``cpu_onednn_bf16`` at one Paddle version) need the
+same environment. The noxfile installs a session's list into the session's own venv; the pool
+makes one venv per distinct list and runs every cell that needs it there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+from .matrix import ZOO, Matrix
+from .shards import CELLS_TAG
+
+# The host side: tabulate prints the tables; openpyxl and matplotlib write the per-tensor sheets
+# and plots; the docker SDK drives containers.
+HOST_SIDE = ("numpy", "tabulate", "openpyxl", "matplotlib", "docker", "jinja2")
+# A uv-made venv cannot import paddle without setuptools.
+CELL_SIDE_EXTRAS = ("setuptools", "tabulate", "openpyxl", "matplotlib")
+
+
+class SessionKind(str, enum.Enum):
+    CELLS = "cells"  # a matrix session at one Paddle version, the run's models
+    ZOO = "zoo"  # the same on the zoo's real architectures
+    PORTABILITY = "portability"  # other versions' cpu_fp32 exports run by this version
+    TIPC = "tipc"  # a repository's TIPC config (needs --repo/--config: never pooled)
+
+
+@dataclasses.dataclass(frozen=True)
+class NoxSession:
+    name: str
+    python: str
+    tags: Tuple[str, ...]
+    kind: SessionKind
+    session: str  # the matrix session it runs (cpu_fp32 for portability and TIPC)
+    version: str
+    description: str
+
+    @property
+    def zoo(self) -> bool:
+        return self.kind is SessionKind.ZOO
+
+
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """What a cell-side process needs installed, in the order nox installs it: a Python, then
+    Paddle with its runtime and the modes' packages, then the model families' packages without
+    their dependencies (their pins fight Paddle's), then the families' other packages."""
+
+    python: str
+    packages: Tuple[str, ...]
+    no_deps: Tuple[str, ...] = ()
+    families: Tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha1(json.dumps(self.to_dict()).encode()).hexdigest()[:10]
+
+
+def nox_sessions(matrix: Matrix) -> List[NoxSession]:
+    """Every session the noxfile registers, in registration order (the order ``nox -t`` runs them)."""
+    out: List[NoxSession] = []
+    default_paddle = matrix.run["default_paddle"]
+    for session in matrix.sessions.values():
+        for version in session.versions:
+            default = version == session.versions[0]
+            tags = [session.device, session.backend, session.precision, f"paddle-{version}", *session.tags, CELLS_TAG]
+            out.append(NoxSession(session.name if default else f"{session.name}@{version}",
+                                  matrix.version(version)["python"], tuple(tags + (["default"] if default else [])),
+                                  SessionKind.CELLS, session.name, version,
+                                  f"{session.description or session.name} · Paddle {version}"))
+    # The zoo: every CPU session at the versions [zoo] names, tagged zoo only (not cpu/paddle-X):
+    # `nox -t cpu` stays the fast built-in matrix. The int8 session runs quantized programs, and
+    # the zoo's models are trained normal: left out.
+    for session in matrix.sessions.values():
+        if session.device != "cpu" or session.precision == "int8" or not matrix.zoo["models"]:
+            continue
+        for version in matrix.zoo["versions"]:
+            if version not in session.versions:
+                continue
+            name = f"{session.name}-zoo" if version == default_paddle else f"{session.name}-zoo@{version}"
+            out.append(NoxSession(name, matrix.version(version)["python"], ("zoo", f"zoo-{version}", CELLS_TAG),
+                                  SessionKind.ZOO, session.name, version,
+                                  f"{session.description or session.name} · Paddle {version} · the zoo's real architectures"))
+    # Portability and TIPC run cpu_fp32's exports, at each of its versions; portability after the
+    # cell sessions, so that `nox -t cpu` runs it once every version has exported.
+    versions = matrix.session("cpu_fp32").versions if "cpu_fp32" in matrix.sessions else []
+    for kind, tags, description in (
+            (SessionKind.PORTABILITY, ("cpu", "portability"), "Other versions' cpu_fp32 exports, run by Paddle {v}"),
+            (SessionKind.TIPC, ("tipc",), "A repository's TIPC config at Paddle {v} (``-- --repo PATH --config CONFIG "
+                                          "--mode MODE [--dry-run]``); every jit.save verified")):
+        for version in versions:
+            name = kind.value if version == default_paddle else f"{kind.value}@{version}"
+            out.append(NoxSession(name, matrix.version(version)["python"], (*tags, f"paddle-{version}"), kind,
+                                  "cpu_fp32", version, description.format(v=version)))
+    return out
+
+
+def select(sessions: Sequence[NoxSession], tags: Iterable[str] = (), names: Iterable[str] = ()) -> List[NoxSession]:
+    """What ``nox -t TAG... -s NAME...`` selects: a session with any of the tags, or named, in order."""
+    tags, names = set(tags), set(names)
+    return [s for s in sessions if tags & set(s.tags) or s.name in names]
+
+
+def cell_environment(matrix: Matrix, nox_session: NoxSession, modes: Optional[List[str]] = None,
+                     models: Optional[List[str]] = None) -> Environment:
+    """The environment a cell session (or a portability session) installs at its Paddle version:
+    Paddle and the session's runtime, the modes' packages, the models' families' packages."""
+    session = matrix.session(nox_session.session)
+    version = nox_session.version
+    packages = [*matrix.packages(session, version)]
+    families = {"packages": [], "no_deps": []}
+    if nox_session.kind in (SessionKind.CELLS, SessionKind.ZOO):
+        packages += matrix.mode_packages(modes)
+        families = matrix.family_packages([ZOO] if nox_session.zoo else models, version)
+    return Environment(nox_session.python, tuple(dict.fromkeys([*packages, *CELL_SIDE_EXTRAS])),
+                       tuple(families["no_deps"]), tuple(families["packages"]))

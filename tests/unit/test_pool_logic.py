@@ -1,0 +1,96 @@
+"""The pool's pure logic: which sessions a tag selects (nox's own listing is the oracle), the
+order jobs start in, and the environments sessions share."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import matrix as matrix_mod
+from harness.pool import Job, JobKind, Scheduler, estimate
+from harness.sessions import cell_environment, nox_sessions, select
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return matrix_mod.load(ROOT / "matrix" / "default.toml")
+
+
+@pytest.mark.parametrize("tags", [["cpu"], ["zoo"], ["default"], ["paddle-3.0.0", "ort"], ["portability"]])
+def test_a_tag_selects_what_nox_selects(shipped, tags):
+    nox = shutil.which("nox") or pytest.skip("nox is not installed here")
+    listing = subprocess.run([nox, "-f", str(ROOT / "noxfile.py"), "-l", "--json", "-t", *tags],
+                             capture_output=True, text=True, cwd=ROOT, check=True)
+    by_nox = [s["name"] for s in json.loads(listing.stdout)]  # with -t: only what nox would run
+    assert [s.name for s in select(nox_sessions(shipped), tags)] == by_nox
+
+
+def test_sessions_with_equal_packages_share_an_environment(shipped):
+    cpu = {s.name: s for s in select(nox_sessions(shipped), ["cpu"])}
+    env = {name: cell_environment(shipped, s).key for name, s in cpu.items()}
+    assert env["cpu_fp32"] == env["cpu_onednn_fp32"] == env["cpu_onednn_bf16"] == env["portability"]
+    assert env["cpu_ort_fp32"] != env["cpu_fp32"] != env["cpu_fp32@3.2.2"]
+    assert env["cpu_openvino_fp32"] == env["cpu_openvino_bf16"] != env["cpu_ort_fp32"]
+    assert len(set(env.values())) == 15  # 5 versions x (Paddle, +ONNX Runtime, +OpenVINO)
+
+
+def _job(key, estimate=1.0, order=0, checkpoint=None, after=None):
+    from harness.shared.spec import CellSpec
+
+    spec = None
+    if checkpoint:
+        spec = CellSpec(id=key, session={"name": key.split("/")[0]}, stages=[], paddle="3.3.1", mode="normal",
+                        model={"name": key.split("/")[-1]}, tolerances={}, output_tolerances={}, seed=0, train_steps=1,
+                        reference_threads=1, deploy_threads=1, checkpoint=str(checkpoint))
+    return Job(key, JobKind.LOAD if after else JobKind.CELL, "env", order, estimate, spec=spec, after=after)
+
+
+def test_longest_first_weights_trained_by_nox_first_cell_and_loads_after_their_cell(tmp_path):
+    weights = tmp_path / "normal" / "m.npz"
+    first = _job("cpu_fp32/3.3.1/normal/m", estimate=1, order=0, checkpoint=weights)
+    longer = _job("cpu_onednn_fp32/3.3.1/normal/m", estimate=9, order=1, checkpoint=weights)
+    other = _job("cpu_fp32/3.3.1/normal/x", estimate=5, order=2)
+    load = _job("portability/3.2.2/cpu_fp32/3.3.1/normal/m", estimate=50, order=3, after=first.key)
+    scheduler = Scheduler([first, longer, other, load])
+    # The load is the longest but waits for its cell; the longer cell of m waits for the weights.
+    assert scheduler.take() is other
+    assert scheduler.take() is first
+    scheduler.done(other)
+    weights.parent.mkdir(parents=True)
+    weights.write_bytes(b"trained")
+    scheduler.done(first)
+    assert scheduler.take() is load
+    assert scheduler.take() is longer
+    assert scheduler.take() is None
+
+
+def test_a_first_cell_that_trained_nothing_hands_the_training_to_the_next(tmp_path):
+    weights = tmp_path / "w.npz"
+    a = _job("cpu_fp32/3.3.1/normal/m", order=0, checkpoint=weights)
+    b = _job("cpu_fp32/3.2.2/normal/m", order=1, checkpoint=weights)
+    scheduler = Scheduler([b, a])
+    assert scheduler.take() is a
+    scheduler.done(a)  # its setup failed: no weights written
+    assert scheduler.take() is b
+
+
+def test_estimates_come_from_the_cell_then_its_model_then_its_kind():
+    jobs = [_job("cpu_fp32/3.3.1/normal/m"), _job("cpu_ort_fp32/3.3.1/normal/m"), _job("cpu_fp32/3.3.1/normal/new"),
+            Job("hazards/3.3.1/cpu", JobKind.HAZARDS, "env", -1)]
+    estimate(jobs, Path("."), {"cpu_fp32/3.3.1/normal/m": 8.0, "cpu_fp32/3.2.2/normal/m": 4.0,
+                               "cpu_fp32/3.3.1/normal/z": 2.0})
+    assert [j.estimate for j in jobs] == [8.0, 6.0, (8.0 + 4.0 + 2.0) / 3, 5.0]
+
+
+def test_the_noxfile_registers_the_table(shipped):
+    listing = subprocess.run([shutil.which("nox") or pytest.skip("no nox"), "-f", str(ROOT / "noxfile.py"), "-l",
+                              "--json"], capture_output=True, text=True, cwd=ROOT, check=True)
+    registered = [(s["name"], s["tags"]) for s in json.loads(listing.stdout) if s["name"] in {
+        t.name for t in nox_sessions(shipped)}]
+    assert registered == [(s.name, list(s.tags)) for s in nox_sessions(shipped)]
