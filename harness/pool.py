@@ -126,7 +126,7 @@ class Plan:
 def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "PoolOptions",
          say: Callable[[str], Any] = print) -> Plan:
     from .hostenv import gpu_absence_reason
-    from .runner import recorded_or_todo, session_cells
+    from .runner import hazards_made_for, hazards_path, kept_probe, recorded_or_todo, session_cells
 
     environments: Dict[str, Any] = {}
     labels: Dict[str, str] = {}
@@ -159,7 +159,9 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
                 cells.append(spec)
                 env_of[spec.id] = env.key
     recorded, todo = recorded_or_todo(cells, results, options.force, say)
-    jobs = [Job(f"hazards/{version}/cpu", JobKind.HAZARDS, key, -1, version=version) for version, key in versions.items()]
+    # A version's probe still made for this version and machine is no job (runner.probe_hazards).
+    jobs = [Job(f"hazards/{version}/cpu", JobKind.HAZARDS, key, -1, version=version) for version, key in versions.items()
+            if kept_probe(hazards_path(results, version, "cpu")).get("made_for") != hazards_made_for(matrix, version)]
     order = {spec.id: i for i, spec in enumerate(cells)}
     jobs += [Job(spec.id, JobKind.CELL, env_of[spec.id], order[spec.id], spec=spec, version=spec.paddle) for spec in todo]
     jobs += _loads(matrix, loaders, cells, environments, results, options)

@@ -205,26 +205,36 @@ def hazards_path(results: Path, version: str, device: str) -> Path:
     return Path(results) / "versions" / version / f"hazards-{device}.json"
 
 
+def hazards_made_for(matrix: Matrix, version: str) -> Dict[str, Any]:
+    """What a version's hazard probe depends on: the version's packages and the machine's numeric
+    key and environment (``shared.machine``)."""
+    from .shared.machine import describe
+
+    machine = describe(None, seen_from="host")
+    return {"packages": matrix.version(version).get("packages"), "machine": machine["key"], "env": machine["env"]}
+
+
+def kept_probe(path: Path) -> Dict[str, Any]:
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return kept if isinstance(kept, dict) else {}
+
+
 def probe_hazards(matrix: Matrix, device: str, version: str, results: Path, launcher: Launcher,
                   say: Callable[[str], Any] = print) -> Dict[str, Any]:
     """The config hazards of one Paddle version on this machine, every backend's at once: probed
     by the first session of that version to need them, reused by the others. The probe says what
     it was made for (the version's packages, the machine's numeric key and environment) and is
     made again when that changes."""
-    from .shared.machine import describe
-
-    machine = describe(None, seen_from="host")
-    made_for = {"packages": matrix.version(version).get("packages"), "machine": machine["key"], "env": machine["env"]}
+    made_for = hazards_made_for(matrix, version)
     path = hazards_path(results, version, device)
-    if path.exists():
-        try:
-            kept = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            kept = {}
-        if kept.get("made_for") == made_for:
-            return kept
-        if kept:
-            say(f"[harness] hazards of Paddle {version}: probed again (made for {kept.get('made_for')}, now {made_for})")
+    kept = kept_probe(path)
+    if kept.get("made_for") == made_for:
+        return kept
+    if kept:
+        say(f"[harness] hazards of Paddle {version}: probed again (made for {kept.get('made_for')}, now {made_for})")
     path.parent.mkdir(parents=True, exist_ok=True)
     launcher.grant(path.parent)
     try:
