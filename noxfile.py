@@ -243,6 +243,6 @@ def bench(s: nox.Session) -> None:
 
 @nox.session(python=HOST_PYTHON)
 def bench_matrix(s: nox.Session) -> None:
-    """`nox -t cpu` with --jobs N against one job, cold and warm, verdicts compared (~10 min)."""
+    """The CPU matrix three ways: its compute floor, `nox -s matrix -- --tag cpu`, `nox -t cpu` (~10 min)."""
     s.install(*HOST_SIDE, "nox", silent=True)
     s.run("python", "-m", "harness.bench.matrix", *s.posargs)

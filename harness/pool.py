@@ -121,6 +121,7 @@ class Plan:
     cells: List[CellSpec]  # every selected cell, recorded or not, in nox's order
     recorded: Dict[str, Dict[str, Any]]
     left_out: List[str]  # one line per selected session the pool does not run, and why
+    loaders: List[str]  # the Paddle versions whose portability loads were selected
 
 
 def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "PoolOptions",
@@ -165,13 +166,15 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
     order = {spec.id: i for i, spec in enumerate(cells)}
     jobs += [Job(spec.id, JobKind.CELL, env_of[spec.id], order[spec.id], spec=spec, version=spec.paddle) for spec in todo]
     jobs += _loads(matrix, loaders, cells, environments, results, options)
-    return Plan(jobs, environments, labels, cells, recorded, left_out)
+    return Plan(jobs, environments, labels, cells, recorded, left_out, [s.version for s in loaders])
 
 
 def _loads(matrix: Matrix, loaders: List[NoxSession], cells: List[CellSpec], environments: Dict[str, Any],
            results: Path, options: "PoolOptions") -> List[Job]:
-    """One job per (loader, cpu_fp32 export of another version): the run's cells, and the records
-    already on disk that this run does not make (as ``nox -s portability`` would load them)."""
+    """One job per (loader, cpu_fp32 export of another version) not loaded earlier: the run's
+    cells, and the records already on disk that this run does not make (as ``nox -s portability``
+    would load them)."""
+    from .portability import load_path
     from .shared.records import load_records
 
     exporters = {spec.id: spec.paddle for spec in cells if spec.session["name"] == "cpu_fp32"
@@ -185,7 +188,7 @@ def _loads(matrix: Matrix, loaders: List[NoxSession], cells: List[CellSpec], env
     for loader in loaders:
         env = cell_environment(matrix, loader)
         for cell_id, exporter in exporters.items():
-            if exporter != loader.version:
+            if exporter != loader.version and (options.force or not load_path(results, cell_id, loader.version).exists()):
                 jobs.append(Job(f"portability/{loader.version}/{cell_id}", JobKind.LOAD, env.key, 10**6 + len(jobs),
                                 after=cell_id, version=loader.version))
     return jobs
@@ -437,6 +440,7 @@ def report(results: Path, run_name: str, the_plan: Plan, produced: Dict[str, Any
     records.update({k: v for k, v in produced.items() if v is not None and "verdict" in v})
     cells_ok = all(Status.of(records[spec.id]["verdict"]["status"]) in (Status.PASS, Status.SKIP)
                    for spec in the_plan.cells if spec.id in records)
-    loads_ok = not any(Status.of(v["status"]).blocks for k, v in produced.items()
-                       if v is not None and k.startswith("portability/"))
+    loads = [json.loads(path.read_text(encoding="utf-8")) for loader in the_plan.loaders
+             for path in results.glob(f"portability/*/{loader}/*/*/*.json")]
+    loads_ok = not any(Status.of(load.get("status")).blocks for load in loads)
     return 0 if cells_ok and loads_ok and len(records) == len(the_plan.cells) else 1

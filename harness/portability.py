@@ -111,13 +111,19 @@ def portable(record: Dict[str, Any], loader: str) -> bool:
     return record["cell"]["paddle"] != loader and Status.of(record["setup"].get("status")) is Status.PASS
 
 
+def load_path(results: Path, cell_id: str, loader: str) -> Path:
+    """Where the load of a cell's export by ``loader`` is kept."""
+    session, exporter, mode, model = cell_id.split("/")
+    return results / "portability" / exporter / loader / session / mode / f"{model}.json"
+
+
 def port_record(record: Dict[str, Any], results: Path, loader: str, launcher: Any, force: bool = False,
                 say: Any = _say) -> Dict[str, Any]:
     """One load of a record's export by ``loader``, kept under ``portability/`` (an earlier one is
     reused unless ``force``)."""
     cell = record["cell"]
-    out_dir = results / "portability" / cell["paddle"] / loader / cell["session"]["name"] / cell["mode"]
-    path = out_dir / f"{cell['model']['name']}.json"
+    path = load_path(results, record["id"], loader)
+    out_dir = path.parent
     if path.exists() and not force:
         result = json.loads(path.read_text(encoding="utf-8"))
         say(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "

@@ -237,6 +237,7 @@ def probe_hazards(matrix: Matrix, device: str, version: str, results: Path, laun
         say(f"[harness] hazards of Paddle {version}: probed again (made for {kept.get('made_for')}, now {made_for})")
     path.parent.mkdir(parents=True, exist_ok=True)
     launcher.grant(path.parent)
+    started = time.time()
     try:
         outcome = run_child(launcher, ["hazards", "--device", device, "--out", launcher.path(path)],
                             path.with_suffix(".log"), timeout=HAZARD_PROBE_TIMEOUT)
@@ -250,7 +251,7 @@ def probe_hazards(matrix: Matrix, device: str, version: str, results: Path, laun
         probe = {"kind": "hazards", "paddle": version, "device": device, "hazards": [],
                  "probe": outcome.describe() if not outcome.timed_out else
                  {"status": Status.TIMEOUT, "message": f"the hazard probe ran over {HAZARD_PROBE_TIMEOUT} s"}}
-    probe.update(made_for=made_for, cpu_seconds=outcome.cpu_seconds)
+    probe.update(made_for=made_for, cpu_seconds=outcome.cpu_seconds, seconds=round(time.time() - started, 3))
     atomic_write_json(path, probe)
     return probe
 

@@ -1,18 +1,21 @@
-"""The full CPU matrix (``nox -t cpu``) with ``--jobs N`` against one job, cold and warm, side by side.
+"""The full CPU matrix three ways side by side: its compute floor, the one job pool, and nox.
 
-``python -m harness.bench.matrix [--jobs N] [--scratch DIR]`` (or ``nox -s bench_matrix``) runs,
-in this order: one job cold, N jobs cold, one job warm, N jobs warm, then N jobs resumed. *Cold*
-is a results folder that does not exist yet (the run trains its checkpoints, then runs every cell
-and portability load); *warm* is the same command with ``--force`` into the folder its cold run
-left (every cell and load runs again; the run's checkpoints and the PACT import probes are
-reused); *resumed* is the command again without ``--force`` (every recorded cell is kept: the
-cost of rerunning a finished run). The virtualenvs are installed beforehand by nox in every
-case: installing wheels measures the registry, not us.
+``python -m harness.bench.matrix [--tag cpu] [--jobs N]`` (or ``nox -s bench_matrix``) first makes
+every environment both ways (``nox --install-only -t cpu`` and ``nox -s matrix -- --tag cpu
+--envs-only``: installing wheels measures the registry, not us), then runs, cold (results
+folders that do not exist yet):
 
-It prints the wall time of each, the ratio of N jobs to one job, and whether the verdicts and
-numbers are identical record by record (status, per-stage status, every output's max abs and
-max rel, op sequence digest and output dtypes; portability status). Target (issue 13): cold with
-the default jobs in 5 minutes or less on 2 cores, verdicts identical either way. Takes ~10 min.
+1. ``nox -s matrix -- --tag cpu``: every session's cells, probes and loads in one job pool;
+2. ``nox -t cpu``: the sessions one after another, as before;
+3. ``nox -s matrix -- --tag cpu`` again, with nothing changed: every cell recorded earlier.
+
+and prints, side by side: the **compute floor** (the CPU seconds of every cell, portability load
+and hazard probe the pool ran, from the fork server's ``wait4``, divided by the cores: no
+schedule of that work on these cores can end sooner), the pool's wall time, nox's, their ratios
+to the floor, the rerun's wall time, and whether the two cold runs recorded the same thing cell by
+cell (verdict, every stage's status, every output's max abs and max rel, op digest, dtypes;
+each portability load's status). Targets (issue 31): the pool within 1.3x the floor, the rerun
+under 15 s, records identical. Takes about 10 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -25,29 +28,31 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List, Tuple
 
 from . import ROOT
 
 RUN = "bench"
-TARGET_SECONDS = 300
+POOL_TARGET = 1.3  # the pool's wall time over the compute floor
+RERUN_TARGET = 15.0  # seconds
 
 
-def run_matrix(results: Path, jobs: int, *extra: str) -> float:
-    """Wall seconds of ``nox -t cpu`` into ``results``; exit 1 (a failing finding) is a result, not an error."""
-    cmd = [sys.executable, "-m", "nox", "-t", "cpu", "--", "--jobs", str(jobs), "--results", str(results), "--run", RUN, *extra]
+def _nox(args: List[str], log: Path) -> Tuple[float, str]:
+    """Wall seconds and stdout of one nox command; exit 1 (a failing finding) is a result."""
+    cmd = [sys.executable, "-m", "nox", *args]
     started = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
-    with open(results.parent / f"{results.name}.log", "a", encoding="utf-8") as log:
-        log.write(proc.stdout + proc.stderr)
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
     if proc.returncode not in (0, 1):
         raise SystemExit(f"benchmark command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
-    return elapsed
+    return elapsed, proc.stdout + proc.stderr
 
 
 def fingerprint(folder: Path) -> Dict[str, Any]:
-    """What must not depend on --jobs: every record's verdict, ladder and numbers."""
+    """What must not depend on how the matrix was scheduled: every record's verdict, ladder and
+    numbers, and every portability load's status."""
     from ..shared.records import load_records
 
     prints: Dict[str, Any] = {}
@@ -71,13 +76,32 @@ def compare(a: Dict[str, Any], b: Dict[str, Any]) -> list:
     return differences
 
 
+def cpu_seconds(folder: Path) -> Tuple[float, int, int]:
+    """The CPU seconds of every cell, load and hazard probe of a run folder; how many there were,
+    and how many had no CPU figure (a fresh interpreter: their wall time is counted instead)."""
+    from ..shared.records import load_records
+
+    total, count, unknown = 0.0, 0, 0
+    items = [(r.get("cpu_seconds"), r.get("seconds")) for r in load_records(folder)]
+    for path in [*folder.rglob("portability/**/*.json"), *folder.glob("versions/*/hazards-*.json")]:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        items.append((data.get("cpu_seconds"), data.get("seconds")))
+    for cpu, wall in items:
+        count += 1
+        if cpu is None:
+            unknown += 1
+            cpu = wall or 0.0
+        total += cpu
+    return total, count, unknown
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.bench.matrix")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="the N run against one job (default: cores)")
+    parser.add_argument("--tag", default="cpu", help="the matrix: the sessions `nox -t TAG` selects (default: cpu)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="jobs at once, both ways (default: cores)")
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/harness-bench-matrix"))
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"),
-                        help="only compare two run folders made elsewhere (e.g. `nox -t cpu` before and after a "
-                             "change): every record's verdict, ladder, numbers, op digests and dtypes")
+                        help="only compare two run folders made elsewhere, record by record")
     args = parser.parse_args(argv)
     if args.compare:
         a, b = (fingerprint(folder) for folder in args.compare)
@@ -87,30 +111,34 @@ def main(argv=None) -> int:
         return 0 if not differences else 1
     shutil.rmtree(args.scratch, ignore_errors=True)
     args.scratch.mkdir(parents=True)
-    folders = {1: args.scratch / "jobs1", args.jobs: args.scratch / f"jobs{args.jobs}"}
-    seconds: Dict[str, float] = {}
-    prints: Dict[str, Dict[str, Any]] = {}
-    for warmth in ("cold", "warm"):
-        for jobs, folder in folders.items():
-            label = f"{warmth} jobs {jobs}"
-            seconds[label] = run_matrix(folder, jobs, *(("--force",) if warmth == "warm" else ()))
-            prints[label] = fingerprint(folder / RUN)  # a warm run overwrites its cold run's records
-            print(f"{label}: {seconds[label]:.1f} s", flush=True)
-    resumed = run_matrix(folders[args.jobs], args.jobs)
-    print(f"resumed jobs {args.jobs} (every cell recorded already): {resumed:.1f} s", flush=True)
-    first = prints["cold jobs 1"]
-    cells = sum(1 for key in first if not key.startswith("portability"))
-    print(f"{cells} cells + {len(first) - cells} portability loads per run")
-    for warmth in ("cold", "warm"):
-        one, many = seconds[f"{warmth} jobs 1"], seconds[f"{warmth} jobs {args.jobs}"]
-        print(f"{warmth}: jobs {args.jobs} {many:.1f} s vs jobs 1 {one:.1f} s -> {many / one:.2f}x")
-    met = seconds[f"cold jobs {args.jobs}"] <= TARGET_SECONDS
-    print(f"target: cold with jobs {args.jobs} <= {TARGET_SECONDS} s: {'met' if met else 'missed'}")
-    differences = [] if first else ["no records: the runs produced nothing to compare"]
-    for label, other in prints.items():
-        differences += [f"{label} vs cold jobs 1: {line}" for line in compare(first, other)]
-    print("verdicts and numbers identical record by record in all four runs" if not differences else "\n".join(differences[:40]))
+    log = args.scratch / "bench.log"
+    pool_results, nox_results = args.scratch / "pool", args.scratch / "nox"
+    common = ["--jobs", str(args.jobs), "--run", RUN]
+    made, _ = _nox(["--install-only", "-t", args.tag], log)
+    made_pool, _ = _nox(["-s", "matrix", "--", "--tag", args.tag, "--envs-only", "--results", str(pool_results)], log)
+    print(f"environments made (not timed below): nox's {made:.0f} s, the pool's {made_pool:.0f} s", flush=True)
+    pool, _ = _nox(["-s", "matrix", "--", "--tag", args.tag, *common, "--results", str(pool_results)], log)
+    print(f"nox -s matrix -- --tag {args.tag}: {pool:.1f} s", flush=True)
+    sessions, _ = _nox(["-t", args.tag, "--", *common, "--results", str(nox_results)], log)
+    print(f"nox -t {args.tag}: {sessions:.1f} s", flush=True)
+    rerun, said = _nox(["-s", "matrix", "--", "--tag", args.tag, *common, "--results", str(pool_results)], log)
+    started = said.count(": running")
+    cpu, count, unknown = cpu_seconds(pool_results / RUN)
+    cores = os.cpu_count() or 1
+    floor = cpu / cores
+    print(f"\n{count} jobs (cells, portability loads, hazard probes); {cores} cores; "
+          f"{unknown} without a CPU figure (their wall time counted)")
+    rows = [("compute floor (sum of CPU / cores)", floor, 1.0), (f"nox -s matrix -- --tag {args.tag}", pool, pool / floor),
+            (f"nox -t {args.tag}", sessions, sessions / floor)]
+    for label, seconds, ratio in rows:
+        print(f"  {label:<40} {seconds:8.1f} s   {ratio:5.2f}x the floor")
+    print(f"  {'rerun, nothing changed':<40} {rerun:8.1f} s   ({started} job(s) started)")
+    differences = compare(fingerprint(pool_results / RUN), fingerprint(nox_results / RUN))
+    print(f"pool within {POOL_TARGET}x the floor: {'met' if pool <= POOL_TARGET * floor else 'missed'}; "
+          f"rerun under {RERUN_TARGET:g} s with no job started: {'met' if rerun < RERUN_TARGET and not started else 'missed'}")
+    print("records identical cell by cell (pool vs nox -t)" if not differences else "\n".join(differences[:40]))
     return 0 if not differences else 1
+
 
 if __name__ == "__main__":
     sys.exit(main())
