@@ -194,18 +194,35 @@ def images(s: nox.Session) -> None:
     _run_harness(s, "images", "--matrix", str(MATRIX_PATH), *s.posargs)
 
 
+# Workers of the process tier: its tests mostly wait on the processes they start (a worker
+# importing Paddle, nox making a venv, dockerd building an image), so a third worker on two cores
+# still pays (measured in the README's testing section).
+PROCESS_TIER_WORKERS = 3
+
+
 @nox.session(python=HOST_PYTHON)
 def tests(s: nox.Session) -> None:
-    """The test suite, on real Paddle (CPU, the matrix's default version), a real Docker engine."""
+    """The test suite, on real Paddle (CPU, the matrix's default version), a real Docker engine.
+
+    Two tiers: the fast one (pure logic and in-process Paddle) first, alone, then the tests that
+    start processes (``-m processes``, marked by tests/conftest.py) with pytest-xdist, the slowest
+    ten listed. ``-- ARGS`` runs pytest with those arguments instead (``-- -m "not processes"``:
+    the fast tier alone)."""
     default = MATRIX.run["default_paddle"]
     # With the PACT mode's packages (PaddleSlim and its pins, numpy<2 among them): its tests run here.
     # And the ONNX Runtime session's pinned packages: its tests convert and run real programs.
     # And OpenVINO's (at Paddle 3 it reads paddle2onnx's ONNX): its tests run in this env too.
-    s.install("pytest", "xmlschema", "nox", "uv", *MATRIX.packages(MATRIX.session("cpu_ort_fp32"), default),
+    s.install("pytest", "pytest-xdist", "xmlschema", "nox", "uv", *MATRIX.packages(MATRIX.session("cpu_ort_fp32"), default),
               *MATRIX.packages(MATRIX.session("cpu_openvino_fp32"), default),
               *CELL_SIDE_EXTRAS, *HOST_SIDE, *MATRIX.mode_packages(["pact"]))
     _install_families(s, [_matrix.ZOO], default)  # the zoo's packages: its tests use a real architecture
-    s.run("pytest", *(s.posargs or ["-q"]), env={"HARNESS_TEST_PADDLE": default})
+    env = {"HARNESS_TEST_PADDLE": default}
+    if s.posargs:
+        s.run("pytest", *s.posargs, env=env)
+        return
+    s.run("pytest", "-q", "-m", "not processes", env=env)
+    s.run("pytest", "-q", "-m", "processes", "-n", str(PROCESS_TIER_WORKERS), "--dist", "loadgroup",
+          "--durations=10", env=env)
 
 
 @nox.session(python=HOST_PYTHON)

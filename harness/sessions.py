@@ -63,7 +63,9 @@ class Environment:
     families: Tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """As JSON keeps it (lists), so that a stamp read back compares equal."""
+        return {field.name: list(value) if isinstance(value, tuple) else value
+                for field in dataclasses.fields(self) for value in [getattr(self, field.name)]}
 
     @property
     def key(self) -> str:

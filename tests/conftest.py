@@ -214,3 +214,58 @@ def assert_exit_agrees(proc: subprocess.CompletedProcess, results: Path, session
     assert verdicts, f"no cell record under {results}"
     expected = 0 if all(v in ("pass", "skip") for v in verdicts) else 1
     assert proc.returncode == expected, (proc.returncode, verdicts, proc.stdout[-2000:], proc.stderr[-2000:])
+
+
+# -- the two tiers -----------------------------------------------------------------------------
+# A test is in the process tier (marker ``processes``) when it, a fixture it uses, or a function it
+# reaches by name in the tests or the harness starts a process: the harness's CLI, nox, a worker, a
+# fork server, dockerd, a browser. Found from the code (the names each function references), so a
+# new test lands in its tier by itself. The fast tier is the rest: pure logic and in-process Paddle
+# (``nox -s tests -- -m "not processes"``).
+STARTS_A_PROCESS = frozenset({"subprocess", "Popen", "run_harness", "nox_run", "run_child", "supervise", "run_cells",
+                              "run_session", "run_cell", "LocalLauncher", "ForkServer", "DockerLauncher", "fork",
+                              "exact_cells_at_2_6", "execute", "port_record"})
+_SPAWNS: Dict[object, bool] = {}
+
+
+def _names(code) -> set:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _names(const)
+    return names
+
+
+def _starts_a_process(func, depth: int = 0) -> bool:
+    func = getattr(func, "__wrapped__", func)
+    code = getattr(func, "__code__", None)
+    if code is None or depth > 6:
+        return False
+    if func in _SPAWNS:
+        return _SPAWNS[func]
+    _SPAWNS[func] = False  # recursion guard
+    names = _names(code)
+    found = bool(names & STARTS_A_PROCESS)
+    for name in names - STARTS_A_PROCESS if not found else ():
+        target = func.__globals__.get(name)
+        if callable(target) and getattr(target, "__module__", "").startswith(("tests", "harness")):
+            if _starts_a_process(getattr(target, "__init__", target) if isinstance(target, type) else target, depth + 1):
+                found = True
+                break
+    _SPAWNS[func] = found
+    return found
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        fixtures = [d.func for name in item.fixturenames
+                    for d in item._fixtureinfo.name2fixturedefs.get(name, ())
+                    if getattr(d.func, "__module__", "").startswith("tests")]
+        if any(_starts_a_process(f) for f in [item.function, *fixtures]):
+            item.add_marker(pytest.mark.processes)
+            # Tests that share a dockerd or nox's envs run in one xdist worker (their fixtures are
+            # per worker); every other process test goes where a worker is free.
+            if item.path.name == "test_containers.py":
+                item.add_marker(pytest.mark.xdist_group("docker"))
+            elif "nox_envdir" in item.fixturenames:
+                item.add_marker(pytest.mark.xdist_group("nox"))

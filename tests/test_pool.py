@@ -15,7 +15,6 @@ from harness.shared.records import load_records
 
 from .conftest import assert_exit_agrees, matrix_text, nox_run, run_harness
 
-pytestmark = pytest.mark.slow
 SESSIONS = ("cpu_fp32", "cpu_onednn_fp32")
 MODELS = {"clean": "tests.factories:clean", "tiny": "tests.factories:tiny_outputs"}
 
@@ -88,3 +87,20 @@ def test_a_rerun_with_nothing_changed_does_no_paddle_work_and_a_changed_machine_
     third = _pool(pooled["matrix"], pooled["tmp"] / "pool", pooled["envdir"])
     assert "probed again (made for" in third.stdout, third.stdout[-2000:]
     assert json.loads(probe_path.read_text())["made_for"]["machine"] != "another-machine"
+
+
+def test_an_environment_is_made_once_for_its_list_and_again_when_its_stamp_is_gone(tmp_path):
+    from harness.envs import STAMP, ensure
+    from harness.sessions import Environment
+
+    env = Environment(f"{sys.version_info.major}.{sys.version_info.minor}", ("tabulate",))
+    said = []
+    python = ensure(tmp_path, env, "test", said.append)
+    assert len(said) == 1 and "tabulate" in said[0]
+    import subprocess
+
+    assert subprocess.run([str(python), "-c", "import tabulate"]).returncode == 0
+    assert ensure(tmp_path, env, "test", said.append) == python and len(said) == 1  # used as it is
+    (python.parent.parent / STAMP).unlink()  # an install that never finished
+    ensure(tmp_path, env, "test", said.append)
+    assert len(said) == 2
