@@ -10,8 +10,9 @@ busy across sessions and versions:
 
 * **one environment per distinct requirement list** (``harness.envs``), and one fork server per
   environment, kept warm for the whole run (Paddle imported once per environment);
-* **longest first**: each job's time is what the same cell took before (the run's records, and
-  ``<results>/.times.json`` across runs), else the mean of the same model elsewhere;
+* **longest first**: each job's time is what the same job took before (the run's records, and
+  ``.nox/pool-times.json`` across runs and results folders), else the mean of the same model's
+  cells elsewhere;
 * **the same weights as nox**: the run's shared checkpoint of a (mode, model) is trained by the
   cell ``nox -t`` would run first, and the other cells of that model wait for it; a portability
   load waits for the cell whose export it loads;
@@ -27,89 +28,21 @@ one report); ``nox -t cpu`` (or ``nox -s <session>``) for one session, for sessi
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
+import shutil
+import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional
 
 from .envs import ensure
 from .matrix import ZOO, Matrix
 from .sessions import NoxSession, SessionKind, cell_environment, nox_sessions, select
 from .shared.errors import UserError
+from .scheduler import Job, JobKind, Scheduler, estimate, read_times, write_times
 from .shared.records import atomic_write_json, cell_record_path, load_record
 from .shared.spec import CellSpec
-
-TIMES = ".times.json"  # under the results root: every job's last seconds, across runs
-DEFAULT_SECONDS = {"cell": 30.0, "load": 4.0, "hazards": 5.0}
-
-
-class JobKind(str, enum.Enum):
-    HAZARDS = "hazards"
-    CELL = "cell"
-    LOAD = "load"
-
-
-@dataclasses.dataclass
-class Job:
-    key: str  # a cell id, "hazards/<paddle>/<device>" or "portability/<exporter>/<loader>/<cell id>"
-    kind: JobKind
-    env: str  # the key of the environment it runs in
-    order: int  # nox's order: which cell of a checkpoint trains it, and ties
-    estimate: float = 0.0
-    spec: Optional[CellSpec] = None
-    after: Optional[str] = None  # a load: the cell whose export it loads
-    version: str = ""
-    device: str = "cpu"
-
-    @property
-    def checkpoint(self) -> Optional[str]:
-        return self.spec.checkpoint if self.spec is not None else None
-
-
-class Scheduler:
-    """Hands each free slot the longest job that may start: its cell (a load's) has finished, and
-    its model's weights exist or it is the cell ``nox -t`` would train them with."""
-
-    def __init__(self, jobs: List[Job]):
-        self.pending = sorted(jobs, key=lambda j: (-j.estimate, j.order))
-        self.running: Dict[str, Job] = {}
-        self.finished: Set[str] = set()
-        self._cond = threading.Condition()
-        self.stopped = False
-
-    def _may_start(self, job: Job) -> bool:
-        if job.after and job.after not in self.finished and any(j.key == job.after for j in self.pending + list(self.running.values())):
-            return False
-        if job.checkpoint and not Path(job.checkpoint).exists():
-            if any(j.checkpoint == job.checkpoint for j in self.running.values()):
-                return False  # its weights are being trained
-            return job.order == min(j.order for j in self.pending if j.checkpoint == job.checkpoint)
-        return True
-
-    def take(self) -> Optional[Job]:
-        with self._cond:
-            while self.pending and not self.stopped:
-                job = next((j for j in self.pending if self._may_start(j)), None)
-                if job is not None:
-                    self.pending.remove(job)
-                    self.running[job.key] = job
-                    return job
-                self._cond.wait(0.5)
-            return None
-
-    def done(self, job: Job) -> None:
-        with self._cond:
-            self.running.pop(job.key, None)
-            self.finished.add(job.key)
-            self._cond.notify_all()
-
-    def stop(self) -> None:
-        with self._cond:
-            self.stopped = True
-            self._cond.notify_all()
-
 
 @dataclasses.dataclass
 class Plan:
@@ -203,51 +136,6 @@ class PoolOptions:
     models: Optional[List[str]] = None
 
 
-def estimate(jobs: List[Job], results: Path, history: Dict[str, float]) -> None:
-    """Each job's expected seconds: its own last time, else the mean of the same model's cells
-    (other sessions, other versions), else the mean of its kind, else a default."""
-    by_model: Dict[str, List[float]] = {}
-    by_kind: Dict[str, List[float]] = {}
-    for key, seconds in history.items():
-        kind = JobKind.HAZARDS if key.startswith("hazards/") else JobKind.LOAD if key.startswith("portability/") else JobKind.CELL
-        by_kind.setdefault(kind.value, []).append(seconds)
-        if kind is JobKind.CELL:
-            by_model.setdefault("/".join(key.split("/")[2:]), []).append(seconds)
-    mean = lambda values: sum(values) / len(values)  # noqa: E731
-    for job in jobs:
-        model = "/".join(job.key.split("/")[2:])
-        if job.key in history:
-            job.estimate = history[job.key]
-        elif job.kind is JobKind.CELL and model in by_model:
-            job.estimate = mean(by_model[model])
-        else:
-            job.estimate = mean(by_kind[job.kind.value]) if job.kind.value in by_kind else DEFAULT_SECONDS[job.kind.value]
-
-
-def read_times(results_root: Path, run: Path) -> Dict[str, float]:
-    """Seconds of earlier jobs: the results root's times file, then the run's own records."""
-    try:
-        times = {k: float(v) for k, v in json.loads((results_root / TIMES).read_text(encoding="utf-8")).items()}
-    except (OSError, ValueError, AttributeError):
-        times = {}
-    from .shared.records import load_records
-
-    if run.is_dir():
-        times.update({r["id"]: float(r["seconds"]) for r in load_records(run) if r.get("seconds")})
-    return times
-
-
-def write_times(results_root: Path, times: Dict[str, float]) -> None:
-    path = results_root / TIMES
-    try:
-        kept = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        kept = {}
-    kept = kept if isinstance(kept, dict) else {}
-    kept.update({k: round(v, 2) for k, v in times.items()})
-    atomic_write_json(path, kept)
-
-
 def run_job(job: Job, matrix: Matrix, results: Path, launcher: Any, force: bool,
             say: Callable[[str], Any]) -> Optional[Dict[str, Any]]:
     """One job to its end; what it produced (a record, a load's result, a probe), or None for a
@@ -299,6 +187,73 @@ def say_line(line: str) -> None:
     print(line, flush=True)
 
 
+class OneLine:
+    """The pool's progress on a terminal: one line rewritten in place (done/total, elapsed, the
+    running jobs); a line stays only for a job that did not pass or skip, and for what jobs say.
+    Elsewhere (a CI log, a pipe) ``runner.Progress`` keeps every line, as ``run`` prints them."""
+
+    def __init__(self, total: int, done: int, stream: Any = None):
+        self.total, self.done = total, done
+        self.stream = stream or sys.stdout
+        self.started_at = time.monotonic()
+        self.running: Dict[str, float] = {}
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __enter__(self) -> "OneLine":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        with self._lock:
+            self._render()
+            self.stream.write("\n")
+            self.stream.flush()
+
+    def _render(self) -> None:
+        with self._lock:
+            text = (f"[harness] [{self.done}/{self.total}, {time.monotonic() - self.started_at:.0f} s] running: "
+                    f"{', '.join(self.running) or '-'}")
+            self.stream.write("\r\033[K" + text[:max(20, shutil.get_terminal_size().columns - 1)])
+            self.stream.flush()
+
+    def say(self, line: str) -> None:
+        with self._lock:
+            self.stream.write("\r\033[K" + line + "\n")
+            self._render()
+
+    def started(self, key: str) -> None:
+        with self._lock:
+            self.running[key] = time.monotonic()
+            self._render()
+
+    def ended(self, key: str, said: str, remarkable: bool = True) -> None:
+        with self._lock:
+            self.running.pop(key, None)
+            self.done += 1
+            if remarkable:
+                self.say(f"[harness] {key}: {said}")
+            else:
+                self._render()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(1.0):
+            self._render()
+
+
+def _remarkable(job: Job, result: Optional[Dict[str, Any]]) -> bool:
+    """Whether a one-line display keeps the job's line: a cell or load that did not pass or skip."""
+    from .shared.vocab import Status
+
+    if result is None or job.kind is JobKind.HAZARDS:
+        return job.kind is JobKind.HAZARDS
+    status = result["verdict"]["status"] if job.kind is JobKind.CELL else result.get("status")
+    return Status.of(status) not in (Status.PASS, Status.SKIP)
+
+
 def _said(job: Job, result: Optional[Dict[str, Any]]) -> str:
     if result is None:
         return "nothing to load (its cell did not export)"
@@ -311,7 +266,7 @@ def _said(job: Job, result: Optional[Dict[str, Any]]) -> str:
 
 
 def execute(the_plan: Plan, matrix: Matrix, results: Path, pythons: Dict[str, str], options: PoolOptions,
-            say: Callable[[str], Any] = say_line) -> Dict[str, Any]:
+            envs_root: Path, say: Callable[[str], Any] = say_line) -> Dict[str, Any]:
     """Every job of the plan, ``options.jobs`` at once, each in its environment's launcher (one
     fork server per environment, started on first use and kept to the end). Returns what each
     job produced, by key; every job's seconds go to the times file, even when interrupted."""
@@ -323,7 +278,8 @@ def execute(the_plan: Plan, matrix: Matrix, results: Path, pythons: Dict[str, st
     produced: Dict[str, Any] = {}
     seconds: Dict[str, float] = {}
     failures: List[BaseException] = []
-    board = Progress(len(the_plan.jobs) + len(the_plan.recorded), len(the_plan.recorded), results, say)
+    total, done = len(the_plan.jobs) + len(the_plan.recorded), len(the_plan.recorded)
+    board = OneLine(total, done) if sys.stdout.isatty() else Progress(total, done, results, say)
 
     def worker() -> None:
         while True:
@@ -333,7 +289,7 @@ def execute(the_plan: Plan, matrix: Matrix, results: Path, pythons: Dict[str, st
             board.started(job.key)
             started = time.monotonic()
             try:
-                result = run_job(job, matrix, results, launchers[job.env], options.force, say)
+                result = run_job(job, matrix, results, launchers[job.env], options.force, board.say)
             except BaseException as exc:  # bad input or an interrupt: every slot stops
                 failures.append(exc)
                 INTERRUPT.set()
@@ -341,7 +297,7 @@ def execute(the_plan: Plan, matrix: Matrix, results: Path, pythons: Dict[str, st
                 return
             seconds[job.key] = time.monotonic() - started
             produced[job.key] = result
-            board.ended(job.key, _said(job, result))
+            board.ended(job.key, _said(job, result), _remarkable(job, result))
             scheduler.done(job)
 
     threads = [threading.Thread(target=worker, name=f"pool-{i}", daemon=True) for i in range(max(1, options.jobs))]
@@ -359,7 +315,7 @@ def execute(the_plan: Plan, matrix: Matrix, results: Path, pythons: Dict[str, st
             thread.join()
         raise
     finally:
-        write_times(results.parent, seconds)
+        write_times(envs_root, seconds)
         INTERRUPT.clear()
     if failures:
         raise failures[0]
@@ -408,14 +364,15 @@ def command(args: Any) -> int:
         for line in the_plan.left_out:
             say_line(f"[harness] not in the pool: {line}")
         started = time.monotonic()
-        pythons = make_environments(the_plan, args.envs or default_envs_root(), args.python, say_line)
+        envs_root = args.envs or default_envs_root()
+        pythons = make_environments(the_plan, envs_root, args.python, say_line)
         say_line(f"[harness] {len(pythons)} environment(s) ready in {time.monotonic() - started:.1f} s; "
                  f"{len(selected) - len(the_plan.left_out)} session(s), {len(the_plan.cells)} cell(s) "
                  f"({len(the_plan.recorded)} recorded earlier), {len(the_plan.jobs)} job(s) on {options.jobs} slot(s)")
         if args.envs_only:
             return 0
-        estimate(the_plan.jobs, results, read_times(args.results, results))
-        produced = execute(the_plan, matrix, results, pythons, options)
+        estimate(the_plan.jobs, read_times(envs_root, results))
+        produced = execute(the_plan, matrix, results, pythons, options, envs_root)
     return report(results, args.run_name, the_plan, produced)
 
 

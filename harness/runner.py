@@ -407,8 +407,9 @@ class Progress:
     def finished(self, cell_id: str, record: Dict[str, Any]) -> None:
         self.ended(cell_id, f"{record['verdict']['status']} in {record['seconds']:.1f} s")
 
-    def ended(self, key: str, said: str) -> None:
-        """One finished job (a cell, or the pool's probes and loads) and what it came to."""
+    def ended(self, key: str, said: str, remarkable: bool = True) -> None:
+        """One finished job (a cell, or the pool's probes and loads) and what it came to; every
+        line is kept here (``remarkable``: whether a one-line display would keep it too)."""
         with self._lock:
             self.running.pop(key, None)
             self.done += 1

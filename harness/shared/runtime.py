@@ -175,9 +175,18 @@ class Registry:
         self._found = True
         importlib.import_module(".backends", __package__)  # Paddle Inference's own backends
         package = importlib.import_module(RUNTIME_PACKAGES)
-        for info in pkgutil.iter_modules(package.__path__):
-            if info.ispkg:  # a runtime's package: its __init__ is its descriptor
-                importlib.import_module(f"{RUNTIME_PACKAGES}.{info.name}")
+        names = sorted(info.name for info in pkgutil.iter_modules(package.__path__) if info.ispkg)
+        for name in names:  # a runtime's package: its __init__ is its descriptor
+            importlib.import_module(f"{RUNTIME_PACKAGES}.{name}")
+        # One order whatever was imported first (a test, a cell module): Paddle's own backends,
+        # then each runtime package's, packages by name.
+        rank = {f"{RUNTIME_PACKAGES}.{name}": i + 1 for i, name in enumerate(names)}
+
+        def place(item):
+            module = item[1].__module__
+            return next((r for prefix, r in rank.items() if module == prefix or module.startswith(prefix + ".")), 0)
+
+        self._backends = dict(sorted(self._backends.items(), key=place))
 
     def backend(self, device: str, word: str, fmt: "ProgramFormat | str") -> Backend:
         self._find()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import matrix as matrix_mod
-from harness.pool import Job, JobKind, Scheduler, estimate
+from harness.scheduler import Job, JobKind, Scheduler, estimate
 from harness.sessions import cell_environment, nox_sessions, select
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +83,7 @@ def test_a_first_cell_that_trained_nothing_hands_the_training_to_the_next(tmp_pa
 def test_estimates_come_from_the_cell_then_its_model_then_its_kind():
     jobs = [_job("cpu_fp32/3.3.1/normal/m"), _job("cpu_ort_fp32/3.3.1/normal/m"), _job("cpu_fp32/3.3.1/normal/new"),
             Job("hazards/3.3.1/cpu", JobKind.HAZARDS, "env", -1)]
-    estimate(jobs, Path("."), {"cpu_fp32/3.3.1/normal/m": 8.0, "cpu_fp32/3.2.2/normal/m": 4.0,
+    estimate(jobs, {"cpu_fp32/3.3.1/normal/m": 8.0, "cpu_fp32/3.2.2/normal/m": 4.0,
                                "cpu_fp32/3.3.1/normal/z": 2.0})
     assert [j.estimate for j in jobs] == [8.0, 6.0, (8.0 + 4.0 + 2.0) / 3, 5.0]
 

@@ -1,0 +1,136 @@
+"""Host side: the pool's jobs and the order they start in (pure logic, no process started here).
+
+A job is a cell, a Paddle version's hazard probe or a portability load. The scheduler hands each
+free slot the longest job that may start; a job's length is what the same job took before on
+this machine (``pool-times.json`` beside the environments), else the mean of the same model's
+cells elsewhere, else the mean of its kind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import threading
+from pathlib import Path
+from typing import Dict, List, Optional, Set
+
+from .shared.records import atomic_write_json
+from .shared.spec import CellSpec
+
+# Every job's last seconds on this machine, across runs and results folders, kept beside the
+# environments (the machine's cache, like them): a cold run into a new folder still knows them.
+TIMES = "pool-times.json"
+DEFAULT_SECONDS = {"cell": 30.0, "load": 4.0, "hazards": 5.0}
+
+
+class JobKind(str, enum.Enum):
+    HAZARDS = "hazards"
+    CELL = "cell"
+    LOAD = "load"
+
+
+@dataclasses.dataclass
+class Job:
+    key: str  # a cell id, "hazards/<paddle>/<device>" or "portability/<exporter>/<loader>/<cell id>"
+    kind: JobKind
+    env: str  # the key of the environment it runs in
+    order: int  # nox's order: which cell of a checkpoint trains it, and ties
+    estimate: float = 0.0
+    spec: Optional[CellSpec] = None
+    after: Optional[str] = None  # a load: the cell whose export it loads
+    version: str = ""
+    device: str = "cpu"
+
+    @property
+    def checkpoint(self) -> Optional[str]:
+        return self.spec.checkpoint if self.spec is not None else None
+
+
+class Scheduler:
+    """Hands each free slot the longest job that may start: its cell (a load's) has finished, and
+    its model's weights exist or it is the cell ``nox -t`` would train them with."""
+
+    def __init__(self, jobs: List[Job]):
+        self.pending = sorted(jobs, key=lambda j: (-j.estimate, j.order))
+        self.running: Dict[str, Job] = {}
+        self.finished: Set[str] = set()
+        self._cond = threading.Condition()
+        self.stopped = False
+
+    def _may_start(self, job: Job) -> bool:
+        if job.after and job.after not in self.finished and any(j.key == job.after for j in self.pending + list(self.running.values())):
+            return False
+        if job.checkpoint and not Path(job.checkpoint).exists():
+            if any(j.checkpoint == job.checkpoint for j in self.running.values()):
+                return False  # its weights are being trained
+            return job.order == min(j.order for j in self.pending if j.checkpoint == job.checkpoint)
+        return True
+
+    def take(self) -> Optional[Job]:
+        with self._cond:
+            while self.pending and not self.stopped:
+                job = next((j for j in self.pending if self._may_start(j)), None)
+                if job is not None:
+                    self.pending.remove(job)
+                    self.running[job.key] = job
+                    return job
+                self._cond.wait(0.5)
+            return None
+
+    def done(self, job: Job) -> None:
+        with self._cond:
+            self.running.pop(job.key, None)
+            self.finished.add(job.key)
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        with self._cond:
+            self.stopped = True
+            self._cond.notify_all()
+
+
+def estimate(jobs: List[Job], history: Dict[str, float]) -> None:
+    """Each job's expected seconds: its own last time, else the mean of the same model's cells
+    (other sessions, other versions), else the mean of its kind, else a default."""
+    by_model: Dict[str, List[float]] = {}
+    by_kind: Dict[str, List[float]] = {}
+    for key, seconds in history.items():
+        kind = JobKind.HAZARDS if key.startswith("hazards/") else JobKind.LOAD if key.startswith("portability/") else JobKind.CELL
+        by_kind.setdefault(kind.value, []).append(seconds)
+        if kind is JobKind.CELL:
+            by_model.setdefault("/".join(key.split("/")[2:]), []).append(seconds)
+    mean = lambda values: sum(values) / len(values)  # noqa: E731
+    for job in jobs:
+        model = "/".join(job.key.split("/")[2:])
+        if job.key in history:
+            job.estimate = history[job.key]
+        elif job.kind is JobKind.CELL and model in by_model:
+            job.estimate = mean(by_model[model])
+        else:
+            job.estimate = mean(by_kind[job.kind.value]) if job.kind.value in by_kind else DEFAULT_SECONDS[job.kind.value]
+
+
+def read_times(envs_root: Path, run: Path) -> Dict[str, float]:
+    """Seconds of earlier jobs: the machine's times file, then the run's own records."""
+    try:
+        times = {k: float(v) for k, v in json.loads((envs_root / TIMES).read_text(encoding="utf-8")).items()}
+    except (OSError, ValueError, AttributeError):
+        times = {}
+    from .shared.records import load_records
+
+    if run.is_dir():
+        times.update({r["id"]: float(r["seconds"]) for r in load_records(run) if r.get("seconds")})
+    return times
+
+
+def write_times(envs_root: Path, times: Dict[str, float]) -> None:
+    path = envs_root / TIMES
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        kept = {}
+    kept = kept if isinstance(kept, dict) else {}
+    kept.update({k: round(v, 2) for k, v in times.items()})
+    atomic_write_json(path, kept)
