@@ -40,6 +40,7 @@ from .envs import ensure
 from .matrix import ZOO, Matrix
 from .sessions import NoxSession, SessionKind, cell_environment, nox_sessions, select
 from .shared.errors import UserError
+from .runner import Progress
 from .scheduler import Job, JobKind, Scheduler, estimate, read_times, write_times
 from .shared.records import atomic_write_json, cell_record_path, load_record
 from .shared.spec import CellSpec
@@ -187,27 +188,20 @@ def say_line(line: str) -> None:
     print(line, flush=True)
 
 
-class OneLine:
+class OneLine(Progress):
     """The pool's progress on a terminal: one line rewritten in place (done/total, elapsed, the
     running jobs); a line stays only for a job that did not pass or skip, and for what jobs say.
     Elsewhere (a CI log, a pipe) ``runner.Progress`` keeps every line, as ``run`` prints them."""
 
-    def __init__(self, total: int, done: int, stream: Any = None):
-        self.total, self.done = total, done
-        self.stream = stream or sys.stdout
-        self.started_at = time.monotonic()
-        self.running: Dict[str, float] = {}
-        self._lock = threading.RLock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, daemon=True)
+    HEARTBEAT_SECONDS = 1.0
 
-    def __enter__(self) -> "OneLine":
-        self._thread.start()
-        return self
+    def __init__(self, total: int, done: int, stream: Any = None):
+        super().__init__(total, done, Path("."), self.note)
+        self.stream = stream or sys.stdout
+        self._lock = threading.RLock()  # a note renders the line again under the same lock
 
     def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)
+        super().__exit__(*exc)
         with self._lock:
             self._render()
             self.stream.write("\n")
@@ -220,7 +214,7 @@ class OneLine:
             self.stream.write("\r\033[K" + text[:max(20, shutil.get_terminal_size().columns - 1)])
             self.stream.flush()
 
-    def say(self, line: str) -> None:
+    def note(self, line: str) -> None:
         with self._lock:
             self.stream.write("\r\033[K" + line + "\n")
             self._render()
@@ -235,12 +229,12 @@ class OneLine:
             self.running.pop(key, None)
             self.done += 1
             if remarkable:
-                self.say(f"[harness] {key}: {said}")
+                self.note(f"[harness] {key}: {said}")
             else:
                 self._render()
 
     def _beat(self) -> None:
-        while not self._stop.wait(1.0):
+        while not self._stop.wait(self.HEARTBEAT_SECONDS):
             self._render()
 
 
@@ -271,8 +265,6 @@ def execute(the_plan: Plan, matrix: Matrix, results: Path, pythons: Dict[str, st
     fork server per environment, started on first use and kept to the end). Returns what each
     job produced, by key; every job's seconds go to the times file, even when interrupted."""
     from .launch import INTERRUPT, LocalLauncher
-    from .runner import Progress
-
     launchers = {key: LocalLauncher(python) for key, python in pythons.items()}
     scheduler = Scheduler(the_plan.jobs)
     produced: Dict[str, Any] = {}

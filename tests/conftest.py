@@ -256,20 +256,13 @@ def _starts_a_process(func, depth: int = 0) -> bool:
     return found
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        definitions = [d for name in item.fixturenames for d in item._fixtureinfo.name2fixturedefs.get(name, ())
-                       if getattr(d.func, "__module__", "").startswith("tests")]
-        if not any(_starts_a_process(f) for f in [item.function, *(d.func for d in definitions)]):
-            continue
+def pytest_itemcollected(item):
+    """Marked as each test is collected, before -m reads the tier. (The process tier runs with
+    pytest-xdist's ``--dist loadscope``: a module's tests in one worker, so that its module
+    fixture, a dockerd and its image, are made once.)"""
+    if not hasattr(item, "function"):
+        return
+    definitions = [d for name in item.fixturenames for d in item._fixtureinfo.name2fixturedefs.get(name, ())
+                   if getattr(d.func, "__module__", "").startswith("tests")]
+    if any(_starts_a_process(f) for f in [item.function, *(d.func for d in definitions)]):
         item.add_marker(pytest.mark.processes)
-        # Fixtures live per xdist worker: tests that share a dockerd, nox's envs or a module's
-        # one run of the matrix go to one worker, so that each is made once; every other test
-        # goes where a worker is free.
-        if item.path.name == "test_containers.py":
-            item.add_marker(pytest.mark.xdist_group("docker"))
-        elif "nox_envdir" in item.fixturenames:
-            item.add_marker(pytest.mark.xdist_group("nox"))
-        elif any(d.scope in ("module", "session") for d in definitions):
-            item.add_marker(pytest.mark.xdist_group(item.path.name))

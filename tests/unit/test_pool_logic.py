@@ -94,3 +94,20 @@ def test_the_noxfile_registers_the_table(shipped):
     registered = [(s["name"], s["tags"]) for s in json.loads(listing.stdout) if s["name"] in {
         t.name for t in nox_sessions(shipped)}]
     assert registered == [(s.name, list(s.tags)) for s in nox_sessions(shipped)]
+
+
+def test_on_a_terminal_progress_is_one_line_and_only_what_did_not_pass_stays():
+    import io
+
+    from harness.pool import OneLine
+
+    stream = io.StringIO()
+    with OneLine(3, 0, stream) as board:
+        board.started("cpu_fp32/3.3.1/normal/a")
+        board.ended("cpu_fp32/3.3.1/normal/a", "pass in 1.0 s", remarkable=False)
+        board.started("cpu_fp32/3.3.1/normal/b")
+        board.ended("cpu_fp32/3.3.1/normal/b", "fail in 2.0 s", remarkable=True)
+        board.note("[harness] said by a job")
+    kept = [line.rsplit("\r\x1b[K", 1)[-1] for line in stream.getvalue().split("\n") if line]
+    assert kept[:2] == ["[harness] cpu_fp32/3.3.1/normal/b: fail in 2.0 s", "[harness] said by a job"]
+    assert kept[-1].startswith("[harness] [2/3, ") and len(kept) == 3  # the one line, left at the end
