@@ -81,7 +81,8 @@ def _models(posargs):
 
 def _install(s: nox.Session, env: _sessions.Environment) -> None:
     """An environment's requirements, in its order (families last: see ``Environment``)."""
-    s.install(*env.packages, silent=True)
+    if env.packages:
+        s.install(*env.packages, silent=True)
     if env.no_deps:
         s.install("--no-deps", *env.no_deps, silent=True)
     if env.families:
@@ -91,10 +92,7 @@ def _install(s: nox.Session, env: _sessions.Environment) -> None:
 def _install_families(s: nox.Session, models, version: str) -> None:
     """The model families' packages (the zoo's), only where their models run."""
     families = MATRIX.family_packages(models, version)
-    if families["no_deps"]:
-        s.install("--no-deps", *families["no_deps"], silent=True)
-    if families["packages"]:
-        s.install(*families["packages"], silent=True)
+    _install(s, _sessions.Environment(HOST_PYTHON, (), tuple(families["no_deps"]), tuple(families["packages"])))
 
 
 def _runner(session, posargs) -> str:

@@ -68,7 +68,7 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
     cells: List[CellSpec] = []
     env_of: Dict[str, str] = {}  # cell id -> environment key
     left_out: List[str] = []
-    loaders: List[NoxSession] = []
+    loaders: Dict[str, str] = {}  # a portability session's Paddle version -> its environment
     versions: Dict[str, str] = {}  # version -> the environment its hazards are probed in
     for nox_session in selected:
         session = matrix.sessions.get(nox_session.session)
@@ -84,7 +84,7 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
         env = cell_environment(matrix, nox_session, options.modes, options.models)
         environments[env.key], labels[env.key] = env, nox_session.version
         if nox_session.kind is SessionKind.PORTABILITY:
-            loaders.append(nox_session)
+            loaders[nox_session.version] = env.key
             continue
         versions.setdefault(nox_session.version, env.key)
         models = [ZOO] if nox_session.zoo else options.models
@@ -99,12 +99,11 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
             if kept_probe(hazards_path(results, version, "cpu")).get("made_for") != hazards_made_for(matrix, version)]
     order = {spec.id: i for i, spec in enumerate(cells)}
     jobs += [Job(spec.id, JobKind.CELL, env_of[spec.id], order[spec.id], spec=spec, version=spec.paddle) for spec in todo]
-    jobs += _loads(matrix, loaders, cells, environments, results, options)
-    return Plan(jobs, environments, labels, cells, recorded, left_out, [s.version for s in loaders])
+    jobs += _loads(loaders, cells, results, options)
+    return Plan(jobs, environments, labels, cells, recorded, left_out, list(loaders))
 
 
-def _loads(matrix: Matrix, loaders: List[NoxSession], cells: List[CellSpec], environments: Dict[str, Any],
-           results: Path, options: "PoolOptions") -> List[Job]:
+def _loads(loaders: Dict[str, str], cells: List[CellSpec], results: Path, options: "PoolOptions") -> List[Job]:
     """One job per (loader, cpu_fp32 export of another version) not loaded earlier: the run's
     cells, and the records already on disk that this run does not make (as ``nox -s portability``
     would load them)."""
@@ -119,12 +118,11 @@ def _loads(matrix: Matrix, loaders: List[NoxSession], cells: List[CellSpec], env
             if cell["session"]["name"] == "cpu_fp32" and (not options.models or cell["model"]["name"] in options.models):
                 exporters.setdefault(record["id"], cell["paddle"])
     jobs = []
-    for loader in loaders:
-        env = cell_environment(matrix, loader)
+    for loader, env_key in loaders.items():
         for cell_id, exporter in exporters.items():
-            if exporter != loader.version and (options.force or not load_path(results, cell_id, loader.version).exists()):
-                jobs.append(Job(f"portability/{loader.version}/{cell_id}", JobKind.LOAD, env.key, 10**6 + len(jobs),
-                                after=cell_id, version=loader.version))
+            if exporter != loader and (options.force or not load_path(results, cell_id, loader).exists()):
+                jobs.append(Job(f"portability/{loader}/{cell_id}", JobKind.LOAD, env_key, 10**6 + len(jobs),
+                                after=cell_id, version=loader))
     return jobs
 
 

@@ -43,7 +43,6 @@ from .shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status, verdict_stat
 # the record says so.
 EXTRA_LAUNCHES = 5
 HAZARD_PROBE_TIMEOUT = DEFAULTS.hazard_probe_timeout
-_RENDERING = threading.Lock()
 
 
 def _restart_cap(spec: CellSpec) -> int:
@@ -175,14 +174,11 @@ def _render_tensor_report(analysis: Dict[str, Dict[str, Any]]) -> None:
 
     result = json.loads(Path(diff["result"]).read_text(encoding="utf-8"))
     out = Path(diff["result"]).parent
-    # One render at a time: matplotlib's text parser keeps state per process (two cells ending
-    # together in two threads raised IndexError in its mathtext, measured in the job pool).
-    with _RENDERING:
-        try:
-            diff["files"] = tensor_report.write_all(out, result, diff.get("title", "per-tensor diff"))
-        except ImportError as exc:  # openpyxl / matplotlib missing on this host: keep what renders
-            diff["files"] = tensor_report.write_all(out, result, diff.get("title", ""), ["csv", "md"])
-            diff["missing"] = str(exc)
+    try:
+        diff["files"] = tensor_report.write_all(out, result, diff.get("title", "per-tensor diff"))
+    except ImportError as exc:  # openpyxl / matplotlib missing on this host: keep what renders
+        diff["files"] = tensor_report.write_all(out, result, diff.get("title", ""), ["csv", "md"])
+        diff["missing"] = str(exc)
     diff["summary"] = tensor_report.summary_line(result)
 
 

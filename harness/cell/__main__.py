@@ -2,7 +2,7 @@
 one Paddle environment (a venv or a container), never by a person.
 
 Commands: ``cell`` (one cell: setup, stages, root cause), ``load`` (run another version's export
-once), ``hazards`` (probe a session's config hazards), ``diff-worker`` (the Paddle half of
+once), ``hazards`` (probe a Paddle version's config hazards), ``diff-worker`` (the Paddle half of
 ``python -m harness diff``). Exit codes follow ``harness.shared.protocol``.
 
 It imports nothing of the host side: the host's CLI (``python -m harness``) starts it through a
@@ -41,7 +41,6 @@ def parser() -> argparse.ArgumentParser:
 
     hazards = sub.add_parser("hazards", help="probe the config hazards of this Paddle (every backend of a device)")
     hazards.add_argument("--device", required=True)
-    hazards.add_argument("--backend", help="only this backend's hazards (default: every backend's)")
     hazards.add_argument("--out", type=Path, required=True)
 
     diff_worker = sub.add_parser("diff-worker", help="the Paddle half of `python -m harness diff`")
@@ -64,7 +63,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "hazards":
             from . import hazards
 
-            return hazards.main(args.device, args.backend, args.out)
+            return hazards.main(args.device, args.out)
         from . import diff_worker
 
         return diff_worker.main(args.request, args.out)

@@ -76,13 +76,13 @@ HAZARDS = (
 )
 
 
-def applicable(device: str, backend: Optional[str], fmt: str) -> List[Hazard]:
-    """The hazards a session of ``backend`` meets (every backend's when None). Probes build CPU
-    predictors: GPU sessions are probed on a GPU machine by their own backend's hazards (none
-    listed yet)."""
+def applicable(device: str, fmt: str) -> List[Hazard]:
+    """Every backend's hazards of a device for a program format (each names the backends it
+    concerns). Probes build CPU predictors: GPU sessions are probed on a GPU machine by their own
+    backend's hazards (none listed yet)."""
     if device != "cpu":
         return []
-    return [h for h in HAZARDS if fmt in h.formats and (backend is None or not h.backends or backend in h.backends)]
+    return [h for h in HAZARDS if fmt in h.formats]
 
 
 class ProbeNet(paddle.nn.Layer):
@@ -111,7 +111,7 @@ def _probe_model(paddle: Any, folder: Path) -> Dict[str, str]:
     return export(layer, spec, folder / "probe")
 
 
-def probe(device: str, backend: Optional[str] = None) -> Dict[str, Any]:
+def probe(device: str) -> Dict[str, Any]:
     from .paddle_api import paddle_infer, predictor as paddle_predictor
 
     feeds = {"image": np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype("float32")}
@@ -119,7 +119,7 @@ def probe(device: str, backend: Optional[str] = None) -> Dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="harness-hazards-") as tmp:
         files = _probe_model(paddle, Path(tmp))
         fmt = files["format"]
-        for hazard in applicable(device, backend, fmt):
+        for hazard in applicable(device, fmt):
             entry = {"id": hazard.id, "calls": hazard.calls, "issue": hazard.issue, "format": fmt,
                      "backends": list(hazard.backends)}
             config = paddle_infer.Config(files["program"], files["params"])
@@ -134,12 +134,12 @@ def probe(device: str, backend: Optional[str] = None) -> Dict[str, Any]:
             else:
                 entry.update(status=CLEAR, message="")
             results.append(entry)
-    return {"kind": "hazards", "paddle": paddle.__version__, "device": device, "backend": backend,
+    return {"kind": "hazards", "paddle": paddle.__version__, "device": device,
             "format": fmt, "hazards": results}
 
 
-def main(device: str, backend: Optional[str], out: Path) -> int:
-    result = probe(device, backend)
+def main(device: str, out: Path) -> int:
+    result = probe(device)
     atomic_write_json(out, result)
     print(json.dumps({h["id"]: h["status"] for h in result["hazards"]}), file=sys.stderr)
     return 0

@@ -19,7 +19,7 @@ from ..shared.records import atomic_write_text
 from ..shared.vocab import STATUS_ORDER, cell_id
 from .model import Diagnosis, RunModel, stage_results, version_key
 from ..shared.notes import analysis_note, analysis_outcome, evidence_note, fmt_number, stage_note
-from .tensors import row_cells
+from .tensors import pyplot, row_cells
 
 TEMPLATES = Path(__file__).with_name("templates")
 TENSOR_ROWS = 60  # per cell: the first divergence and its neighbourhood are what a person reads
@@ -49,23 +49,19 @@ def drift_plot(model: RunModel) -> Optional[str]:
     versions = sorted({v for points in series.values() for v in points}, key=version_key)
     if len(versions) < 2:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 4))
-    floor = 1e-9
-    for key, points in sorted(series.items()):
-        xs = [i for i, v in enumerate(versions) if v in points]
-        ax.semilogy(xs, [max(points[versions[i]], floor) for i in xs], marker="o", linewidth=1, label=key)
-    ax.set_xticks(range(len(versions)))
-    ax.set_xticklabels(versions)
-    ax.set_ylabel("worst output max abs")
-    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    png = _png(fig)
-    plt.close(fig)
+    with pyplot() as plt:
+        fig, ax = plt.subplots(figsize=(9, 4))
+        floor = 1e-9
+        for key, points in sorted(series.items()):
+            xs = [i for i, v in enumerate(versions) if v in points]
+            ax.semilogy(xs, [max(points[versions[i]], floor) for i in xs], marker="o", linewidth=1, label=key)
+        ax.set_xticks(range(len(versions)))
+        ax.set_xticklabels(versions)
+        ax.set_ylabel("worst output max abs")
+        ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        fig.tight_layout()
+        png = _png(fig)
+        plt.close(fig)
     return png
 
 

@@ -6,10 +6,12 @@ openpyxl and matplotlib are imported only when their file is written.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
+import threading
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from tabulate import tabulate
 
@@ -126,12 +128,30 @@ def _xl(value: Any) -> Any:
     return value
 
 
-def write_plot(path: Path, result: Dict[str, Any], title: str) -> Path:
+# pyplot keeps per-process state (its figure manager, mathtext's parser): two plots drawn at once
+# from two threads (two failing cells ending together in the job pool) raised IndexError in
+# mathtext. Every plot of the host side is drawn under this lock.
+_PLOTTING = threading.Lock()
+
+
+@contextlib.contextmanager
+def pyplot() -> Iterator[Any]:
+    """matplotlib's pyplot on the Agg backend, held by one thread at a time."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    with _PLOTTING:
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
 
+        yield plt
+
+
+def write_plot(path: Path, result: Dict[str, Any], title: str) -> Path:
+    with pyplot() as plt:
+        return _draw(plt, path, result, title)
+
+
+def _draw(plt: Any, path: Path, result: Dict[str, Any], title: str) -> Path:
     rows = result["rows"]
     xs = [r["index"] for r in rows]
     # The isclose ratio |diff| / (atol + rtol*|ref|) of the worst element: above 1 is out of
