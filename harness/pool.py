@@ -42,7 +42,7 @@ from .sessions import NoxSession, SessionKind, cell_environment, nox_sessions, s
 from .shared.errors import UserError
 from .runner import Progress
 from .scheduler import Job, JobKind, Scheduler, estimate, read_times, write_times
-from .shared.records import atomic_write_json, cell_record_path, load_record
+from .shared.records import cell_record_path, load_record, write_record
 from .shared.spec import CellSpec
 
 @dataclasses.dataclass
@@ -143,9 +143,7 @@ def run_job(job: Job, matrix: Matrix, results: Path, launcher: Any, force: bool,
     from .runner import probe_hazards, run_cell
 
     if job.kind is JobKind.CELL:
-        record = run_cell(job.spec, results, launcher)
-        atomic_write_json(cell_record_path(results, job.spec.id), record)
-        return record
+        return write_record(results, run_cell(job.spec, results, launcher))
     if job.kind is JobKind.HAZARDS:
         return probe_hazards(matrix, job.device, job.version, results, launcher, say)
     path = cell_record_path(results, job.after)

@@ -35,7 +35,7 @@ from .shared.errors import UserError
 from .shared.results import StageResult
 from .shared.spec import DEFAULTS, CellSpec
 from .shared.records import (RECORD_SCHEMA, Journal, atomic_write_json, cell_record_path, cell_work_dir,
-                             load_record)
+                             load_record, write_record)
 from .shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status, verdict_status
 
 # A worker that keeps dying is restarted once per stage it could still be in, plus setup and the
@@ -144,7 +144,7 @@ def build_record(spec: CellSpec, finished: Dict[str, Dict[str, Any]], launches: 
         "inputs": {"seed": spec.seed, "arrays": setup.get("inputs")},
         "setup": {k: v for k, v in setup.items() if k not in ("paddle", "machine")},
         "stages": stages,
-        "verdict": verdict_of(setup, stages),
+        "verdict": verdict_of(setup, stages, spec.session_stage),
         "analysis": analysis,
         "launches": launches,
         "launcher": launcher.kind,
@@ -182,9 +182,11 @@ def _render_tensor_report(analysis: Dict[str, Dict[str, Any]]) -> None:
     diff["summary"] = tensor_report.summary_line(result)
 
 
-def verdict_of(setup: Dict[str, Any], stages: List[Dict[str, Any]]) -> Dict[str, Any]:
+def verdict_of(setup: Dict[str, Any], stages: List[Dict[str, Any]], session_stage: Optional[str] = None) -> Dict[str, Any]:
     """The first blocking stage in ladder order; else vacuous; else pass; else skip (noop and
-    skip stages never make a pass)."""
+    skip stages never make a pass). A cell whose session's own stage (``session_stage``: the
+    backend at the session's precision) was skipped did not run its session: ``skip`` with that
+    stage's reason, never ``pass`` on the strength of the stages before it."""
     from .shared.notes import stage_note
 
     setup_result = StageResult.from_dict(setup, SETUP)
@@ -195,6 +197,10 @@ def verdict_of(setup: Dict[str, Any], stages: List[Dict[str, Any]]) -> Dict[str,
     if status is None:
         return {"status": Status.SKIP, "first_failing_stage": None,
                 "message": next((r.message for r in results if r.message), "")}
+    own = next((r for r in results if r.name == session_stage), None)
+    if status is Status.PASS and own is not None and own.status is Status.SKIP:
+        return {"status": Status.SKIP, "first_failing_stage": None, "skipped_stage": own.name,
+                "message": f"{own.name} skipped: {own.message}" if own.message else f"{own.name} skipped"}
     if status is Status.PASS:
         return {"status": Status.PASS, "first_failing_stage": None, "message": ""}
     first = next(r for r in results if r.status is status)
@@ -352,8 +358,7 @@ def run_cells(cells: List[CellSpec], *, results: Path, runs: CellRuns = CellRuns
 
     def one(spec: CellSpec) -> Dict[str, Any]:
         board.started(spec.id)
-        record = run_cell(spec, results, launcher)
-        atomic_write_json(cell_record_path(results, spec.id), record)
+        record = write_record(results, run_cell(spec, results, launcher))
         board.finished(spec.id, record)
         return record
 

@@ -529,3 +529,23 @@ class EmptyOutput(nn.Layer):
 
     def forward(self, x):
         return Fields(hidden=self.conv(x))
+
+
+class ConvThenGRU(nn.Layer):
+    """A time-series network as the suites build one: a Conv1D over ``[B, T, C]`` (``NLC``) feeding a
+    GRU. Under oneDNN at 3.3.1 ``predictor.run()`` raises a bare ``RuntimeError: std::exception``;
+    native kernels run it and match."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1D(4, 8, 3, padding=1, data_format="NLC")
+        self.gru = nn.GRU(8, 16)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, series):
+        hidden, _ = self.gru(self.conv(series))
+        return self.head(hidden)
+
+
+def conv_then_gru():
+    return ConvThenGRU(), [InputSpec([None, 12, 4], "float32", "series")]

@@ -29,6 +29,10 @@ from .pieces import Slot
 CREATION = {"full", "full_", "full_like", "full_int_array", "uniform", "gaussian", "assign_value", "assign_value_",
             "arange", "zeros", "ones", "empty", "eye", "linspace", "randint", "randperm", "truncated_gaussian_random"}
 
+# ``_C_ops`` functions that exist for dygraph alone (they take no PIR value, so ``to_static`` cannot
+# write them): the public call that builds the same computation in a program.
+DYGRAPH_ONLY = {"linear": "paddle.nn.functional.linear"}
+
 # The most one-op programs one reduction builds.
 OP_LIMIT = 12
 # The one-op layer's class name in its generated module.
@@ -213,7 +217,8 @@ def one_op_source(call: OpCall) -> str:
         "import paddle\n\n\n"
         f"class {ONE_OP}(paddle.nn.Layer):\n"
         f"    def forward(self{', ' if params else ''}{params}):\n"
-        f"        result = paddle._C_ops.{call.name}({', '.join(spell(a) for a in call.args)})\n"
+        f"        result = {DYGRAPH_ONLY.get(call.name, 'paddle._C_ops.' + call.name)}"
+        f"({', '.join(spell(a) for a in call.args)})\n"
         f"        return [{', '.join(returned)}]\n")
 
 

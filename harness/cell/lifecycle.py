@@ -78,7 +78,7 @@ class Cell:
                 result = stages.run_stage(ctx, plan, done)
             except Exception as exc:
                 traceback.print_exc()
-                status, message = raised_status(exc)
+                status, message = raised_status(exc, under=plan.name)
                 result = stages.planned(plan, status=status, message=message)
             result.setdefault("seconds", round(time.perf_counter() - started, 4))
             ctx.journal.finish(plan.name, result)

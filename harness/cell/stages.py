@@ -65,7 +65,7 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
     try:
         out_names, got, ran = session.run_with_evidence(feeds)
     except Exception as exc:  # built, then raised running: what the build ran is the search's space
-        status, message = raised_status(exc)
+        status, message = raised_status(exc, under=plan.name)
         return planned(plan, status=status, message=message, evidence=session.build_evidence,
                        timings={"build": round(build_s, 4)})
     run_s = time.perf_counter() - t
@@ -117,7 +117,7 @@ def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tu
         try:
             names, got = session.run(feeds)
         except Exception as exc:
-            status, message = raised_status(exc)
+            status, message = raised_status(exc, under=plan.name)
             found.append(dict(entry, status=status, message=message))
             continue
         if len(got) != len(labels):

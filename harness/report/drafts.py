@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional
 from ..shared.machine import label as machine_label
 from ..shared.notes import clip, fmt_number
 from ..shared.vocab import Status
+from ..shared.records import located
 from .model import DRAFT, Diagnosis, RunModel, VersionSpan
 
 # A script up to this many lines goes into the draft inline.
@@ -48,8 +49,9 @@ def write_all(model: RunModel) -> List[Path]:
 
 
 def _record_of(model: RunModel, script: str) -> Optional[Dict[str, Any]]:
+    """The record whose reproducer is ``script`` (as the diagnosis resolved it)."""
     return next((r for r in model.records
-                 if ((r.get("analysis") or {}).get("reproducer") or {}).get("script") == script), None)
+                 if str(located(r, ((r.get("analysis") or {}).get("reproducer") or {}).get("script"))) == script), None)
 
 
 def draft(record: Dict[str, Any], diagnosis: Diagnosis, message: str, kind: str, span: Optional[VersionSpan]) -> str:
@@ -88,7 +90,9 @@ def draft(record: Dict[str, Any], diagnosis: Diagnosis, message: str, kind: str,
         lines += ["```python", text.rstrip("\n"), "```", ""]
     lines += ["**Versions**: " + (span.words() if span and span.words() else
                                   f"seen at Paddle {paddle.get('version')} (no other version ran this cell)"), ""]
-    found = dataclasses.replace(diagnosis, draft="").words()
+    # Names relative to the draft's folder: a draft carries no path of this machine.
+    beside = dict(diagnosis.reproducer or {}, script=script.name) if diagnosis.reproducer else None
+    found = dataclasses.replace(diagnosis, draft="", reproducer=beside).words()
     context = [f"- where: {found}"] if found else []
     if reduce.get("op_call"):
         context.append(f"- the op alone: `{reduce['op_call']}`")

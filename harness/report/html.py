@@ -9,13 +9,15 @@ import base64
 import dataclasses
 import io
 import json
+import os
 import re
+import urllib.parse
 from pathlib import Path
 from typing import Any, Dict, Optional
 
 from .. import __version__
 from ..shared.logs import log_tail
-from ..shared.records import atomic_write_text
+from ..shared.records import atomic_write_text, located
 from ..shared.vocab import STATUS_ORDER, cell_id
 from .model import Diagnosis, RunModel, stage_results, version_key
 from ..shared.notes import analysis_note, analysis_outcome, evidence_note, fmt_number, stage_note
@@ -65,12 +67,12 @@ def drift_plot(model: RunModel) -> Optional[str]:
     return png
 
 
-def _tensor_rows(diff: Dict[str, Any]):
+def _tensor_rows(record: Dict[str, Any], diff: Dict[str, Any]):
     """The per-tensor rows around the first divergence, and how many there are."""
-    path = diff.get("result")
-    if not path or not Path(path).exists():
+    path = located(record, diff.get("result"))
+    if path is None or not path.exists():
         return None
-    result = json.loads(Path(path).read_text(encoding="utf-8"))
+    result = json.loads(path.read_text(encoding="utf-8"))
     rows = result.get("rows", [])
     first = next((i for i, r in enumerate(rows) if r.get("first_divergence")), 0)
     start = max(0, first - TENSOR_ROWS // 3)
@@ -100,12 +102,12 @@ def _cell(record: Dict[str, Any]) -> Dict[str, Any]:
     tensors, total, png = [], 0, None
     diff = analysis.get("diff") or {}
     if diff:
-        found = _tensor_rows(diff)
+        found = _tensor_rows(record, diff)
         if found:
             tensors, total = found
-        plot = (diff.get("files") or {}).get("png")
-        if plot and Path(plot).exists():
-            png = base64.b64encode(Path(plot).read_bytes()).decode("ascii")
+        plot = located(record, (diff.get("files") or {}).get("png"))
+        if plot is not None and plot.exists():
+            png = base64.b64encode(plot.read_bytes()).decode("ascii")
     work = Path(record["_path"]).with_suffix("") if record.get("_path") else None
     return {"id": record["id"], "anchor": _anchor(record["id"]), "status": str(verdict["status"]),
             "message": verdict.get("message", ""), "stages": stages, "outputs": outputs,
@@ -115,20 +117,27 @@ def _cell(record: Dict[str, Any]) -> Dict[str, Any]:
             "log_tail": log_tail(work / "worker.log", lines=20) if work else ""}
 
 
-def _diagnosis(found: Optional[Diagnosis]) -> Optional[Dict[str, Any]]:
-    """Where a failure was localized, as the template shows it (every field escaped there)."""
+def _diagnosis(found: Optional[Diagnosis], base: Path) -> Optional[Dict[str, Any]]:
+    """Where a failure was localized, as the template shows it (every field escaped there). The
+    draft's link is relative to the report's folder (``base``): it still opens after the run
+    folder was moved or copied with its report."""
     if found is None:
         return None
     return {"layer": found.layer, "op": found.op or found.fusion, "searches": found.searches, "triage": found.triage,
             "reproducer": found.reproducer, "not_analysed": found.not_analysed, "draft": found.draft,
-            "draft_href": Path(found.draft).as_uri() if found.draft else ""}
+            "draft_href": _href(Path(found.draft), base) if found.draft else ""}
+
+
+def _href(target: Path, base: Path) -> str:
+    return urllib.parse.quote(Path(os.path.relpath(target.resolve(), base.resolve())).as_posix())
 
 
 def _versions(span: Any) -> str:
     return span.words() if span is not None else ""
 
 
-def render(model: RunModel, title: str) -> str:
+def render(model: RunModel, title: str, base: Path = Path(".")) -> str:
+    """The report's page; ``base``: the folder it is written to (its links are relative to it)."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
@@ -154,7 +163,7 @@ def render(model: RunModel, title: str) -> str:
                 "of_scale": f"{100 * f.relative_to_scale:.3g}%" if f.relative_to_scale is not None else "-",
                 "cosine": fmt_number(f.cosine, 5), "culprits": ", ".join(f.culprits),
                 "versions": _versions(model.numeric_span(f)),
-                "diagnosis": _diagnosis(f.diagnosis)} for f in model.numeric_failures()]
+                "diagnosis": _diagnosis(f.diagnosis, base)} for f in model.numeric_failures()]
     return env.get_template("report.html.j2").render(
         title=title, harness=__version__, n_cells=len(model.records),
         counts=[(str(s), counts[s]) for s in STATUS_ORDER if counts.get(s)],
@@ -162,7 +171,7 @@ def render(model: RunModel, title: str) -> str:
         gaps=[dataclasses.asdict(g) for g in model.harness_gaps()],
         causes=[{"kind": c.kind, "count": c.count, "message": c.message, "places": c.places,
                  "versions": _versions(model.version_span(c.places)),
-                 "diagnosis": _diagnosis(model.diagnosis(c))} for c in model.causes()],
+                 "diagnosis": _diagnosis(model.diagnosis(c), base)} for c in model.causes()],
         machines=[{"key": m.key, "label": m.label, "cells": len(m.cells),
                    "columns": ", ".join(f"{a}@{b}" for a, b in m.columns)} for m in model.machines()],
         unreadable=[{"path": u.path, "reason": u.reason} for u in model.unreadable],
@@ -170,5 +179,5 @@ def render(model: RunModel, title: str) -> str:
 
 
 def write(path: Path, model: RunModel, title: str) -> Path:
-    atomic_write_text(Path(path), render(model, title))
+    atomic_write_text(Path(path), render(model, title, Path(path).parent))
     return Path(path)

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..shared.causes import Cause, group
 from ..shared.machine import label as machine_label
-from ..shared.records import Unreadable, scan_records
+from ..shared.records import Unreadable, scan_records, located
 from ..shared.results import StageResult
 from ..shared.vocab import HAZARD, SETUP, Status
 
@@ -66,7 +66,7 @@ class Diagnosis:
             return None
         found = cls(stage=stage)
         if localized == stage:
-            found._place(reduce, repro)
+            found._place(reduce, repro, record)
         elif localized:
             found.not_analysed = (f"{stage} not reduced: the cell's first failing stage ({localized}) was, and its "
                                   f"place and reproducer are its own")
@@ -86,7 +86,7 @@ class Diagnosis:
             found.triage = f"triage: {triage['outcome']}"
         return found if found.words() else None
 
-    def _place(self, reduce: Dict[str, Any], repro: Dict[str, Any]) -> None:
+    def _place(self, reduce: Dict[str, Any], repro: Dict[str, Any], record: Dict[str, Any]) -> None:
         if Status.of(reduce.get("status")) is Status.PASS:
             members = ", ".join(reduce.get("members") or []) or reduce.get("path")
             self.layer = (f"{members} ({reduce.get('layer')})" if members
@@ -100,8 +100,10 @@ class Diagnosis:
         elif reduce.get("message"):
             self.layer = f"not reduced: {reduce['message']}"
         if repro.get("script"):
-            self.reproducer = repro
-            draft = Path(repro["script"]).parent / DRAFT
+            # The record's paths are the run folder's: resolved where this process reads the record.
+            script = located(record, repro["script"])
+            self.reproducer = dict(repro, script=str(script))
+            draft = script.parent / DRAFT
             self.draft = str(draft) if draft.is_file() else ""
 
     def words(self) -> str:

@@ -7,7 +7,11 @@ Required cells come from the matrix's ``[qualify]`` table (``sessions``, ``versi
 ``models``; each defaults to everything the matrix runs: every session at every version it
 lists, ``run.modes``, ``run.models``). A cell blocks when its verdict is ``fail``, ``error``,
 ``crash``, ``timeout``, ``vacuous`` or ``untestable`` (the harness could not test it: nothing
-qualifies it) and no known issue expects it. A required cell without a
+qualifies it) and no known issue expects it. A required cell whose verdict is ``skip`` (its
+session's own stage did not run: no bf16 on this CPU, no GPU) blocks too: nothing qualified it.
+Sessions the release accepts unrun on machines without their feature are listed in
+``[qualify] optional = ["cpu_onednn_bf16", ...]``: their skips are reported, never blocking.
+A required cell without a
 record blocks, and so does a file in a record's place that cannot be read (truncated, another
 schema): no verdict over what did not run. ``--partial`` qualifies what is there and says so in
 the verdict line (``QUALIFIED (partial: 3 of 180 required cells)``); unreadable records block
@@ -44,7 +48,7 @@ from ..shared.vocab import Status
 from .model import RunModel
 
 _KNOWN_KEYS = {"cell", "stage", "reason", "link"}
-_QUALIFY_KEYS = {"sessions", "versions", "modes", "models"}
+_QUALIFY_KEYS = {"sessions", "versions", "modes", "models", "optional"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +115,18 @@ def required_cells(matrix: Any) -> List[str]:
     return ids
 
 
+def optional_sessions(matrix: Any) -> List[str]:
+    """Sessions whose skipped cells do not block (``[qualify] optional``), each a session of the matrix."""
+    optional = matrix.data.get("qualify", {}).get("optional", [])
+    if not isinstance(optional, list) or not all(isinstance(name, str) for name in optional):
+        raise UserError(f"{matrix.path}: qualify.optional: expected a list of session names, got {optional!r}.")
+    for name in optional:
+        if name not in matrix.sessions:
+            raise UserError(f"{matrix.path}: qualify.optional: unknown session {name!r}; known: "
+                            f"{', '.join(matrix.sessions)}.")
+    return list(optional)
+
+
 @dataclasses.dataclass
 class Qualification:
     blocking: List[str]
@@ -124,10 +140,11 @@ class Qualification:
     unreadable: List[Unreadable] = dataclasses.field(default_factory=list)
     required: int = 0
     partial: bool = False
+    unrun: List[str] = dataclasses.field(default_factory=list)  # required cells that only skipped
 
     @property
     def qualified(self) -> bool:
-        if self.blocking or self.unreadable:
+        if self.blocking or self.unreadable or self.unrun:
             return False
         if self.missing and not self.partial:
             return False
@@ -143,8 +160,9 @@ class Qualification:
 
 
 def qualify(model: RunModel, known: Sequence[Known], required: Sequence[str], strict: bool,
-            partial: bool = False) -> Qualification:
-    blocking, expected, unexpected, skipped = [], [], [], []
+            partial: bool = False, optional: Sequence[str] = ()) -> Qualification:
+    blocking, expected, unexpected, skipped, unrun = [], [], [], [], []
+    needed = set(required)
     for record in sorted(model.records, key=lambda r: r["id"]):
         status = Status.of(record["verdict"]["status"])
         entry = next((k for k in known if k.expects(record)), None)
@@ -155,6 +173,8 @@ def qualify(model: RunModel, known: Sequence[Known], required: Sequence[str], st
                 expected.append(f"{line} — known: {entry.reason}" + (f" ({entry.link})" if entry.link else ""))
             else:
                 blocking.append(line)
+        elif status is Status.SKIP and record["id"] in needed and record["cell"]["session"]["name"] not in optional:
+            unrun.append(line)
         elif status is Status.SKIP:
             skipped.append(line)
         elif matched:
@@ -164,7 +184,7 @@ def qualify(model: RunModel, known: Sequence[Known], required: Sequence[str], st
     missing = [cell for cell in required if cell not in present]
     hazards = [f"{h.kind}: {h.message} (probed in {', '.join(h.places)})" for h in model.hazards()]
     return Qualification(blocking, expected, unexpected, stale, skipped, missing, hazards, strict,
-                         list(model.unreadable), len(required), partial)
+                         list(model.unreadable), len(required), partial, unrun)
 
 
 def _line(record: Dict[str, Any]) -> str:
@@ -192,6 +212,8 @@ def render(result: Qualification, limit: int = 8) -> str:
             len(result.unreadable))
     section("Unexpected failures", result.blocking, True)
     section("Missing cells (required, no record)", result.missing, not result.partial)
+    section("Required cells that did not run (their session's own stage skipped; [qualify] optional accepts them)",
+            result.unrun, True)
     section("Skipped cells", result.skipped, result.strict)
     section("Hazards", result.hazards, result.strict)
     section("Expected failures (known issues)", result.expected, False)
@@ -206,6 +228,7 @@ def run(results: Path, matrix: Any, known_path: Optional[Path], strict: bool, pa
     model = RunModel.load(results)
     if not model.records and not model.unreadable:
         raise UserError(f"--results/--run: no result records under {results}; run the sessions first.")
-    result = qualify(model, load_known(known_path), required_cells(matrix), strict, partial)
+    result = qualify(model, load_known(known_path), required_cells(matrix), strict, partial,
+                     optional_sessions(matrix))
     print(render(result))
     return 0 if result.qualified else 1

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Sequence
 from tabulate import tabulate
 
 from ..shared.causes import Cause, cause_of
-from ..shared.records import atomic_write_text
+from ..shared.records import atomic_write_text, located
 from ..shared.vocab import SETUP, STATUS_ORDER, Status
 from .model import RunModel, stage_results
 from ..shared.notes import analysis_note, analysis_outcome, clip, evidence_note, fmt_number, stage_note
@@ -32,6 +32,7 @@ def stage_rows(model: RunModel, records: Sequence[Dict[str, Any]], max_note: int
     rows = []
     for record in records:
         first = record["verdict"].get("first_failing_stage")
+        unrun = record["verdict"].get("skipped_stage")  # the session's own stage: the cell's skip
         for stage in stage_results(record):
             worst = stage.get("worst") or {}
             note = stage_note(stage)
@@ -41,13 +42,15 @@ def stage_rows(model: RunModel, records: Sequence[Dict[str, Any]], max_note: int
                 note = f"[{label}] {note}"
             if stage["name"] == first and stage["name"] != SETUP:
                 note = f"FIRST FAILURE; {note}" if note else "FIRST FAILURE"
+            elif stage["name"] == unrun:
+                note = f"SESSION NOT RUN; {note}" if note else "SESSION NOT RUN"
             rows.append([record["id"], stage["name"], str(stage["status"]), fmt_number(worst.get("max_abs")),
                          fmt_number(worst.get("max_rel")), evidence_note(stage), clip(note, max_note)])
         for kind, result in (record.get("analysis") or {}).items():
             rows.append([record["id"], f"> {kind}", analysis_outcome(kind, result), "-", "-", "",
                          clip(analysis_note(kind, result), max_note)])
             if result.get("script"):  # a path is never cut: its own row
-                rows.append([record["id"], "", "", "", "", "", str(result["script"])])
+                rows.append([record["id"], "", "", "", "", "", str(located(record, result["script"]))])
     return rows
 
 

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Dict, Iterable, List, Tuple
 
-from .errors import harness_made
+from .errors import PADDLE_WORDS, called, harness_made
 from .vocab import Status
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
@@ -25,9 +25,25 @@ _SPACE = re.compile(r"\s+")
 _ERROR_LINE = re.compile(r"^[A-Za-z]*(Error|Exception)\b.*:")
 
 
-def paddle_message(exc: BaseException) -> str:
-    """Paddle's own first message line, without the C++ traceback around it."""
+# A message of at most this many words without Paddle's own error words names no op, pass or
+# check: ``std::exception``, ``bad_alloc``, an empty ``RuntimeError``.
+WORDLESS_WORDS = 3
+
+
+def wordless(exc: BaseException) -> bool:
+    """Whether ``exc`` says nothing of what failed: no Paddle error words and a few words at most."""
     text = str(exc).strip()
+    return not PADDLE_WORDS.search(text) and len(text.split()) <= WORDLESS_WORDS
+
+
+def paddle_message(exc: BaseException) -> str:
+    """Paddle's own first message line, without the C++ traceback around it. A call into Paddle,
+    a runtime or a converter that raised with no words of its own (``errors.calling``) is named in
+    them: ``predictor.run() raised RuntimeError: std::exception``."""
+    text = str(exc).strip()
+    call = called(exc)
+    if call and wordless(exc):
+        return f"{call} raised {type(exc).__name__}" + (f": {text}" if text else " with no message")
     if not text:  # a bare ``assert`` or ``raise X()``: say so, not "AssertionError: AssertionError"
         return f"{type(exc).__name__} (raised with no message)"
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -51,14 +67,19 @@ def paddle_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
-def raised_status(exc: BaseException, harness_roots: Iterable[Path] = ()) -> Tuple[Status, str]:
+def raised_status(exc: BaseException, harness_roots: Iterable[Path] = (), under: str = "") -> Tuple[Status, str]:
     """What an exception caught around a stage, a trial or a step means: ``untestable`` with the
     harness's own words when the harness made it (``errors.harness_made``), else ``error`` with
-    Paddle's (or the runtime's, the converter's, the model's) first message line."""
+    Paddle's (or the runtime's, the converter's, the model's) first message line. ``under``: the
+    stage, named in a message that has no words of its own (the same bare ``std::exception``
+    under two stages is two causes)."""
     why = harness_made(exc, harness_roots)
     if why is not None:
         return Status.UNTESTABLE, why
-    return Status.ERROR, paddle_message(exc)
+    message = paddle_message(exc)
+    if under and called(exc) and wordless(exc):
+        message += f" under {under}"
+    return Status.ERROR, message
 
 
 def cause_of(message: str) -> str:
@@ -71,6 +92,9 @@ def cause_of(message: str) -> str:
 
 
 _PREFIX = re.compile(r"^(?:[A-Za-z]*(?:Error|Exception):\s*|\([A-Za-z]+\)\s*)+")
+# How ``paddle_message`` names a call that raised with no words of its own, and the stage it was under.
+_CALLED = re.compile(r"^\S+\(\) raised (?=\w)")
+_UNDER = re.compile(r"(?: with no message)?(?: under \w+)?$")
 
 
 def stage_cause(message: str) -> str:
@@ -81,6 +105,8 @@ def stage_cause(message: str) -> str:
     text = str(message or "")
     if text.startswith("at ") and ": " in text:
         text = text.split(": ", 1)[1]
+    if _CALLED.match(text):  # what the call raised is what a script running it alone prints
+        text = _UNDER.sub("", _CALLED.sub("", text))
     return cause_of(_PREFIX.sub("", text.split(" (at ")[0].strip()))
 
 

@@ -8,17 +8,22 @@
   for a runtime, a reduction piece, a file of its own that is gone): the stage is ``untestable``,
   counted apart, never a cause, never searched or reduced.
 
-``harness_made`` decides for any exception: a ``HarnessFailure``; or one raised in the harness's
-own code (its innermost frame of known owner is the harness, not Paddle, a runtime or the model)
-that carries none of Paddle's own error words — a bug of the harness, not a finding.
+``harness_made`` decides for any exception, by where it was raised, not by its words: whatever a
+call into Paddle, a runtime or a converter raised (marked by ``calling``: the predictor's creation
+or run, ``to_static``, ``jit.save``, a session's build or run) is theirs, whatever its type and even
+with no message at all (a bare ``std::exception`` from a C++ kernel); so is an exception whose
+innermost frame of known owner is Paddle's, a runtime's or the model's, or that carries Paddle's
+own error words. The harness's own failures are a ``HarnessFailure``, or an exception raised by the
+harness's logic before or after such a call (its innermost frame is the harness's).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import traceback
 from pathlib import Path
-from typing import Iterable, Optional, Tuple
+from typing import Iterable, Iterator, Optional, Tuple
 
 HARNESS_ROOT = Path(__file__).resolve().parents[1]
 # Model code the harness ships (built-in and zoo factories): the model's, not the harness's.
@@ -59,6 +64,34 @@ class HarnessFailure(Exception):
     """The harness could not build what a stage, trial or step needs: its own failure."""
 
 
+# The attribute ``calling`` puts on what a call into Paddle, a runtime or a converter raised.
+_CALL = "harness_call"
+
+
+@contextlib.contextmanager
+def calling(call: str) -> Iterator[None]:
+    """Marks a call into Paddle, a runtime or a converter (``call``: the call in words,
+    ``predictor.run()``): whatever it raises is theirs, whatever its type and words. The exception
+    goes on unchanged (its type, message and traceback are what the reproducer meets), marked with
+    the call; the innermost call marks it first. The harness's own exceptions pass unmarked."""
+    try:
+        yield
+    except (HarnessFailure, UserError, Finding):
+        raise
+    except Exception as exc:
+        if called(exc) is None:
+            try:
+                setattr(exc, _CALL, call)
+            except (AttributeError, TypeError):  # an exception type that takes no attribute
+                raise Finding(f"{call} raised {type(exc).__name__}: {exc}") from exc
+        raise
+
+
+def called(exc: BaseException) -> Optional[str]:
+    """The call into Paddle, a runtime or a converter that raised ``exc`` (``calling``), or None."""
+    return getattr(exc, _CALL, None)
+
+
 def _owner(filename: str, harness_roots: Iterable[Path]) -> Optional[str]:
     path = Path(filename)
     if "site-packages" in path.parts and any(part in others() for part in path.parts):
@@ -78,7 +111,7 @@ def harness_made(exc: BaseException, harness_roots: Iterable[Path] = ()) -> Opti
     code the harness generated (a reduction's pieces)."""
     if isinstance(exc, HarnessFailure):
         return str(exc)
-    if isinstance(exc, (Finding, UserError)):
+    if isinstance(exc, (Finding, UserError)) or called(exc) is not None:
         return None
     module = type(exc).__module__.split(".")[0]
     if module in others() or PADDLE_WORDS.search(str(exc)):

@@ -8,6 +8,10 @@ Layout of one run (``results/<run>/``)::
     <session>/<paddle>/<mode>/<model>/       the cell's work dir: spec.json, journal.jsonl,
                                              worker.log, export/, *.npz
 
+Records move with their run folder (a CI artefact, a merged shard, a copy elsewhere): every path a
+record holds to a file of its run is written relative to the run folder (``write_record``), and
+whoever reads one resolves it against the folder the record was read from (``located``).
+
 The journal is the cell side's running account: one JSON line when a stage starts and
 one when it ends, flushed and fsynced, so a process that dies mid-stage still tells the
 host which stage killed it.
@@ -74,6 +78,41 @@ def _jsonable(value: Any) -> Any:
 
 def cell_record_path(results: Path, cell_id: str) -> Path:
     return Path(results) / f"{cell_id}.json"
+
+
+def run_relative(value: Any, run: Path) -> Any:
+    """``value`` with every path into the run folder ``run`` (absolute, or relative to the folder
+    the run was started from) written relative to ``run``; other values as they are."""
+    root = Path(run).resolve()
+    if isinstance(value, dict):
+        return {k: run_relative(v, root) for k, v in value.items()}
+    if isinstance(value, list):
+        return [run_relative(v, root) for v in value]
+    if isinstance(value, str) and os.sep in value and "\n" not in value:
+        where = Path(value).resolve()
+        if where != root and where.is_relative_to(root):
+            return where.relative_to(root).as_posix()
+    return value
+
+
+def write_record(results: Path, record: Dict[str, Any]) -> Dict[str, Any]:
+    """Write a cell's record under run folder ``results``, its paths relative to that folder; the
+    record as written, with the in-memory ``_path`` and ``_run`` that ``located`` reads."""
+    path = cell_record_path(results, record["id"])
+    kept = run_relative({k: v for k, v in record.items() if not k.startswith("_")}, Path(results))
+    atomic_write_json(path, kept)
+    return dict(kept, _path=str(path), _run=str(Path(results).resolve()))
+
+
+def located(record: Dict[str, Any], value: "str | Path | None") -> Optional[Path]:
+    """A path a record holds, as a path this process can open: relative ones against the run folder
+    the record was read from (records written before paths were relative hold absolute ones)."""
+    if not value:
+        return None
+    path = Path(value)
+    if path.is_absolute() or not record.get("_run"):
+        return path
+    return Path(record["_run"]) / path
 
 
 def cell_work_dir(results: Path, cell_id: str) -> Path:
@@ -197,4 +236,5 @@ def read_record(path: Path) -> Tuple[Optional[Dict[str, Any]], str]:
         return None, (f"record schema {data.get('schema')!r}, this harness reads {RECORD_SCHEMA}; "
                       f"rerun the cell with this harness")
     data["_path"] = str(path)
+    data["_run"] = str(Path(path).resolve().parents[3])  # <run>/<session>/<paddle>/<mode>/<model>.json
     return data, ""

@@ -107,6 +107,15 @@ class CellSpec:
     def captured(self) -> bool:
         return bool(self.model.get("capture"))
 
+    @property
+    def session_stage(self) -> str:
+        """The session's own stage: its backend at its precision (``onednn_bf16``, ``ort_fp32``),
+        the stage whose skip means the session did not run."""
+        from .vocab import backend_stage_name
+
+        session = self.session
+        return backend_stage_name(session["device"], session["backend"], session["precision"])
+
 
 class OutputsFile:
     """A list of output arrays as ``.npz`` (``o0``, ``o1``, ...): dygraph, baseline and loaded

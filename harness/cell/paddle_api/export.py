@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from ...shared.backends import program_format
-from ...shared.errors import Finding
+from ...shared.errors import Finding, calling
 from . import at_least, paddle, pir_default
 
 
@@ -15,8 +15,10 @@ def export(layer: "paddle.nn.Layer", input_spec: List[Any], prefix: Path) -> Dic
     """to_static + jit.save, once per cell; returns the files that were written."""
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
-    static = paddle.jit.to_static(layer, input_spec=input_spec, full_graph=True)
-    paddle.jit.save(static, str(prefix))
+    with calling("paddle.jit.to_static()"):
+        static = paddle.jit.to_static(layer, input_spec=input_spec, full_graph=True)
+    with calling("paddle.jit.save()"):
+        paddle.jit.save(static, str(prefix))
     return model_files(prefix)
 
 
@@ -53,15 +55,18 @@ def run_saved_program(files: Dict[str, str], feeds: Dict[str, Any], order: List[
         try:
             with pir_utils.OldIrGuard():
                 exe = paddle.static.Executor(paddle.CPUPlace())
-                program, feed_names, fetch = paddle.static.load_inference_model(prefix, exe)
+                with calling("paddle.static.load_inference_model()"):
+                    program, feed_names, fetch = paddle.static.load_inference_model(prefix, exe)
                 import numpy
 
-                return [numpy.asarray(a) for a in exe.run(program, feed={n: feeds[n] for n in feed_names},
-                                                       fetch_list=fetch)]
+                with calling("Executor.run()"):
+                    return [numpy.asarray(a) for a in exe.run(program, feed={n: feeds[n] for n in feed_names},
+                                                           fetch_list=fetch)]
         finally:
             paddle.disable_static()
-    layer = paddle.jit.load(prefix)
+    with calling("paddle.jit.load()"):
+        layer = paddle.jit.load(prefix)
     layer.eval()
-    with paddle.no_grad():
+    with paddle.no_grad(), calling("TranslatedLayer()"):
         out = layer(*[paddle.to_tensor(feeds[name]) for name in order])
     return [array for _, array in flatten_outputs(paddle, out)]

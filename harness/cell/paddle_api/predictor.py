@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...shared.config import PredictorConfig
-from ...shared.errors import Finding
+from ...shared.errors import Finding, calling
 from ...shared.vocab import ProgramFormat
 from . import paddle, paddle_infer
 from .config import make_config, read_back
@@ -35,7 +35,8 @@ def collect_shape_range(files: Dict[str, str], cfg: PredictorConfig, feeds: "Dic
 
 
 def create_predictor(config: "paddle_infer.Config") -> Any:
-    return paddle_infer.create_predictor(config)
+    with calling("paddle.inference.create_predictor()"):
+        return paddle_infer.create_predictor(config)
 
 
 def register_output_hook(predictor: Any, hook: Any) -> None:
@@ -59,11 +60,14 @@ def run_predictor(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str], Lis
     for name in names:
         handle = predictor.get_input_handle(name)
         array = feeds[name]
-        handle.reshape(list(array.shape))
-        handle.copy_from_cpu(array)
-    predictor.run()
+        with calling("handle.copy_from_cpu()"):
+            handle.reshape(list(array.shape))
+            handle.copy_from_cpu(array)
+    with calling("predictor.run()"):
+        predictor.run()
     out_names = list(predictor.get_output_names())
-    return out_names, [predictor.get_output_handle(n).copy_to_cpu() for n in out_names]
+    with calling("handle.copy_to_cpu()"):
+        return out_names, [predictor.get_output_handle(n).copy_to_cpu() for n in out_names]
 
 
 # -- passes ------------------------------------------------------------------

@@ -28,6 +28,7 @@ import numpy as np
 
 from ...cell.runtime import Runtime, Session, unimportable
 from ...shared.compare import Tolerance
+from ...shared.errors import calling
 from ...shared.config import PredictorConfig
 from ...shared.runtime import Requirement, StagePlan
 from . import ONNXRUNTIME, PADDLE2ONNX, conversion
@@ -74,7 +75,8 @@ class OrtSession(Session):
     def run(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray]]:
         names = [o.name for o in self.session.get_outputs()]
         wanted = {i.name for i in self.session.get_inputs()}
-        outputs = self.session.run(names, {k: v for k, v in feeds.items() if k in wanted})
+        with calling("InferenceSession.run()"):
+            outputs = self.session.run(names, {k: v for k, v in feeds.items() if k in wanted})
         return names, [np.asarray(o) for o in outputs]
 
     def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
@@ -106,7 +108,7 @@ class OnnxRuntime(Runtime):
         options.optimized_model_filepath = str(optimized)
         options.log_severity_level = 0  # verbose: the only place ORT says which transformers changed the graph
         log = Path(f"{scratch}.ort.log")
-        with _stderr_to(log):
+        with _stderr_to(log), calling("onnxruntime.InferenceSession()"):
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"], **kwargs)
         applied = list(dict.fromkeys(_MODIFIED.findall(log.read_text(encoding="utf-8", errors="replace"))))
         log.unlink()

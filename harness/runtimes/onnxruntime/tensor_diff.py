@@ -17,6 +17,7 @@ import numpy as np
 from ...cell import layerwise
 from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig
+from ...shared.errors import calling
 from . import conversion
 from .conversion import converter
 from .options import session_options
@@ -58,9 +59,11 @@ def _dump_marked(runtime: Any, files: Dict[str, str], config: PredictorConfig, f
                 marked.append(entry)
                 model.graph.output.append(onnx.ValueInfoProto(name=value))
     options, kwargs = session_options(config)  # the stage's own options, outputs marked
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"], **kwargs)
+    with calling("onnxruntime.InferenceSession()"):
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"], **kwargs)
     wanted = {i.name for i in session.get_inputs()}
-    got = session.run(finals + [m["raw"] for m in marked], {k: v for k, v in feeds.items() if k in wanted})
+    with calling("InferenceSession.run()"):
+        got = session.run(finals + [m["raw"] for m in marked], {k: v for k, v in feeds.items() if k in wanted})
     index = layerwise.save_tensors(out_dir, list(zip(marked, got[len(finals):])))
     outputs = [np.asarray(a) for a in got[:len(finals)]]
     return {"index": index, "outputs": outputs,

@@ -30,7 +30,7 @@ import numpy as np
 from ...cell.runtime import Runtime, Session, unimportable
 from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig
-from ...shared.errors import Finding
+from ...shared.errors import Finding, calling
 from ...shared.runtime import Requirement, StagePlan
 from ..onnxruntime import PADDLE2ONNX
 from ..onnxruntime import conversion as onnx_conversion
@@ -94,7 +94,8 @@ class OpenVinoSession(Session):
         return [i.get_any_name() for i in self.compiled.inputs]
 
     def run(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray]]:
-        results = self.compiled(by_input_name(self.compiled, feeds))
+        with calling("CompiledModel()"):
+            results = self.compiled(by_input_name(self.compiled, feeds))
         return ([o.get_any_name() for o in self.compiled.outputs],
                 [np.asarray(results[o]) for o in self.compiled.outputs])
 
@@ -131,8 +132,10 @@ class OpenVino(Runtime):
         core = ov.Core()
         source = self._readable(files)
         try:
-            model = core.read_model(source["program"])  # the Paddle frontend finds the params beside it
-            compiled = core.compile_model(model, "CPU", _properties(config))
+            with calling("Core.read_model()"):
+                model = core.read_model(source["program"])  # the Paddle frontend finds the params beside it
+            with calling("Core.compile_model()"):
+                compiled = core.compile_model(model, "CPU", _properties(config))
         except RuntimeError as exc:
             raise Finding(f"OpenVINO could not read or compile the model{OV_SAID} {openvino_words(exc)}") from exc
         runtime_model = compiled.get_runtime_model()
@@ -224,8 +227,10 @@ class OpenVino(Runtime):
                 if entry is not None:
                     marked.append((entry, port))
         model.add_outputs([port for _, port in marked])
-        compiled = core.compile_model(model, "CPU", _properties(config))
-        results = compiled(by_input_name(compiled, feeds))
+        with calling("Core.compile_model()"):
+            compiled = core.compile_model(model, "CPU", _properties(config))
+        with calling("CompiledModel()"):
+            results = compiled(by_input_name(compiled, feeds))
         got = [np.asarray(results[o]) for o in compiled.outputs]
         index = layerwise.save_tensors(out_dir, [(entry, array) for (entry, _), array in zip(marked, got[finals:])])
         return {"index": index, "outputs": got[:finals],
