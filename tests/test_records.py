@@ -83,3 +83,45 @@ def test_a_missing_interpreter_is_said_before_any_work(tmp_path):
 
     assert "no such interpreter" in LocalLauncher(str(tmp_path / "nope" / "python")).probe()
     assert LocalLauncher().probe() is None
+
+
+def test_a_cell_whose_session_stage_skipped_reads_skip_with_that_stage_s_reason():
+    setup = {"status": "pass"}
+    ran = [_stage("baseline", "pass"), _stage("ir", "pass")]
+    unrun = ran + [_stage("onednn_bf16", "skip", message="this CPU does not support bfloat16")]
+    verdict = verdict_of(setup, unrun, "onednn_bf16")
+    assert verdict == {"status": Status.SKIP, "first_failing_stage": None, "skipped_stage": "onednn_bf16",
+                       "message": "onednn_bf16 skipped: this CPU does not support bfloat16"}
+    assert verdict_of(setup, ran + [_stage("onednn_bf16", "pass")], "onednn_bf16")["status"] is Status.PASS
+    # A failure before it is still the verdict; a skipped lever stage is not the session's own.
+    failed = [_stage("baseline", "fail", worst={})] + unrun[1:]
+    assert verdict_of(setup, failed, "onednn_bf16")["status"] is Status.FAIL
+    lever = [_stage("baseline", "pass"), _stage("memory", "skip", message="no lever"), _stage("cpu_fp32", "pass")]
+    assert verdict_of(setup, lever, "cpu_fp32")["status"] is Status.PASS
+
+
+def test_records_hold_run_relative_paths_that_resolve_wherever_the_run_folder_goes(tmp_path, monkeypatch):
+    from harness.shared.records import located, read_record, run_relative, write_record
+
+    run = tmp_path / "results" / "xv"
+    monkeypatch.chdir(tmp_path)  # the run started here with the default relative results/
+    cell = "cpu_fp32/3.3.1/normal/m"
+    record = {"schema": 2, "id": cell, "cell": {"matrix": "/elsewhere/matrix.toml"},
+              "setup": {"export": {"program": f"results/xv/{cell}/export/model.json", "format": "pir"}},
+              "analysis": {"reproducer": {"script": str(run / cell / "reproducer" / "repro.py"),
+                                          "message": "raised at results/xv/x.py"}}}
+    kept = write_record(run, record)
+    written = json.loads((run / f"{cell}.json").read_text())
+    assert written["setup"]["export"]["program"] == f"{cell}/export/model.json"
+    assert written["analysis"]["reproducer"]["script"] == f"{cell}/reproducer/repro.py"
+    assert written["cell"]["matrix"] == "/elsewhere/matrix.toml"  # outside the run: as it was
+    assert written["setup"]["export"]["format"] == "pir" and "_run" not in written
+    assert located(kept, kept["analysis"]["reproducer"]["script"]) == run.resolve() / cell / "reproducer" / "repro.py"
+    moved = tmp_path / "artefact" / "xv"
+    moved.parent.mkdir()
+    run.rename(moved)
+    again, why = read_record(moved / f"{cell}.json")
+    assert why == "" and located(again, again["setup"]["export"]["program"]) == moved.resolve() / cell / "export" / "model.json"
+    # A record written before paths were relative holds absolute ones: read as they are.
+    assert located(again, "/old/place/repro.py").as_posix() == "/old/place/repro.py"
+    assert run_relative({"a": [str(moved / "x")]}, moved) == {"a": ["x"]}

@@ -1,0 +1,143 @@
+"""Verdicts and reports that hide nothing, on one run made as the README makes it (default relative
+``results/``, ``--run xv``): a Paddle failure without words is Paddle's and gets the whole root
+cause; a session whose own stage could not run reads ``skip`` and does not qualify; the report of a
+verified finding opens from anywhere, after the run folder moved, in a real browser. Real Paddle,
+real processes, real Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from .conftest import load_record, matrix_text, run_harness, stages_by_name
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+INT8 = '\n[sessions.cpu_onednn_int8]\ndevice = "cpu"\nbackend = "onednn"\nprecision = "int8"\n' \
+       '[tolerances.int8]\natol = 0.05\nrtol = 0.05\n'
+RUN = "xv"
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """The run, from a folder of its own as a user starts it; its matrix; that folder."""
+    from harness.shared.spec import release
+    from .conftest import installed_paddle
+
+    version = installed_paddle()
+    if release(version) < (3, 3, 0):
+        pytest.skip(f"the planted oneDNN failure is Paddle 3.3's (this environment has {version})")
+    here = tmp_path_factory.mktemp("user")
+    matrix = here / "matrix.toml"
+    matrix.write_text(matrix_text(version, {"gru": "tests.factories:conv_then_gru", "clean": "tests.factories:clean"},
+                                  inputs={"gru": "series = { shape = [2, 12, 4] }"}, extra=INT8))
+    runs = {}
+    for session, model in (("cpu_onednn_fp32", "gru"), ("cpu_onednn_bf16", "clean"), ("cpu_onednn_int8", "clean")):
+        runs[session] = run_harness("run", "--matrix", str(matrix), "--session", session, "--model", model,
+                                    "--run", RUN, cwd=here)
+    return here, matrix, runs
+
+
+def test_a_wordless_onednn_failure_is_paddle_s_and_gets_the_whole_root_cause(made):
+    here, _, runs = made
+    record = load_record(here / "results" / RUN, f"cpu_onednn_fp32/{record_version(here)}/normal/gru")
+    stage = stages_by_name(record)["onednn_fp32"]
+    assert stage["status"] == "error", stage
+    assert stage["message"] == "predictor.run() raised RuntimeError: std::exception under onednn_fp32"
+    assert stages_by_name(record)["baseline"]["status"] == "pass"  # native kernels run it and match
+    analysis = record["analysis"]
+    assert analysis["bisect"]["candidates"] > 0 and analysis["bisect"]["predicate"] == "raises the same cause"
+    reduce = analysis["reduce"]
+    assert reduce["status"] == "pass" and reduce["sub_exports"] > 0 and reduce["cause"] == "std::exception"
+    assert not [t for t in reduce.get("trials", []) if t.get("untestable")]
+    assert not [t for t in reduce.get("isolation", {}).get("tried", []) if t.get("untestable")], reduce["isolation"]
+    repro = analysis["reproducer"]
+    assert repro["verified"] and repro["exit"] != 0 and "std::exception" in repro["last_line"]
+    assert not [s for s in record["stages"] if s["status"] == "untestable"]
+    assert "[C1] predictor.run() raised RuntimeError: std::exception under onednn_fp32" in runs["cpu_onednn_fp32"].stdout
+    assert "could not test" not in runs["cpu_onednn_fp32"].stdout
+
+
+def record_version(here: Path) -> str:
+    return next((here / "results" / RUN / "cpu_onednn_fp32").iterdir()).name
+
+
+def test_a_session_whose_own_stage_did_not_run_reads_skip_and_does_not_qualify(made):
+    here, matrix, runs = made
+    version = record_version(here)
+    int8 = load_record(here / "results" / RUN, f"cpu_onednn_int8/{version}/normal/clean")
+    assert int8["verdict"]["status"] == "skip" and int8["verdict"]["skipped_stage"] == "onednn_int8"
+    assert "quantization-aware" in int8["verdict"]["message"]
+    assert "SESSION NOT RUN" in runs["cpu_onednn_int8"].stdout and "1 cells: 1 skip" in runs["cpu_onednn_int8"].stdout
+    required = '\n[qualify]\nsessions = ["cpu_onednn_int8"]\nmodels = ["clean"]\n'
+    strict_matrix = here / "qualify.toml"
+    strict_matrix.write_text(matrix.read_text() + required)
+    known = here / "known.toml"  # the run's other cell, the oneDNN finding, is expected here
+    known.write_text('[[known]]\ncell = "cpu_onednn_fp32/*/normal/gru"\nreason = "std::exception under oneDNN"\n')
+    refused = run_harness("qualify", "--matrix", str(strict_matrix), "--run", RUN, "--known", str(known), cwd=here)
+    assert refused.returncode == 1 and refused.stdout.startswith("NOT QUALIFIED"), refused.stdout
+    assert "did not run" in refused.stdout and "cpu_onednn_int8/" in refused.stdout
+    accepting = here / "optional.toml"
+    accepting.write_text(matrix.read_text() + required + 'optional = ["cpu_onednn_int8"]\n')
+    accepted = run_harness("qualify", "--matrix", str(accepting), "--run", RUN, "--known", str(known), cwd=here)
+    assert accepted.returncode == 0 and accepted.stdout.startswith("QUALIFIED"), accepted.stdout
+    assert "Skipped cells (1, reported)" in accepted.stdout
+
+    # bf16 on this machine: either branch, each checked for what it says.
+    bf16 = load_record(here / "results" / RUN, f"cpu_onednn_bf16/{version}/normal/clean")
+    stage = stages_by_name(bf16)["onednn_bf16"]
+    if "avx512_bf16" in bf16["machine"]["flags"] or "amx_bf16" in bf16["machine"]["flags"]:
+        assert stage["status"] != "skip" and bf16["verdict"]["status"] != "skip", stage
+        assert "bfloat16" in stage["evidence"]["output_dtypes"] or stage["status"] == "noop"
+    else:
+        assert stage["status"] == "skip" and "bfloat16" in stage["message"]
+        assert bf16["verdict"]["status"] == "skip" and bf16["verdict"]["skipped_stage"] == "onednn_bf16"
+        bf16_matrix = here / "bf16.toml"
+        bf16_matrix.write_text(matrix.read_text() + '\n[qualify]\nsessions = ["cpu_onednn_bf16"]\nmodels = ["clean"]\n')
+        assert run_harness("qualify", "--matrix", str(bf16_matrix), "--run", RUN, "--known", str(known),
+                           cwd=here).returncode == 1
+
+
+def _chromium(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                           *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (`apt-get install chromium`; .ci/run does)")
+def test_the_report_of_a_verified_finding_opens_from_the_default_folder_and_after_the_run_moved(made, tmp_path):
+    here, matrix, _ = made
+    report = run_harness("report", "--run", RUN, cwd=here)  # the README's command, default results/
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert (here / "results" / RUN / "report.html").is_file()
+    record = json.loads(next((here / "results" / RUN / "cpu_onednn_fp32").rglob("gru.json")).read_text())
+    assert not record["analysis"]["reproducer"]["script"].startswith(("/", "results")), record["analysis"]["reproducer"]
+
+    moved = tmp_path / "artefacts"
+    moved.mkdir()
+    shutil.copytree(here / "results" / RUN, moved / RUN)
+    shutil.rmtree(here / "results" / RUN / "cpu_onednn_fp32")  # nothing of the old place can be read
+    elsewhere = tmp_path / "another"
+    elsewhere.mkdir()
+    again = run_harness("report", "--results", str(moved), "--run", RUN, cwd=elsewhere)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert str(moved / RUN) in again.stdout and "(verified)" in again.stdout
+    for verb in (("qualify", "--matrix", str(matrix)), ("regress",)):
+        proc = run_harness(*verb, "--results", str(moved), "--run", RUN, cwd=elsewhere)
+        assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    draft = moved / RUN / "cpu_onednn_fp32" / record["cell"]["paddle"] / "normal" / "gru" / "reproducer" / "issue.md"
+    assert draft.is_file() and str(tmp_path) not in draft.read_text() and str(here) not in draft.read_text()
+
+    page = moved / RUN / "report.html"
+    dom = _chromium("--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    links = re.findall(r'href="([^"]*issue\.md)"', dom.stdout)
+    assert links, "the report links no draft"
+    target = urllib.parse.urljoin(page.as_uri(), links[0])
+    assert Path(urllib.parse.unquote(urllib.parse.urlparse(target).path)) == draft
+    opened = _chromium("--dump-dom", target)  # the link, followed as the browser follows it
+    assert opened.returncode == 0 and "std::exception" in opened.stdout, opened.stdout[-1000:]

@@ -1,0 +1,113 @@
+"""Whose failure it is, by where it was raised: a call into Paddle, a runtime or a converter that
+raises — whatever its type, whatever its words, none at all — is theirs; the harness's own logic
+around it is the harness's. Real exceptions with real tracebacks, no Paddle needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.shared.causes import paddle_message, raised_status, stage_cause
+from harness.shared.errors import HarnessFailure, calling, called, harness_made
+from harness.shared.vocab import Status
+
+
+def _raise_in_harness_frame(exc: BaseException) -> None:
+    raise exc  # this file's frame stands for the harness's line that calls a C++ extension
+
+
+def _caught(fn) -> BaseException:
+    try:
+        fn()
+    except BaseException as exc:  # noqa: BLE001 - the test inspects it
+        return exc
+    raise AssertionError("nothing raised")
+
+
+def test_a_wordless_exception_from_a_marked_call_is_theirs_and_named_by_the_call_and_stage():
+    def run():
+        with calling("predictor.run()"):
+            _raise_in_harness_frame(RuntimeError("std::exception"))
+
+    exc = _caught(run)
+    assert type(exc) is RuntimeError and str(exc) == "std::exception"  # unchanged for whoever reads it
+    assert called(exc) == "predictor.run()"
+    assert harness_made(exc) is None
+    assert paddle_message(exc) == "predictor.run() raised RuntimeError: std::exception"
+    status, message = raised_status(exc, under="onednn_fp32")
+    assert status is Status.ERROR
+    assert message == "predictor.run() raised RuntimeError: std::exception under onednn_fp32"
+    # What a reproducer running the call alone prints is what a trial and a script are matched on.
+    assert stage_cause(message) == "std::exception"
+
+
+def test_the_same_words_raised_by_the_harness_itself_stay_the_harness_s():
+    exc = _caught(lambda: _raise_in_harness_frame(RuntimeError("std::exception")))
+    assert called(exc) is None
+    # tests/ is not harness code; named among the harness's own roots (as a reduction's generated
+    # pieces are), its frame is the harness's.
+    from pathlib import Path
+
+    status, message = raised_status(exc, [Path(__file__).parent], under="onednn_fp32")
+    assert status is Status.UNTESTABLE and message.startswith("the harness raised RuntimeError: std::exception at ")
+
+
+def test_an_empty_message_is_named_and_matched_by_its_type():
+    def build():
+        with calling("paddle.inference.create_predictor()"):
+            _raise_in_harness_frame(RuntimeError())
+
+    exc = _caught(build)
+    status, message = raised_status(exc, under="ir")
+    assert (status, message) == (Status.ERROR, "paddle.inference.create_predictor() raised RuntimeError with no "
+                                               "message under ir")
+    assert stage_cause(message) == "RuntimeError"
+
+
+def test_paddle_s_own_words_are_kept_as_they_are():
+    def run():
+        with calling("predictor.run()"):
+            raise ValueError("(InvalidArgument) Broadcast dimension mismatch. Operands could not be broadcast.")
+
+    status, message = raised_status(_caught(run), under="onednn_fp32")
+    assert status is Status.ERROR and message.startswith("ValueError: (InvalidArgument) Broadcast")
+    assert "under" not in message
+
+
+def test_the_innermost_call_names_it_and_the_harness_s_own_failures_pass_unmarked():
+    def nested():
+        with calling("paddle.jit.save()"):
+            with calling("paddle.jit.to_static()"):
+                raise RuntimeError("")
+
+    assert called(_caught(nested)) == "paddle.jit.to_static()"
+
+    def harness_own():
+        with calling("predictor.run()"):
+            raise HarnessFailure("the cell's inputs are gone")
+
+    exc = _caught(harness_own)
+    assert called(exc) is None and raised_status(exc)[0] is Status.UNTESTABLE
+
+
+def test_an_exception_that_takes_no_attribute_becomes_a_finding_in_the_call_s_words():
+    class Slotted(Exception):
+        __slots__ = ()
+
+        def __setattr__(self, name, value):
+            raise AttributeError(name)
+
+    def run():
+        with calling("CompiledModel()"):
+            raise Slotted("boom")
+
+    exc = _caught(run)
+    assert raised_status(exc) == (Status.ERROR, "Finding: CompiledModel() raised Slotted: boom")
+
+
+@pytest.mark.parametrize("text", ["std::exception", "bad_alloc", ""])
+def test_a_paddle_category_in_a_short_message_is_words_enough(text):
+    def run():
+        with calling("predictor.run()"):
+            raise RuntimeError(f"(Fatal) {text}".strip())
+
+    assert "predictor.run() raised" not in paddle_message(_caught(run))
