@@ -179,6 +179,10 @@ def setup_from_capture(ctx: CellContext, capture: Path) -> Dict[str, Any]:
     info = ctx.paddle_api.paddle_info()
     source = {"source": "tipc", "command": meta.get("argv"), "cwd": meta.get("cwd"),
               "saved_to": meta.get("saved_to"), "layer": meta.get("layer"), "capture": str(capture)}
+    if meta.get("error") and "raised_by" in meta and meta["raised_by"] is None:
+        # Raised by the capture's own code, not by the layer's forward or jit.save: the harness's.
+        return {"status": Status.UNTESTABLE, "paddle": info, "phase": "capture", "weights": source,
+                "message": f"the harness could not capture {meta.get('saved_to')}: {meta['error']}"}
     if meta.get("error"):
         return {"status": Status.ERROR, "paddle": info, "phase": "capture", "weights": source,
                 "message": f"the dygraph reference of {meta.get('saved_to')} failed: {meta['error']}"}

@@ -42,6 +42,11 @@ def _load(name, relative):
     return module
 
 
+def _errors():
+    """The harness's rule of whose failure it is (standard library only at import)."""
+    return sys.modules.get("_harness_errors") or _load("_harness_errors", os.path.join("shared", "errors.py"))
+
+
 def install(jit_package, out):
     api = sys.modules["paddle.jit.api"]
     original = api.save
@@ -77,6 +82,9 @@ def capture(layer, path, input_spec, out):
             meta["unverified"] = problem
     except Exception as exc:  # noqa: BLE001 - recorded, the harness reports it
         meta["error"] = (f"{type(exc).__name__}: {exc}".strip().splitlines() or [type(exc).__name__])[0]
+        # Whose it is, by where it was raised (``shared/errors.py``): the saved layer's forward or
+        # jit.save's files are the user's and Paddle's; anything else is the capture's own.
+        meta["raised_by"] = _errors().called(exc)
         meta["traceback"] = traceback.format_exc()[-4000:]
     meta["seconds"] = round(time.perf_counter() - started, 4)
     tmp = os.path.join(folder, ".meta.json.tmp")
@@ -105,7 +113,8 @@ def _copy_files(prefix, folder):
     written = [prefix + ext for ext in (".json", ".pdmodel") if os.path.exists(prefix + ext)]
     program = max(written, key=os.path.getmtime) if written else None
     if program is None:
-        raise FileNotFoundError(f"jit.save wrote neither {prefix}.json nor {prefix}.pdmodel")
+        raise _errors().theirs(FileNotFoundError(f"jit.save wrote neither {prefix}.json nor {prefix}.pdmodel"),
+                               "paddle.jit.save()")
     ext = os.path.splitext(program)[1]
     files = {"program": os.path.join(export, "model" + ext), "params": "",
              "format": "pir" if ext == ".json" else "legacy"}  # ProgramFormat's words; no harness import here
@@ -190,7 +199,10 @@ def _reference(paddle, layer, input_spec, folder, meta):
     paddle.jit.enable_to_static(False)  # the Python forward, not the traced program
     try:
         with paddle.no_grad():
-            outputs = structure.flatten_outputs(paddle, layer(*structure.build_call_args(paddle, named, arrays)))
+            call_args = structure.build_call_args(paddle, named, arrays)
+            with _errors().calling("the saved layer's forward"):
+                returned = layer(*call_args)
+            outputs = structure.flatten_outputs(paddle, returned)
     finally:
         paddle.jit.enable_to_static(was_to_static)
         if was_static:
