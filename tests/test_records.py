@@ -125,3 +125,16 @@ def test_records_hold_run_relative_paths_that_resolve_wherever_the_run_folder_go
     # A record written before paths were relative holds absolute ones: read as they are.
     assert located(again, "/old/place/repro.py").as_posix() == "/old/place/repro.py"
     assert run_relative({"a": [str(moved / "x")]}, moved) == {"a": ["x"]}
+
+
+def test_every_session_of_the_shipped_matrix_names_its_own_stage_in_its_ladder():
+    """The stage whose skip makes a cell's verdict skip exists in every session's ladder."""
+    from pathlib import Path
+
+    from harness import matrix
+    from harness.shared.spec import CellSpec
+
+    shipped = matrix.load(Path(__file__).resolve().parents[1] / "matrix" / "default.toml")
+    for name, session in shipped.sessions.items():
+        spec = next(iter(shipped.expand(name, session.versions[0])))
+        assert isinstance(spec, CellSpec) and spec.session_stage == spec.stages[-1], (name, spec.stages)
