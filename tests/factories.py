@@ -549,3 +549,128 @@ class ConvThenGRU(nn.Layer):
 
 def conv_then_gru():
     return ConvThenGRU(), [InputSpec([None, 12, 4], "float32", "series")]
+
+
+class RMSNorm(nn.Layer):
+    """The decoder suites' unfused RMS norm (their fused kernel is GPU-only)."""
+
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight = self.create_parameter([hidden], default_initializer=nn.initializer.Constant(1.0))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * paddle.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class Rotary(nn.Layer):
+    """The rotary tables, computed once from the positions (the hidden states read only for their dtype)."""
+
+    def __init__(self, dim, base):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / (base ** (paddle.arange(0, dim, 2, dtype="float32") / dim)),
+                             persistable=False)
+
+    def forward(self, hidden, positions):
+        freqs = positions.astype("float32").unsqueeze(-1) * self.inv_freq
+        emb = paddle.concat([freqs, freqs], axis=-1)
+        return emb.cos().astype(hidden.dtype), emb.sin().astype(hidden.dtype)
+
+
+def _rotate(x, cos, sin):
+    half = x.shape[-1] // 2
+    rotated = paddle.concat([-x[..., half:], x[..., :half]], axis=-1)
+    return x * cos.unsqueeze(1) + rotated * sin.unsqueeze(1)
+
+
+class Attention(nn.Layer):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads, self.dim = heads, hidden // heads
+        self.q_proj, self.k_proj = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
+        self.v_proj, self.o_proj = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
+
+    def forward(self, x, cos, sin, mask):
+        b, t = x.shape[0], x.shape[1]
+        q, k, v = [p(x).reshape([b, t, self.heads, self.dim]).transpose([0, 2, 1, 3])
+                   for p in (self.q_proj, self.k_proj, self.v_proj)]
+        q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+        scores = paddle.matmul(q, k, transpose_y=True) / float(self.dim) ** 0.5 + mask
+        out = paddle.matmul(nn.functional.softmax(scores, axis=-1), v)
+        return self.o_proj(out.transpose([0, 2, 1, 3]).reshape([b, t, -1]))
+
+
+class Mlp(nn.Layer):
+    """A gated MLP; ``upsampled`` takes the hidden states through a nearest interpolate by a scale
+    factor and back (Paddle 3.3's oneDNN raises on any interpolate)."""
+
+    def __init__(self, hidden, upsampled=False):
+        super().__init__()
+        self.gate_proj, self.up_proj = nn.Linear(hidden, 2 * hidden), nn.Linear(hidden, 2 * hidden)
+        self.down_proj = nn.Linear(2 * hidden, hidden)
+        self.upsampled = upsampled
+
+    def forward(self, x):
+        h = nn.functional.silu(self.gate_proj(x)) * self.up_proj(x)
+        if self.upsampled:
+            wide = nn.functional.interpolate(h.transpose([0, 2, 1]).unsqueeze(2), scale_factor=2, mode="nearest")
+            h = wide[:, :, 0, ::2].transpose([0, 2, 1])
+        return self.down_proj(h)
+
+
+class DecoderLayer(nn.Layer):
+    """Reads only what its kind needs: a sliding-window layer the local table, a global one the
+    global table; both get the mask and the positions, and return a tuple ``(hidden,)``."""
+
+    def __init__(self, hidden, heads, sliding, upsampled=False):
+        super().__init__()
+        self.sliding = sliding
+        self.input_layernorm, self.post_attention_layernorm = RMSNorm(hidden), RMSNorm(hidden)
+        self.self_attn = Attention(hidden, heads)
+        self.mlp = Mlp(hidden, upsampled)
+
+    def forward(self, hidden, global_table, local_table, mask, positions):
+        cos, sin = local_table if self.sliding else global_table
+        hidden = hidden + self.self_attn(self.input_layernorm(hidden), cos, sin, mask)
+        return (hidden + self.mlp(self.post_attention_layernorm(hidden)),)
+
+
+class DecoderStack(nn.Layer):
+    """The suites' ``model.model``: rotary tables computed once and passed with the mask and the
+    positions to every layer; a structured output (``Fields``). The planted failure is layer 2's MLP."""
+
+    def __init__(self, vocab=64, hidden=16, heads=2, layers=4, failing=2):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, hidden)
+        self.rotary_global, self.rotary_local = Rotary(hidden // heads, 10000.0), Rotary(hidden // heads, 100.0)
+        self.layers = nn.LayerList([DecoderLayer(hidden, heads, sliding=i % 2 == 0, upsampled=i == failing)
+                                    for i in range(layers)])
+        self.norm = RMSNorm(hidden)
+
+    def forward(self, input_ids):
+        hidden = self.embed_tokens(input_ids)
+        t = input_ids.shape[1]
+        positions = paddle.arange(t, dtype="int64").unsqueeze(0).expand([input_ids.shape[0], t])
+        global_table = self.rotary_global(hidden, positions)
+        local_table = self.rotary_local(hidden, positions)
+        mask = paddle.triu(paddle.full([t, t], -1e4, dtype=hidden.dtype), diagonal=1).unsqueeze(0).unsqueeze(0)
+        for layer in self.layers:
+            hidden = layer(hidden, global_table, local_table, mask, positions)[0]
+        return Fields(last_hidden_state=self.norm(hidden))
+
+
+class CausalLM(nn.Layer):
+    """A causal LM shaped as the decoder suites build one (``model`` + ``lm_head``); exported as
+    a deployment exports it, returning the logits."""
+
+    def __init__(self, **sizes):
+        super().__init__()
+        self.model = DecoderStack(**sizes)
+        self.lm_head = nn.Linear(16, 64)
+
+    def forward(self, input_ids):
+        return self.lm_head(self.model(input_ids).last_hidden_state)
+
+
+def causal_lm():
+    return CausalLM(), [InputSpec([None, None], "int64", "input_ids")]

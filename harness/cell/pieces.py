@@ -276,21 +276,6 @@ def _returned(members: Sequence[Call], made: Dict[int, str], consumed: Set[int])
     return kept or [made[i] for i in outputs if i not in inputs or i in consumed]
 
 
-def unused_inputs(paddle: Any, piece: Any, arrays: List[np.ndarray]) -> Set[int]:
-    """Floating inputs no floating output depends on (autograd says None), by index."""
-    tensors = [paddle.to_tensor(a) for a in arrays]
-    floating = [k for k, t in enumerate(tensors) if t.dtype in (paddle.float16, paddle.float32, paddle.float64)]
-    for k in floating:
-        tensors[k].stop_gradient = False
-    outputs = [t for _, t in flatten_tensors(paddle, piece(*tensors))
-               if t.dtype in (paddle.float16, paddle.float32, paddle.float64) and not t.stop_gradient]
-    if not outputs or not floating:
-        return set()
-    total = paddle.add_n([o.astype("float32").sum() for o in outputs])
-    grads = paddle.grad([total], [tensors[k] for k in floating], allow_unused=True)
-    return {k for k, g in zip(floating, grads) if g is None}
-
-
 def unique_tensors(paddle: Any, value: Any) -> List[Any]:
     """The tensors of ``value`` in Paddle's flattening order, each once: a program returns a
     tensor returned twice (e.g. a backbone's last stage also in its list of stages) once."""

@@ -26,7 +26,7 @@ from ..shared.vocab import Analysis, Reference, Stage, Status
 from .context import CellContext
 from .descent import Trial
 from .isolation import ONE_OP, OpCall, one_op_source
-from .pieces import SMALL_INT_INPUT, Call, VacuousPiece, load_piece, load_source, piece_source, specs, unique_tensors, unused_inputs
+from .pieces import SMALL_INT_INPUT, Call, VacuousPiece, load_piece, load_source, piece_source, specs, unique_tensors
 from .runtime import runtime
 
 
@@ -99,10 +99,18 @@ class PieceTrials:
         return self._judge(trial, files, trial.feeds, traced, where)
 
     def _export(self, layer: Any, arrays: List[np.ndarray], where: Path):
+        return self.ctx.saved.export(layer, specs(self.paddle, arrays), where / "model"), arrays, self._traced(layer, arrays)
+
+    def _export_reading_all(self, layer: Any, arrays: List[np.ndarray], where: Path):
+        """The piece's files (or the indices of the inputs its program never reads) and its dygraph outputs."""
+        traced = self._traced(layer, arrays)
+        return self.ctx.saved.export_reading_all(layer, specs(self.paddle, arrays), where / "model"), traced
+
+    def _traced(self, layer: Any, arrays: List[np.ndarray]) -> List[np.ndarray]:
+        """The piece's dygraph outputs: what ``to_static`` traces, the reference of a baseline failure."""
         paddle = self.paddle
         with paddle.no_grad():
-            traced = [t.numpy() for t in unique_tensors(paddle, layer(*[paddle.to_tensor(a) for a in arrays]))]
-        return self.ctx.saved.export(layer, specs(paddle, arrays), where / "model"), arrays, traced
+            return [t.numpy() for t in unique_tensors(paddle, layer(*[paddle.to_tensor(a) for a in arrays]))]
 
     def _build(self, members: List[Call], where: Path, trial: Trial):
         """The piece's program, feeds and dygraph outputs; None (the trial says why) when it cannot
@@ -115,19 +123,19 @@ class PieceTrials:
         try:
             source, arrays, fed_at = piece_source(members, constants=constants)
             piece = load_piece(source, where, members)
-            try:
-                files, arrays, traced = self._export(piece, arrays, where)
-            except Exception as exc:
-                if "not involved in the target_vars" not in str(exc):
-                    raise
-                # A floating input no output needs (autograd says which): made inside the piece.
-                unused = {fed_at[i] for i in unused_inputs(self.paddle, piece, arrays)}
-                if not unused:
-                    raise
+            exported, traced = self._export_reading_all(piece, arrays, where)
+            if isinstance(exported, set):
+                # Inputs its program never reads (a rotary table of another layer kind, positions
+                # read only for their shape, hidden states read only for their dtype): Paddle refuses
+                # such feeds, so the piece makes them inside, found in the traced program itself.
+                unused = {fed_at[i] for i in exported}
                 source, arrays, _ = piece_source(members, unused, constants)
                 piece = load_piece(source, where / "fed", members)
                 files, arrays, traced = self._export(piece, arrays, where / "fed")
-                trial.note = f"{len(unused)} unused input(s) made as zeros inside the piece (Paddle refuses unused feeds); "
+                trial.note = (f"{len(unused)} input(s) its program never reads made inside the piece (Paddle "
+                              f"refuses unread feeds); ")
+            else:
+                files = exported
         except VacuousPiece as exc:  # nothing to export, nothing that could fail: not a trial
             trial.note, trial.untestable, trial.vacuous = f"{exc}: no op of its own", True, True
             return None

@@ -4,7 +4,7 @@ prefix, and the saved program run by Paddle's own executor (not the inference en
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Set
 
 from ...shared.backends import program_format
 from ...shared.errors import Finding, calling
@@ -20,6 +20,36 @@ def export(layer: "paddle.nn.Layer", input_spec: List[Any], prefix: Path) -> Dic
     with calling("paddle.jit.save()"):
         paddle.jit.save(static, str(prefix))
     return model_files(prefix)
+
+
+def export_reading_all(layer: "paddle.nn.Layer", input_spec: List[Any], prefix: Path) -> "Dict[str, str] | Set[int]":
+    """``export``, when the traced program reads every input; else the indices of the inputs it
+    never reads (Paddle refuses to save a feed no output needs: "The feed_var ... is not involved in
+    the target_vars calculation"), found in the program itself before any save. The trace is made
+    once: ``jit.save`` reuses it."""
+    prefix = Path(prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with calling("paddle.jit.to_static()"):
+        static = paddle.jit.to_static(layer, input_spec=input_spec, full_graph=True)
+        program = static.forward.concrete_program.main_program
+    unread = _unread(program, [spec.name for spec in input_spec])
+    if unread:
+        return unread
+    with calling("paddle.jit.save()"):
+        paddle.jit.save(static, str(prefix))
+    return model_files(prefix)
+
+
+def _unread(program: Any, names: List[str]) -> Set[int]:
+    """Inputs (by their InputSpec names) that no op of ``program`` reads: a PIR ``pd_op.data``
+    whose value has no use, or a legacy feed variable no op takes as an input."""
+    block = program.global_block()
+    if hasattr(block.ops[0] if block.ops else None, "result"):  # PIR
+        unused = {op.attrs().get("name") for op in block.ops if op.name() == "pd_op.data" and op.result(0).use_empty()}
+    else:
+        read = {name for op in block.ops for name in op.input_arg_names}
+        unused = {name for name in names if name not in read}
+    return {k for k, name in enumerate(names) if name in unused}
 
 
 def model_files(prefix: Path) -> Dict[str, str]:
