@@ -33,8 +33,9 @@ CREATION = {"full", "full_", "full_like", "full_int_array", "uniform", "gaussian
 # write them): the public call that builds the same computation in a program.
 DYGRAPH_ONLY = {"linear": "paddle.nn.functional.linear"}
 
-# The most one-op programs one reduction builds.
-OP_LIMIT = 12
+# The most one-op programs one reduction builds per op type (every type gets one before any gets a
+# second: a cap on the first N ops in order would never reach a piece's later op types).
+PER_TYPE = 2
 # The one-op layer's class name in its generated module.
 ONE_OP = "OneOp"
 
@@ -147,7 +148,17 @@ def _tensors(paddle: Any, value: Any, access: Tuple[int, ...] = ()) -> List[Tupl
 
 
 def candidates(calls: Sequence[OpCall], message: str, first_divergence: Optional[str]) -> List[OpCall]:
-    """The distinct ops that can be written alone, most suspect first."""
+    """The distinct ops that can be written alone, most suspect first (``schedule`` orders them)."""
+    return schedule(calls, message, first_divergence)[0]
+
+
+def schedule(calls: Sequence[OpCall], message: str,
+             first_divergence: Optional[str]) -> Tuple[List[OpCall], Dict[str, int]]:
+    """The one-op programs to build, in order, and how many candidates each rule produced: the op
+    the failure's message names (``named``), the op type of the per-tensor diff's first divergence
+    (``divergence``), an attribute kind or shape the message prints (``hints``), then every other op
+    type of the piece in its forward's order (``rest``). Each type's first occurrence comes before
+    any type's second; at most ``PER_TYPE`` programs per type."""
     distinct: Dict[Tuple[Any, ...], OpCall] = {}
     for call in calls:
         if call.unspellable or not call.arrays or call.name.rstrip("_") in CREATION:
@@ -155,8 +166,29 @@ def candidates(calls: Sequence[OpCall], message: str, first_divergence: Optional
         if not any(not is_input for _, is_input in call.returns):
             continue  # returns nothing of its own
         distinct.setdefault(call.signature(), call)
-    ranked = sorted(distinct.values(), key=lambda c: (-suspicion(c, message, first_divergence), c.order))
-    return ranked
+    scored = sorted(distinct.values(), key=lambda c: (-suspicion(c, message, first_divergence), c.order))
+    seen: Dict[str, int] = {}
+    rounds: List[List[OpCall]] = [[] for _ in range(PER_TYPE)]
+    for call in scored:
+        n = seen.get(call.name.rstrip("_"), 0)
+        if n < PER_TYPE:
+            rounds[n].append(call)
+        seen[call.name.rstrip("_")] = n + 1
+    ordered = [c for c in rounds[0] if suspicion(c, message, first_divergence)] + \
+        [c for c in rounds[0] if not suspicion(c, message, first_divergence)] + [c for r in rounds[1:] for c in r]
+    rules = {"named": 0, "divergence": 0, "hints": 0, "rest": 0}
+    for call in ordered:
+        rules[_rule(call, message, first_divergence)] += 1
+    return ordered, rules
+
+
+def _rule(call: OpCall, message: str, first_divergence: Optional[str]) -> str:
+    bare = call.name.rstrip("_")
+    if re.search(rf"\b(pd_op\.)?{re.escape(bare)}\b", message):
+        return "named"
+    if first_divergence and first_divergence.split(".", 1)[-1] == bare:
+        return "divergence"
+    return "hints" if suspicion(call, message, first_divergence) else "rest"
 
 
 _ATTRIBUTE_KINDS = {"DoubleAttribute": float, "FloatAttribute": float, "Int64Attribute": int, "Int32Attribute": int,
@@ -169,9 +201,9 @@ def suspicion(call: OpCall, message: str, first_divergence: Optional[str]) -> in
     score = 0
     bare = call.name.rstrip("_")
     if first_divergence and first_divergence.split(".", 1)[-1] == bare:
-        score += 8
-    if re.search(rf"\b(pd_op\.)?{re.escape(bare)}\b", message):
         score += 6
+    if re.search(rf"\b(pd_op\.)?{re.escape(bare)}\b", message):  # the failure's own words first
+        score += 8
     else:  # Paddle's InferMeta names an op family: "Op(pool)" for pool2d
         named = re.findall(r"Op\((\w+)\)", message)
         if any(bare.startswith(n) for n in named):
@@ -222,4 +254,4 @@ def one_op_source(call: OpCall) -> str:
         f"        return [{', '.join(returned)}]\n")
 
 
-__all__ = ["OpCall", "record_ops", "candidates", "suspicion", "one_op_source", "OP_LIMIT", "ONE_OP"]
+__all__ = ["OpCall", "record_ops", "candidates", "schedule", "suspicion", "one_op_source", "PER_TYPE", "ONE_OP"]

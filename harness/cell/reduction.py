@@ -147,9 +147,11 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
     else:
         forward = lambda: model(*call_args)  # noqa: E731
     first = ((done.get(Analysis.DIFF.journal_key) or {}).get("first_divergence") or {}).get("op")
-    ranked = isolation.candidates(isolation.record_ops(paddle, forward), str(done[plan.name].get("message", "")), first)
+    recorded = isolation.record_ops(paddle, forward)
+    ranked, rules = isolation.schedule(recorded, str(done[plan.name].get("message", "")), first)
+    types = len({c.name.rstrip("_") for c in ranked})
     tried: List[Dict[str, Any]] = []
-    for call in ranked[:isolation.OP_LIMIT]:
+    for call in ranked:
         trial = trials.one_op(call)
         tried.append({"op": call.op_type, "call": call.describe(), **trial.to_dict()})
         if trial.reproduces:
@@ -157,11 +159,14 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
                     "op_by": "isolation: this op alone, on the tensors it received in the model, reproduces the failure",
                     "piece": {**_replayable(trial, trials.failed),
                               "op_source": str(source_path(Path(trial.files["program"]).parent, isolation.ONE_OP))},
-                    "isolation": {"outcome": "isolated", "runs": len(tried), "candidates": len(ranked), "tried": tried}}
-    why = (f"none of the {len(tried)} most suspect of its {len(ranked)} ops reproduces alone"
-           + (f" (at most {isolation.OP_LIMIT} are tried)" if len(ranked) > isolation.OP_LIMIT else ""))
-    return {"isolation": {"outcome": "not found", "runs": len(tried), "candidates": len(ranked), "tried": tried,
-                          "why": why}}
+                    "isolation": {"outcome": "isolated", "runs": len(tried), "candidates": len(ranked),
+                                  "rules": rules, "op_types": types, "tried": tried}}
+    capped = sum(1 for c in recorded if c.arrays and not c.unspellable) - len(ranked)
+    why = (f"none of its {len(ranked)} ops tried ({types} op types, every type at least once, at most "
+           f"{isolation.PER_TYPE} per type) reproduces alone" + (f"; {capped} recorded calls were repeats of a "
+                                                               f"type already tried twice, or creations" if capped > 0 else ""))
+    return {"isolation": {"outcome": "not found", "runs": len(tried), "candidates": len(ranked), "rules": rules,
+                          "op_types": types, "tried": tried, "why": why}}
 
 
 def _op_or_fusion(op_types: Dict[str, int], found: Dict[str, Any], answer: Optional[Trial], plan: StagePlan,

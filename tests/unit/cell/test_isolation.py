@@ -83,3 +83,27 @@ def test_a_member_with_no_op_of_its_own_does_not_keep_the_answer_above_it():
 
     found = descend(calls, reproduces)
     assert found["members"] == [""] and "no one of its 3 sublayers reproduces alone" in found["why"], found["why"]
+
+
+def test_every_op_type_gets_a_program_before_any_type_gets_a_second_and_each_rule_is_counted():
+    """A SegFormer-like piece: many linears and adds first, the interpolate (by ``size=``, so the
+    message's attribute kind does not point at it) at the end; a cap on the first N ops would
+    never reach it."""
+    from harness.cell.isolation import PER_TYPE, schedule
+
+    calls = [_op("matmul", k, False, False, inputs=((1, 8, 16), (16, 16 + k))) for k in range(10)]
+    calls += [_op("add", 10 + k, inputs=((1, 8, 16 + k), (16 + k,))) for k in range(10)]
+    calls.append(_op("softmax", 20, -1))
+    calls.append(_op("bilinear_interp", 21, None, [64, 64], None, "NCHW", -1, -1, -1, [], "bilinear", False, 0))
+    ordered, rules = schedule(calls, "InvalidArgument: softmax's axis", "pd_op.matmul")
+    names = [c.name for c in ordered]
+    assert names[:2] == ["softmax", "matmul"]  # named by the message, then the first divergence's type
+    assert set(names[:4]) == {"softmax", "matmul", "add", "bilinear_interp"}
+    assert names.count("matmul") == PER_TYPE and names.count("add") == PER_TYPE
+    assert rules == {"named": 1, "divergence": PER_TYPE, "hints": 0, "rest": 1 + PER_TYPE}
+
+
+def test_a_dygraph_only_op_is_built_through_its_public_call():
+    linear = _op("linear", 0, inputs=((2, 12, 16), (16, 3), (3,)))
+    source = one_op_source(linear)
+    assert "paddle.nn.functional.linear(in0, in1, in2)" in source and "_C_ops.linear" not in source
