@@ -133,7 +133,21 @@ def run_harness(*args: str, cwd: Optional[Path] = None, timeout: float = 900,
 
 
 def load_record(results: Path, cell_id: str) -> dict:
-    return json.loads((results / f"{cell_id}.json").read_text(encoding="utf-8"))
+    """A cell's record with its run-relative paths resolved as a reader resolves them
+    (``records.located``): each names a file this process can open."""
+    record = json.loads((results / f"{cell_id}.json").read_text(encoding="utf-8"))
+    return _resolved(record, Path(results))
+
+
+def _resolved(value, run: Path):
+    if isinstance(value, dict):
+        return {k: _resolved(v, run) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolved(v, run) for v in value]
+    if isinstance(value, str) and "/" in value and not value.startswith("/") and "\n" not in value \
+            and (run / value).exists():
+        return str(run / value)
+    return value
 
 
 def stages_by_name(record: dict) -> Dict[str, dict]:

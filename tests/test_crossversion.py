@@ -11,7 +11,7 @@ from harness.report import regress
 from harness.shared.vocab import Transition
 from harness.shared.errors import UserError
 
-from .conftest import NOX, nox_run, one_line_error, run_harness
+from .conftest import NOX, load_record, nox_run, one_line_error, run_harness
 from .test_html import CHROMIUM, _chromium
 
 OLD = "2.6.2"
@@ -95,8 +95,8 @@ def two_versions(tmp_path_factory, nox_envdir):
 
 def test_both_versions_run_with_the_same_weights(two_versions):
     results = two_versions["results"] / "default"
-    old = json.loads((results / f"cpu_fp32/{OLD}/normal/resnet.json").read_text())
-    new = json.loads((results / f"cpu_fp32/{two_versions['head']}/normal/resnet.json").read_text())
+    old = load_record(results, f"cpu_fp32/{OLD}/normal/resnet")
+    new = load_record(results, f"cpu_fp32/{two_versions['head']}/normal/resnet")
     assert old["paddle"]["version"] == OLD and new["paddle"]["version"] == two_versions["head"]
     assert old["setup"]["export"]["format"] == "legacy" and new["setup"]["export"]["format"] == "pir"
     assert old["setup"]["weights"]["sha256"] == new["setup"]["weights"]["sha256"]
@@ -161,8 +161,8 @@ def test_a_cause_at_some_versions_names_where_it_appears_and_gets_an_issue_draft
         pytest.skip("the interpolate error under oneDNN is measured on Paddle 3.3.x")
     results = two_versions["results"] / "default"
     words = "ConvertPirAttribute2RuntimeAttribute not support"
-    old = json.loads((results / f"cpu_onednn_fp32/{OLD}/normal/interp.json").read_text())
-    new = json.loads((results / f"cpu_onednn_fp32/{head}/normal/interp.json").read_text())
+    old = load_record(results, f"cpu_onednn_fp32/{OLD}/normal/interp")
+    new = load_record(results, f"cpu_onednn_fp32/{head}/normal/interp")
     assert old["setup"]["weights"]["sha256"] == new["setup"]["weights"]["sha256"]
     assert not any(words in s.get("message", "") for s in old["stages"])
     said = f"{OLD} passes the same cell" if old["verdict"]["status"] == "pass" else f"{OLD} runs the same cell without it"
@@ -182,7 +182,9 @@ def test_a_cause_at_some_versions_names_where_it_appears_and_gets_an_issue_draft
     if CHROMIUM:  # the HTML report links the draft, as a person sees it
         dom = _chromium("--dump-dom", (results / "report.html").as_uri())
         assert dom.returncode == 0, dom.stderr[-2000:]
-        assert f'<a class="draft" href="{draft.as_uri()}">{draft}</a>' in dom.stdout
+        # linked relative to the report's folder: the link still opens after the run folder moved
+        href = draft.relative_to(results).as_posix()
+        assert f'<a class="draft" href="{href}">{draft}</a>' in dom.stdout
         assert f"appears from {head}; {said}" in dom.stdout
 
 
@@ -200,7 +202,7 @@ def test_bad_input_unknown_version_and_nothing_in_common(two_versions, tmp_path)
 
 def test_memory_is_real_on_legacy_and_its_hazard_exists_only_under_pir(two_versions):
     results = two_versions["results"] / "default"
-    old = json.loads((results / f"cpu_fp32/{OLD}/normal/resnet.json").read_text())
+    old = load_record(results, f"cpu_fp32/{OLD}/normal/resnet")
     stages = {s["name"]: s for s in old["stages"]}
     assert stages["memory"]["status"] == "pass"
     assert "memory_optimize_pass" in stages["memory"]["evidence"]["analysis_passes"]

@@ -14,7 +14,7 @@ from harness.shared.engine_info import engine_output_names
 from harness.shared.errors import UserError
 from harness.shared.search import build_budget, find_alternatives, find_culprits
 
-from .conftest import assert_exit_agrees, NOX, ROOT, installed_paddle, matrix_text, nox_run, one_line_error, run_harness
+from .conftest import assert_exit_agrees, NOX, ROOT, installed_paddle, load_record, matrix_text, nox_run, one_line_error, run_harness
 
 DATA = Path(__file__).parent / "data"
 
@@ -223,7 +223,7 @@ def test_conv_bn_fuse_pass_is_found_as_the_culprit_on_legacy_ir(tmp_path, nox_en
     results = tmp_path / "r"
     proc = nox_run("-s", "cpu_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results), matrix=matrix)
     assert_exit_agrees(proc, results)
-    record = json.loads((results / "default" / "cpu_fp32" / "2.6.2" / "normal" / "resnet.json").read_text())
+    record = load_record(results / "default", "cpu_fp32/2.6.2/normal/resnet")
     stages = {s["name"]: s for s in record["stages"]}
     assert stages["memory"]["status"] == "pass"
     assert stages["ir"]["status"] == "fail"
@@ -264,7 +264,7 @@ def test_two_conv_bn_pairs_are_localized_to_a_pair_with_the_fusion_shown_firing_
     results = tmp_path / "r"
     proc = nox_run("-s", "cpu_fp32@2.6.2", "--envdir", str(nox_envdir), "--", "--results", str(results), matrix=matrix)
     assert_exit_agrees(proc, results)
-    record = json.loads((results / "default" / "cpu_fp32" / "2.6.2" / "normal" / "pairs.json").read_text())
+    record = load_record(results / "default", "cpu_fp32/2.6.2/normal/pairs")
     assert record["analysis"]["bisect"]["culprits"] == ["conv_bn_fuse_pass"], record["analysis"]["bisect"]
     reduce = record["analysis"]["reduce"]
     assert reduce["stage"] == "ir" and reduce["fusion"] == ["conv_bn_fuse_pass"], reduce
