@@ -106,6 +106,9 @@ def validate(path: Path, data: Dict[str, Any]) -> None:
     _check_keys(path, "qualify", data.get("qualify", {}), _QUALIFY_KEYS)
     for key, value in data.get("qualify", {}).items():
         _str_list(path, f"qualify.{key}", value)
+    for name in data.get("qualify", {}).get("optional", []):
+        if name not in data["sessions"]:
+            _fail(path, "qualify.optional", f"unknown session {name!r}; known: {', '.join(data['sessions'])}.")
     run = _validate_run(path, data)
     _validate_modes(path, data, run)
     for precision, tol in data["tolerances"].items():

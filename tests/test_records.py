@@ -110,11 +110,15 @@ def test_records_hold_run_relative_paths_that_resolve_wherever_the_run_folder_go
               "setup": {"export": {"program": f"results/xv/{cell}/export/model.json", "format": "pir"}},
               "analysis": {"reproducer": {"script": str(run / cell / "reproducer" / "repro.py"),
                                           "message": "raised at results/xv/x.py"}}}
+    for made in (run / cell / "export" / "model.json", run / cell / "reproducer" / "repro.py"):
+        made.parent.mkdir(parents=True)
+        made.write_text("")
     kept = write_record(run, record)
     written = json.loads((run / f"{cell}.json").read_text())
     assert written["setup"]["export"]["program"] == f"{cell}/export/model.json"
     assert written["analysis"]["reproducer"]["script"] == f"{cell}/reproducer/repro.py"
     assert written["cell"]["matrix"] == "/elsewhere/matrix.toml"  # outside the run: as it was
+    assert written["analysis"]["reproducer"]["message"] == "raised at results/xv/x.py"  # names no file: words
     assert written["setup"]["export"]["format"] == "pir" and "_run" not in written
     assert located(kept, kept["analysis"]["reproducer"]["script"]) == run.resolve() / cell / "reproducer" / "repro.py"
     moved = tmp_path / "artefact" / "xv"
@@ -124,7 +128,7 @@ def test_records_hold_run_relative_paths_that_resolve_wherever_the_run_folder_go
     assert why == "" and located(again, again["setup"]["export"]["program"]) == moved.resolve() / cell / "export" / "model.json"
     # A record written before paths were relative holds absolute ones: read as they are.
     assert located(again, "/old/place/repro.py").as_posix() == "/old/place/repro.py"
-    assert run_relative({"a": [str(moved / "x")]}, moved) == {"a": ["x"]}
+    assert run_relative({"a": [str(moved / cell / "export")]}, moved) == {"a": [f"{cell}/export"]}
 
 
 def test_every_session_of_the_shipped_matrix_names_its_own_stage_in_its_ladder():

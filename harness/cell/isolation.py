@@ -147,18 +147,14 @@ def _tensors(paddle: Any, value: Any, access: Tuple[int, ...] = ()) -> List[Tupl
     return []
 
 
-def candidates(calls: Sequence[OpCall], message: str, first_divergence: Optional[str]) -> List[OpCall]:
-    """The distinct ops that can be written alone, most suspect first (``schedule`` orders them)."""
-    return schedule(calls, message, first_divergence)[0]
-
-
 def schedule(calls: Sequence[OpCall], message: str,
              first_divergence: Optional[str]) -> Tuple[List[OpCall], Dict[str, int]]:
-    """The one-op programs to build, in order, and how many candidates each rule produced: the op
-    the failure's message names (``named``), the op type of the per-tensor diff's first divergence
-    (``divergence``), an attribute kind or shape the message prints (``hints``), then every other op
-    type of the piece in its forward's order (``rest``). Each type's first occurrence comes before
-    any type's second; at most ``PER_TYPE`` programs per type."""
+    """The distinct ops that can be written alone, in the order their one-op programs are built,
+    and how many candidates each rule produced: the op the failure's message names (``named``), the
+    op type of the per-tensor diff's first divergence (``divergence``), an attribute kind or shape
+    the message prints (``hints``), then every other op type of the piece in its forward's order
+    (``rest``). Each type's first occurrence comes before any type's second; at most ``PER_TYPE``
+    programs per type (``capped``: the distinct calls left out by that)."""
     distinct: Dict[Tuple[Any, ...], OpCall] = {}
     for call in calls:
         if call.unspellable or not call.arrays or call.name.rstrip("_") in CREATION:
@@ -166,29 +162,32 @@ def schedule(calls: Sequence[OpCall], message: str,
         if not any(not is_input for _, is_input in call.returns):
             continue  # returns nothing of its own
         distinct.setdefault(call.signature(), call)
-    scored = sorted(distinct.values(), key=lambda c: (-suspicion(c, message, first_divergence), c.order))
+    score = {id(c): suspicion(c, message, first_divergence) for c in distinct.values()}
+    scored = sorted(distinct.values(), key=lambda c: (-score[id(c)], c.order))
     seen: Dict[str, int] = {}
     rounds: List[List[OpCall]] = [[] for _ in range(PER_TYPE)]
-    for call in scored:
+    for call in scored:  # suspects first within each round: the sort above keeps them first
         n = seen.get(call.name.rstrip("_"), 0)
         if n < PER_TYPE:
             rounds[n].append(call)
         seen[call.name.rstrip("_")] = n + 1
-    ordered = [c for c in rounds[0] if suspicion(c, message, first_divergence)] + \
-        [c for c in rounds[0] if not suspicion(c, message, first_divergence)] + [c for r in rounds[1:] for c in r]
-    rules = {"named": 0, "divergence": 0, "hints": 0, "rest": 0}
+    ordered = [c for r in rounds for c in r]
+    rules = {"named": 0, "divergence": 0, "hints": 0, "rest": 0, "capped": len(scored) - len(ordered)}
     for call in ordered:
-        rules[_rule(call, message, first_divergence)] += 1
+        rules[_rule(call, message, first_divergence, score[id(call)])] += 1
     return ordered, rules
 
 
-def _rule(call: OpCall, message: str, first_divergence: Optional[str]) -> str:
-    bare = call.name.rstrip("_")
-    if re.search(rf"\b(pd_op\.)?{re.escape(bare)}\b", message):
+def _named(call: OpCall, message: str) -> bool:
+    return bool(re.search(rf"\b(pd_op\.)?{re.escape(call.name.rstrip('_'))}\b", message))
+
+
+def _rule(call: OpCall, message: str, first_divergence: Optional[str], score: int) -> str:
+    if _named(call, message):
         return "named"
-    if first_divergence and first_divergence.split(".", 1)[-1] == bare:
+    if first_divergence and first_divergence.split(".", 1)[-1] == call.name.rstrip("_"):
         return "divergence"
-    return "hints" if suspicion(call, message, first_divergence) else "rest"
+    return "hints" if score else "rest"
 
 
 _ATTRIBUTE_KINDS = {"DoubleAttribute": float, "FloatAttribute": float, "Int64Attribute": int, "Int32Attribute": int,
@@ -202,7 +201,7 @@ def suspicion(call: OpCall, message: str, first_divergence: Optional[str]) -> in
     bare = call.name.rstrip("_")
     if first_divergence and first_divergence.split(".", 1)[-1] == bare:
         score += 6
-    if re.search(rf"\b(pd_op\.)?{re.escape(bare)}\b", message):  # the failure's own words first
+    if _named(call, message):  # the failure's own words first
         score += 8
     else:  # Paddle's InferMeta names an op family: "Op(pool)" for pool2d
         named = re.findall(r"Op\((\w+)\)", message)
@@ -254,4 +253,4 @@ def one_op_source(call: OpCall) -> str:
         f"        return [{', '.join(returned)}]\n")
 
 
-__all__ = ["OpCall", "record_ops", "candidates", "schedule", "suspicion", "one_op_source", "PER_TYPE", "ONE_OP"]
+__all__ = ["OpCall", "record_ops", "schedule", "suspicion", "one_op_source", "PER_TYPE", "ONE_OP"]

@@ -147,8 +147,8 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
     else:
         forward = lambda: model(*call_args)  # noqa: E731
     first = ((done.get(Analysis.DIFF.journal_key) or {}).get("first_divergence") or {}).get("op")
-    recorded = isolation.record_ops(paddle, forward)
-    ranked, rules = isolation.schedule(recorded, str(done[plan.name].get("message", "")), first)
+    ranked, rules = isolation.schedule(isolation.record_ops(paddle, forward), str(done[plan.name].get("message", "")),
+                                       first)
     types = len({c.name.rstrip("_") for c in ranked})
     tried: List[Dict[str, Any]] = []
     for call in ranked:
@@ -161,10 +161,9 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
                               "op_source": str(source_path(Path(trial.files["program"]).parent, isolation.ONE_OP))},
                     "isolation": {"outcome": "isolated", "runs": len(tried), "candidates": len(ranked),
                                   "rules": rules, "op_types": types, "tried": tried}}
-    capped = sum(1 for c in recorded if c.arrays and not c.unspellable) - len(ranked)
     why = (f"none of its {len(ranked)} ops tried ({types} op types, every type at least once, at most "
-           f"{isolation.PER_TYPE} per type) reproduces alone" + (f"; {capped} recorded calls were repeats of a "
-                                                               f"type already tried twice, or creations" if capped > 0 else ""))
+           f"{isolation.PER_TYPE} per type) reproduces alone"
+           + (f"; {rules['capped']} more calls of types already tried twice were not" if rules["capped"] else ""))
     return {"isolation": {"outcome": "not found", "runs": len(tried), "candidates": len(ranked), "rules": rules,
                           "op_types": types, "tried": tried, "why": why}}
 

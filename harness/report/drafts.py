@@ -16,6 +16,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from ..shared.causes import names_its_call
 from ..shared.machine import label as machine_label
 from ..shared.notes import clip, fmt_number
 from ..shared.vocab import Status
@@ -62,7 +63,10 @@ def draft(record: Dict[str, Any], diagnosis: Diagnosis, message: str, kind: str,
     reduce = (record.get("analysis") or {}).get("reduce") or {}
     subject = reduce.get("op") if reduce.get("op_call") else (diagnosis.layer or "the model")
     raised = kind != Status.FAIL.value
-    what = f"raises {clip(first_line(message), 120)}" if raised else "gives different numbers from the unoptimized predictor"
+    said = clip(first_line(message), 120)
+    # "predictor.run() raised ..." already says what raised: not "raises predictor.run() raised".
+    what = (f"fails: {said}" if names_its_call(message) else f"raises {said}") if raised else \
+        "gives different numbers from the unoptimized predictor"
     script = Path(diagnosis.reproducer["script"])
     text = script.read_text(encoding="utf-8") if script.is_file() else ""
     lines = [

@@ -82,6 +82,11 @@ def raised_status(exc: BaseException, harness_roots: Iterable[Path] = (), under:
     return Status.ERROR, message
 
 
+def names_its_call(message: str) -> bool:
+    """Whether ``message`` is a wordless exception named by the call that raised it (``paddle_message``)."""
+    return bool(_CALLED.match(str(message or "")))
+
+
 def cause_of(message: str) -> str:
     """The message with what varies between occurrences of one cause replaced by placeholders."""
     text = _HEX.sub("<addr>", message or "")

@@ -81,8 +81,9 @@ def cell_record_path(results: Path, cell_id: str) -> Path:
 
 
 def run_relative(value: Any, run: Path) -> Any:
-    """``value`` with every path into the run folder ``run`` (absolute, or relative to the folder
-    the run was started from) written relative to ``run``; other values as they are."""
+    """``value`` with every path of a file or folder of the run folder ``run`` (absolute, or relative
+    to the folder the run was started from) written relative to ``run``; other values as they are
+    (a message with a slash in it names nothing that exists)."""
     root = Path(run).resolve()
     if isinstance(value, dict):
         return {k: run_relative(v, root) for k, v in value.items()}
@@ -90,7 +91,7 @@ def run_relative(value: Any, run: Path) -> Any:
         return [run_relative(v, root) for v in value]
     if isinstance(value, str) and os.sep in value and "\n" not in value:
         where = Path(value).resolve()
-        if where != root and where.is_relative_to(root):
+        if where != root and where.is_relative_to(root) and where.exists():
             return where.relative_to(root).as_posix()
     return value
 

@@ -13,43 +13,62 @@ from . import at_least, paddle, pir_default
 
 def export(layer: "paddle.nn.Layer", input_spec: List[Any], prefix: Path) -> Dict[str, str]:
     """to_static + jit.save, once per cell; returns the files that were written."""
-    prefix = Path(prefix)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    with calling("paddle.jit.to_static()"):
-        static = paddle.jit.to_static(layer, input_spec=input_spec, full_graph=True)
-    with calling("paddle.jit.save()"):
-        paddle.jit.save(static, str(prefix))
-    return model_files(prefix)
+    return _save(_trace(layer, input_spec), prefix)
 
 
 def export_reading_all(layer: "paddle.nn.Layer", input_spec: List[Any], prefix: Path) -> "Dict[str, str] | Set[int]":
-    """``export``, when the traced program reads every input; else the indices of the inputs it
-    never reads (Paddle refuses to save a feed no output needs: "The feed_var ... is not involved in
-    the target_vars calculation"), found in the program itself before any save. The trace is made
-    once: ``jit.save`` reuses it."""
+    """``export``, when every input is involved in computing an output; else the indices of the
+    inputs none is computed from (Paddle refuses to save such a feed: "The feed_var ... is not
+    involved in the target_vars calculation"), found in the traced program before any save: an
+    input read only by ops no output needs counts as unread. The trace is made once: ``jit.save``
+    reuses it."""
+    static = _trace(layer, input_spec)
+    with calling("paddle.jit.to_static()"):
+        traced = static.forward.concrete_program
+    names = [spec.name for spec in input_spec]
+    involved = _involved(traced.main_program, paddle.utils.flatten(traced.outputs))
+    unread = {k for k, name in enumerate(names) if name not in involved}
+    return unread if unread else _save(static, prefix)
+
+
+def _trace(layer: "paddle.nn.Layer", input_spec: List[Any]) -> Any:
+    with calling("paddle.jit.to_static()"):
+        return paddle.jit.to_static(layer, input_spec=input_spec, full_graph=True)
+
+
+def _save(static: Any, prefix: Path) -> Dict[str, str]:
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
-    with calling("paddle.jit.to_static()"):
-        static = paddle.jit.to_static(layer, input_spec=input_spec, full_graph=True)
-        program = static.forward.concrete_program.main_program
-    unread = _unread(program, [spec.name for spec in input_spec])
-    if unread:
-        return unread
     with calling("paddle.jit.save()"):
         paddle.jit.save(static, str(prefix))
     return model_files(prefix)
 
 
-def _unread(program: Any, names: List[str]) -> Set[int]:
-    """Inputs (by their InputSpec names) that no op of ``program`` reads: a PIR ``pd_op.data``
-    whose value has no use, or a legacy feed variable no op takes as an input."""
-    block = program.global_block()
-    if hasattr(block.ops[0] if block.ops else None, "result"):  # PIR
-        unused = {op.attrs().get("name") for op in block.ops if op.name() == "pd_op.data" and op.result(0).use_empty()}
-    else:
-        read = {name for op in block.ops for name in op.input_arg_names}
-        unused = {name for name in names if name not in read}
-    return {k for k, name in enumerate(names) if name in unused}
+def _involved(program: Any, outputs: List[Any]) -> Set[str]:
+    """The names of the inputs some output is computed from: the program walked back from its
+    outputs (under PIR by defining ops, a legacy program by variable names), every op inside a
+    control-flow block of a reached op counting as reached."""
+    if pir_default():
+        found, seen = set(), set()
+        stack = [value.get_defining_op() for value in outputs]
+        while stack:
+            op = stack.pop()
+            if op is None or op.id() in seen:
+                continue
+            seen.add(op.id())
+            if op.name() == "pd_op.data":
+                found.add(op.attrs().get("name"))
+            stack.extend(source.get_defining_op() for source in op.operands_source())
+            stack.extend(inner for block in op.blocks() for inner in block.ops)
+        return found
+    needed = {value.name for value in outputs}
+    for op in reversed(program.global_block().ops):
+        if needed & set(op.output_arg_names):
+            needed |= set(op.input_arg_names)
+            if op.has_attr("sub_block"):
+                needed |= {name for inner in program.block(op._block_attr_id("sub_block")).ops
+                           for name in inner.input_arg_names}
+    return needed
 
 
 def model_files(prefix: Path) -> Dict[str, str]:

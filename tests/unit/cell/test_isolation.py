@@ -3,11 +3,15 @@
 import numpy as np
 
 from harness.cell.descent import parts
-from harness.cell.isolation import OpCall, candidates, one_op_source, suspicion
+from harness.cell.isolation import OpCall, one_op_source, schedule, suspicion
 from harness.cell.pieces import Slot
 
 MESSAGE = ("NotImplementedError: (Unimplemented) ConvertPirAttribute2RuntimeAttribute not support "
            "[pir::ArrayAttribute<pir::DoubleAttribute>]")
+
+
+def candidates(calls, message, first_divergence):
+    return schedule(calls, message, first_divergence)[0]
 
 
 def _op(name, order, *attrs, inputs=((1, 8, 16, 16),)):
@@ -89,7 +93,7 @@ def test_every_op_type_gets_a_program_before_any_type_gets_a_second_and_each_rul
     """A SegFormer-like piece: many linears and adds first, the interpolate (by ``size=``, so the
     message's attribute kind does not point at it) at the end; a cap on the first N ops would
     never reach it."""
-    from harness.cell.isolation import PER_TYPE, schedule
+    from harness.cell.isolation import PER_TYPE
 
     calls = [_op("matmul", k, False, False, inputs=((1, 8, 16), (16, 16 + k))) for k in range(10)]
     calls += [_op("add", 10 + k, inputs=((1, 8, 16 + k), (16 + k,))) for k in range(10)]
@@ -100,7 +104,8 @@ def test_every_op_type_gets_a_program_before_any_type_gets_a_second_and_each_rul
     assert names[:2] == ["softmax", "matmul"]  # named by the message, then the first divergence's type
     assert set(names[:4]) == {"softmax", "matmul", "add", "bilinear_interp"}
     assert names.count("matmul") == PER_TYPE and names.count("add") == PER_TYPE
-    assert rules == {"named": 1, "divergence": PER_TYPE, "hints": 0, "rest": 1 + PER_TYPE}
+    assert rules == {"named": 1, "divergence": PER_TYPE, "hints": 0, "rest": 1 + PER_TYPE,
+                     "capped": 2 * (10 - PER_TYPE)}
 
 
 def test_a_dygraph_only_op_is_built_through_its_public_call():
