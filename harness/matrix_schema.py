@@ -11,6 +11,7 @@ from typing import Any, Dict, List
 from .shared.backends import devices
 from .shared.errors import UserError
 from .shared.spec import DEFAULTS
+from .shared.task import Task
 from .shared.vocab import Precision, session_name
 
 PRECISIONS = tuple(p.value for p in Precision)
@@ -48,7 +49,7 @@ _SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tag
 _MODE_KEYS = {"description", "requires_device", "packages"}
 _TOL_KEYS = {"atol", "rtol", "scaled_atol"}
 _TOL_REQUIRED = {"atol", "rtol"}
-_MODEL_KEYS = {"factory", "inputs", "tolerances", "description", "derive_shapes", "family"}
+_MODEL_KEYS = {"factory", "inputs", "tolerances", "description", "derive_shapes", "family", "task"}
 _INPUT_KEYS = {"shape", "shapes", "low", "high"}
 
 RUN_DEFAULTS = {
@@ -267,6 +268,11 @@ def _validate_model(path: Path, name: str, raw: Any) -> None:
     _check_keys(path, where, raw, _MODEL_KEYS)
     if "derive_shapes" in raw and not isinstance(raw["derive_shapes"], bool):
         _fail(path, f"{where}.derive_shapes", f"expected true or false, got {raw['derive_shapes']!r}.")
+    if "task" in raw:
+        try:
+            Task.of(raw["task"])
+        except (ValueError, TypeError) as exc:
+            _fail(path, f"{where}.task", f"{exc}.")
     factory = _require(path, where, raw, "factory", str)
     if not _FACTORY_RE.match(factory):
         _fail(path, f"{where}.factory", f"{factory!r} is not of the form package.module:function.")

@@ -202,9 +202,18 @@ def verdict_of(setup: Dict[str, Any], stages: List[Dict[str, Any]], session_stag
         return {"status": Status.SKIP, "first_failing_stage": None, "skipped_stage": own.name,
                 "message": f"{own.name} skipped: {own.message}" if own.message else f"{own.name} skipped"}
     if status is Status.PASS:
-        return {"status": Status.PASS, "first_failing_stage": None, "message": ""}
+        return {"status": Status.PASS, "first_failing_stage": None, "message": "",
+                **_task_of(own.raw if own is not None else None)}
     first = next(r for r in results if r.status is status)
-    return {"status": status, "first_failing_stage": first.name, "message": stage_note(first.raw)}
+    return {"status": status, "first_failing_stage": first.name, "message": stage_note(first.raw),
+            **_task_of(first.raw)}
+
+
+def _task_of(stage: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """The stage's verdict in the model's terms (tokens, classes, detections), when it has one:
+    beside the status, never deciding it."""
+    task = (stage or {}).get("task")
+    return {"task": task} if task else {}
 
 
 def hazards_path(results: Path, version: str, device: str) -> Path:

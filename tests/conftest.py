@@ -75,10 +75,21 @@ def shipped_tolerance(precision: str) -> Dict[str, float]:
         return tomllib.load(fh)["tolerances"][precision]
 
 
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (`apt-get install chromium`; .ci/run does)")
+
+
+def chromium(*args: str) -> subprocess.CompletedProcess:
+    """Headless Chromium, as the HTML report's tests open it (``--dump-dom``, ``--screenshot``)."""
+    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                           *args], capture_output=True, text=True, timeout=120)
+
+
 def matrix_text(version: str, models: Dict[str, str], *, bf16_tol: Optional[float] = None, stage_timeout: float = 120,
-                extra: str = "", other_versions: Sequence[str] = (), inputs: Optional[Dict[str, str]] = None) -> str:
+                extra: str = "", other_versions: Sequence[str] = (), inputs: Optional[Dict[str, str]] = None,
+                tasks: Optional[Dict[str, str]] = None) -> str:
     """A test matrix; a test model is fed ``image`` [2, 3, 16, 16] unless ``inputs`` gives its
-    ``inputs`` line (the TOML after ``inputs.``)."""
+    ``inputs`` line (the TOML after ``inputs.``); ``tasks`` its ``task`` (the TOML value)."""
     lines = [
         "[run]",
         f'default_paddle = "{version}"',
@@ -100,6 +111,8 @@ def matrix_text(version: str, models: Dict[str, str], *, bf16_tol: Optional[floa
             lines.append(f"inputs.{inputs[name]}")
         elif factory.startswith("tests."):
             lines.append("inputs.image = { shape = [2, 3, 16, 16] }")
+        if name in (tasks or {}):
+            lines.append(f"task = {tasks[name]}")
     lines.append(extra)
     return "\n".join(lines) + "\n"
 

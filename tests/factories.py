@@ -583,12 +583,22 @@ def _rotate(x, cos, sin):
     return x * cos.unsqueeze(1) + rotated * sin.unsqueeze(1)
 
 
+class ExportedOtherwise(nn.Linear):
+    """A projection whose weight is scaled only in the exported program (``to_static`` traces with
+    ``in_dynamic_mode()`` False): a planted silent numeric failure at one place, every op as usual."""
+
+    def forward(self, x):
+        weight = self.weight if paddle.in_dynamic_mode() else self.weight * 3.0
+        return nn.functional.linear(x, weight, self.bias)
+
+
 class Attention(nn.Layer):
-    def __init__(self, hidden, heads):
+    def __init__(self, hidden, heads, perturbed=False):
         super().__init__()
         self.heads, self.dim = heads, hidden // heads
         self.q_proj, self.k_proj = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
-        self.v_proj, self.o_proj = nn.Linear(hidden, hidden), nn.Linear(hidden, hidden)
+        self.v_proj = nn.Linear(hidden, hidden)
+        self.o_proj = (ExportedOtherwise if perturbed else nn.Linear)(hidden, hidden)
 
     def forward(self, x, cos, sin, mask):
         b, t = x.shape[0], x.shape[1]
@@ -622,11 +632,11 @@ class DecoderLayer(nn.Layer):
     """Reads only what its kind needs: a sliding-window layer the local table, a global one the
     global table; both get the mask and the positions, and return a tuple ``(hidden,)``."""
 
-    def __init__(self, hidden, heads, sliding, upsampled=False):
+    def __init__(self, hidden, heads, sliding, upsampled=False, perturbed=False):
         super().__init__()
         self.sliding = sliding
         self.input_layernorm, self.post_attention_layernorm = RMSNorm(hidden), RMSNorm(hidden)
-        self.self_attn = Attention(hidden, heads)
+        self.self_attn = Attention(hidden, heads, perturbed)
         self.mlp = Mlp(hidden, upsampled)
 
     def forward(self, hidden, global_table, local_table, mask, positions):
@@ -637,14 +647,15 @@ class DecoderLayer(nn.Layer):
 
 class DecoderStack(nn.Layer):
     """The suites' ``model.model``: rotary tables computed once and passed with the mask and the
-    positions to every layer; a structured output (``Fields``). The planted failure is layer 2's MLP."""
+    positions to every layer; a structured output (``Fields``). The planted failure is layer
+    ``failing``'s MLP (an interpolate) or layer ``perturbed``'s attention output projection."""
 
-    def __init__(self, vocab=64, hidden=16, heads=2, layers=4, failing=2):
+    def __init__(self, vocab=64, hidden=16, heads=2, layers=4, failing=2, perturbed=None):
         super().__init__()
         self.embed_tokens = nn.Embedding(vocab, hidden)
         self.rotary_global, self.rotary_local = Rotary(hidden // heads, 10000.0), Rotary(hidden // heads, 100.0)
-        self.layers = nn.LayerList([DecoderLayer(hidden, heads, sliding=i % 2 == 0, upsampled=i == failing)
-                                    for i in range(layers)])
+        self.layers = nn.LayerList([DecoderLayer(hidden, heads, sliding=i % 2 == 0, upsampled=i == failing,
+                                                 perturbed=i == perturbed) for i in range(layers)])
         self.norm = RMSNorm(hidden)
 
     def forward(self, input_ids):
@@ -674,3 +685,8 @@ class CausalLM(nn.Layer):
 
 def causal_lm():
     return CausalLM(), [InputSpec([None, None], "int64", "input_ids")]
+
+
+def causal_lm_perturbed():
+    """The causal LM without the interpolate, layer 1's ``self_attn.o_proj`` scaled in the export only."""
+    return CausalLM(failing=None, perturbed=1), [InputSpec([None, None], "int64", "input_ids")]

@@ -6,19 +6,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-
-import pytest
-
-from .conftest import matrix_text, run_harness
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (`apt-get install chromium`; .ci/run does)")
 
 
-def _chromium(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", *args],
-                          capture_output=True, text=True, timeout=120)
+from .conftest import chromium, matrix_text, needs_chromium, run_harness
+
+pytestmark = needs_chromium
+
+
 
 
 def test_the_report_shows_verdicts_causes_and_escapes_hostile_messages(tmp_path, paddle_version):
@@ -32,7 +26,7 @@ def test_the_report_shows_verdicts_causes_and_escapes_hostile_messages(tmp_path,
     page = results / "default" / "report.html"
     source = page.read_text()
     assert "http://" not in source.replace("http://www.w3.org", "") and "https://" not in source.split("<body>")[0]
-    dom = _chromium("--dump-dom", page.as_uri())
+    dom = chromium("--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     html = dom.stdout
     # The hostile message is text on the page, never markup: no script ran, no element was made.
@@ -50,7 +44,7 @@ def test_the_report_shows_verdicts_causes_and_escapes_hostile_messages(tmp_path,
     assert [m[0] for m in machines] == [record["machine"]["key"]]
     assert f"isa {record['machine']['onednn']['isa']}" in machines[0][1] and record["machine"]["cpu"] in machines[0][1]
     shot = tmp_path / "report.png"
-    screenshot = _chromium(f"--screenshot={shot}", "--window-size=1400,900", page.as_uri())
+    screenshot = chromium(f"--screenshot={shot}", "--window-size=1400,900", page.as_uri())
     assert screenshot.returncode == 0 and shot.stat().st_size > 10_000
     keep = results.parent / "report-screenshot.png"
     shutil.copy(shot, keep)

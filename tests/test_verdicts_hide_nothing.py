@@ -9,15 +9,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import urllib.parse
 from pathlib import Path
 
 import pytest
 
-from .conftest import load_record, matrix_text, run_harness, stages_by_name
+from .conftest import chromium, load_record, matrix_text, needs_chromium, run_harness, stages_by_name
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 INT8 = '\n[sessions.cpu_onednn_int8]\ndevice = "cpu"\nbackend = "onednn"\nprecision = "int8"\n' \
        '[tolerances.int8]\natol = 0.05\nrtol = 0.05\n'
 RUN = "xv"
@@ -101,12 +99,9 @@ def test_a_session_whose_own_stage_did_not_run_reads_skip_and_does_not_qualify(m
                            cwd=here).returncode == 1
 
 
-def _chromium(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                           *args], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (`apt-get install chromium`; .ci/run does)")
+@needs_chromium
 def test_the_report_of_a_verified_finding_opens_from_the_default_folder_and_after_the_run_moved(made, tmp_path):
     here, matrix, _, version = made
     report = run_harness("report", "--run", RUN, cwd=here)  # the README's command, default results/
@@ -134,11 +129,11 @@ def test_the_report_of_a_verified_finding_opens_from_the_default_folder_and_afte
                                          f"(Paddle {version})"), text.splitlines()[0]
 
     page = moved / RUN / "report.html"
-    dom = _chromium("--dump-dom", page.as_uri())
+    dom = chromium("--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     links = re.findall(r'href="([^"]*issue\.md)"', dom.stdout)
     assert links, "the report links no draft"
     target = urllib.parse.urljoin(page.as_uri(), links[0])
     assert Path(urllib.parse.unquote(urllib.parse.urlparse(target).path)) == draft
-    opened = _chromium("--dump-dom", target)  # the link, followed as the browser follows it
+    opened = chromium("--dump-dom", target)  # the link, followed as the browser follows it
     assert opened.returncode == 0 and "std::exception" in opened.stdout, opened.stdout[-1000:]

@@ -14,6 +14,7 @@ from ..shared.compare import Tolerance
 from ..shared.errors import HarnessFailure
 from ..shared.records import Journal
 from ..shared.spec import OUTPUTS, CellSpec
+from ..shared.task import Task, judge
 from ..shared.vocab import Precision
 from .modes import mode_for
 
@@ -63,6 +64,15 @@ class CellContext:
                                 trt_workspace_mb=cell.trt_workspace_mb, trt_min_subgraph_size=cell.trt_min_subgraph_size)
         return plan_stages(session["device"], session["backend"], session["precision"],
                            setup["export"]["format"], options, quantized=cell.mode in QUANTIZED_MODES)
+
+    @property
+    def task(self) -> Optional[Task]:
+        """What the model's outputs mean (the matrix model's ``task``), for the verdict in its terms."""
+        return Task.of(self.cell.model.get("task"))
+
+    def judge_task(self, labels: List[str], reference: List[np.ndarray], got: List[np.ndarray]) -> Optional[Dict[str, Any]]:
+        verdict = judge(self.task, labels, reference, got)
+        return verdict.to_dict() if verdict is not None else None
 
     def tolerance(self, plan: StagePlan, label: Optional[str] = None) -> Tolerance:
         """The tolerance a stage's comparison uses, with the matrix's per-output override for ``label``."""

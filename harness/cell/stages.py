@@ -16,6 +16,7 @@ import numpy as np
 from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
 from ..shared.compare import compare_tol, worst
+from ..shared.task import worst_verdict
 from ..shared.vocab import SETUP, Precision, Reference, Stage, Status
 from .context import CellContext
 from .runtime import runtime
@@ -87,6 +88,9 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
         stats["predictor_name"] = out_names[i]
         outputs[label] = stats
     result.update(outputs=outputs, worst=worst(outputs), status=stage_status(plan, outputs, evidence, baseline))
+    task = ctx.judge_task(labels, reference, got)
+    if task:  # the model's answers beside the tensors: how much the comparison's verdict matters
+        result["task"] = task
     unrun = low_precision_note(plan, evidence)
     if result["status"] is Status.NOOP and unrun:
         note = f"{unrun}: its pass says nothing about {plan.precision}"
@@ -131,9 +135,12 @@ def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tu
                    for i, label in enumerate(labels)}
         statuses = {Status.of(o["status"]) for o in outputs.values()}
         status = Status.FAIL if Status.FAIL in statuses else Status.VACUOUS if Status.VACUOUS in statuses else Status.PASS
+        task = ctx.judge_task(labels, reference, got)
         found.append(dict(entry, status=status, reference=reference_name, worst=worst(outputs), outputs=outputs,
-                          **({"message": note} if note else {})))
+                          **({"task": task} if task else {}), **({"message": note} if note else {})))
     result["shapes"] = found
+    if result.get("task"):  # the stage's task verdict: the worst of its shapes'
+        result["task"] = worst_verdict([result["task"], *[v.get("task") for v in found]])
     result.setdefault("timings", {})["shapes"] = round(time.perf_counter() - started, 4)
     first = (next((v for v in found if Status.of(v["status"]).blocks), None)
              or next((v for v in found if Status.of(v["status"]) is Status.UNTESTABLE), None))

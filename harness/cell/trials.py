@@ -99,10 +99,14 @@ class PieceTrials:
         return self._judge(trial, files, trial.feeds, traced, where)
 
     def _export(self, layer: Any, arrays: List[np.ndarray], where: Path):
-        return self.ctx.saved.export(layer, specs(self.paddle, arrays), where / "model"), arrays, self._traced(layer, arrays)
+        # Dygraph first: to_static replaces the layer's forward, and a forward called after it runs
+        # the traced program — the reference would be the very program it judges.
+        traced = self._traced(layer, arrays)
+        return self.ctx.saved.export(layer, specs(self.paddle, arrays), where / "model"), arrays, traced
 
     def _export_reading_all(self, layer: Any, arrays: List[np.ndarray], where: Path):
-        """The piece's files (or the indices of the inputs its program never reads) and its dygraph outputs."""
+        """The piece's files (or the indices of the inputs its program never reads) and its dygraph
+        outputs (run before the trace, as in ``_export``)."""
         traced = self._traced(layer, arrays)
         return self.ctx.saved.export_reading_all(layer, specs(self.paddle, arrays), where / "model"), traced
 

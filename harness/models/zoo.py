@@ -240,6 +240,62 @@ def reading_order_encoder() -> Tuple[nn.Layer, List[InputSpec]]:
                                         InputSpec([None, None, 4], "int64", "bbox")]
 
 
+# -- PaddleFormers: decoder-only language models (token ids in, next-token logits out) --------------
+# PaddleFormers 1.2.0 (``paddleformers.transformers``), tiny random-init configs,
+# KV cache off. Each family's model computes its rotary table (cos, sin) once from the positions,
+# its causal mask once, and passes both and the positions to every decoder layer, as the suite
+# does. ``fuse_rms_norm=False`` everywhere: the suite's default fused RMS norm calls
+# ``fused_rms_norm_ext``, a kernel Paddle registers for GPUs only ("The kernel
+# `fused_rms_norm_ext` is not registered" on this CPU); the suite's own unfused branch is used.
+# The head is ``calc_lm_head_logits``' matmul (``transpose_y=True``, no bias) called on the decoder's
+# last hidden state: ``LMHead.forward`` reads ``config.get(...)``, whose ``__getattribute__``
+# (``super()`` inside) to_static converts into an endless recursion (RecursionError at 3.3.1).
+# Left out: Gemma 3 (its sliding-window mask is a Python loop over the sequence length, refused by
+# to_static: "bool(Tensor) is not supported in static graph mode"); Qwen2/Qwen3 (they import
+# ``paddlefleet``, which the package index does not serve).
+
+_PF = "paddleformers.transformers"
+_DECODER = dict(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=16, max_position_embeddings=128, use_cache=False,
+                fuse_rms_norm=False)
+
+
+class CausalLMLogits(nn.Layer):
+    """A PaddleFormers ``<Family>ForCausalLM``: its decoder (``.model``, embeddings, the layers,
+    the final norm) and the logits its ``lm_head`` computes (``calc_lm_head_logits``: hidden @ W^T)."""
+
+    def __init__(self, model: Any):
+        super().__init__()
+        self.model = model.model
+        self.lm_head = model.lm_head
+
+    def forward(self, input_ids):
+        hidden = self.model(input_ids=input_ids, use_cache=False, return_dict=False)[0]
+        return paddle.matmul(hidden, self.lm_head.weight, transpose_y=True)
+
+
+def _causal_lm(model_name: str, config_name: str) -> Tuple[nn.Layer, List[InputSpec]]:
+    model_cls, config_cls = _load(_PF, model_name, config_name)
+    return CausalLMLogits(model_cls(config_cls(**_DECODER))), [InputSpec([None, None], "int64", "input_ids")]
+
+
+def llama_decoder() -> Tuple[nn.Layer, List[InputSpec]]:
+    """Llama (PaddleFormers 1.2.0): RMS norm, rotary positions, grouped-query attention, SwiGLU MLP;
+    2 layers, hidden 64, vocabulary 1000."""
+    return _causal_lm("LlamaForCausalLM", "LlamaConfig")
+
+
+def ernie45_decoder() -> Tuple[nn.Layer, List[InputSpec]]:
+    """ERNIE 4.5 dense (PaddleFormers 1.2.0); 2 layers, hidden 64, vocabulary 1000."""
+    return _causal_lm("Ernie4_5ForCausalLM", "Ernie4_5Config")
+
+
+def phi3_decoder() -> Tuple[nn.Layer, List[InputSpec]]:
+    """Phi-3 (PaddleFormers 1.2.0): fused qkv and gate-up projections; 2 layers, hidden 64,
+    vocabulary 1000."""
+    return _causal_lm("Phi3ForCausalLM", "Phi3Config")
+
+
 # -- PaddleClas 2.6.0 legendary backbones ----------------------------------------------------------
 
 def _paddleclas(name: str, **kwargs: Any) -> Tuple[nn.Layer, List[InputSpec]]:

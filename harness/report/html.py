@@ -20,7 +20,7 @@ from ..shared.logs import log_tail
 from ..shared.records import atomic_write_text, located
 from ..shared.vocab import STATUS_ORDER, cell_id
 from .model import Diagnosis, RunModel, stage_results, version_key
-from ..shared.notes import analysis_note, analysis_outcome, evidence_note, fmt_number, stage_note
+from ..shared.notes import analysis_note, analysis_outcome, evidence_note, fmt_number, stage_note, task_note
 from .tensors import pyplot, row_cells
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -91,7 +91,8 @@ def _cell(record: Dict[str, Any]) -> Dict[str, Any]:
     for stage in stage_results(record):
         worst = stage.get("worst") or {}
         stages.append({"name": stage["name"], "status": str(stage["status"]), "max_abs": fmt_number(worst.get("max_abs")),
-                       "max_rel": fmt_number(worst.get("max_rel")), "evidence": evidence_note(stage),
+                       "max_rel": fmt_number(worst.get("max_rel")), "answers": task_note(stage),
+                       "answers_changed": bool((stage.get("task") or {}).get("changed")), "evidence": evidence_note(stage),
                        "lever": stage.get("lever", ""), "note": stage_note(stage)})
         for label, stats in (stage.get("outputs") or {}).items():
             outputs.append({"stage": stage["name"], "label": label, "status": str(stats.get("status")),

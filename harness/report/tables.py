@@ -16,9 +16,9 @@ from ..shared.causes import Cause, cause_of
 from ..shared.records import atomic_write_text, located
 from ..shared.vocab import SETUP, STATUS_ORDER, Status
 from .model import RunModel, stage_results
-from ..shared.notes import analysis_note, analysis_outcome, clip, evidence_note, fmt_number, stage_note
+from ..shared.notes import analysis_note, analysis_outcome, clip, evidence_note, fmt_number, stage_note, task_note
 
-STAGE_HEADERS = ["cell", "stage", "status", "max abs", "max rel", "evidence", "note"]
+STAGE_HEADERS = ["cell", "stage", "status", "max abs", "max rel", "the model says", "evidence", "note"]
 OUTPUT_HEADERS = ["cell", "stage", "output", "predictor name", "status", "mismatched", "max abs",
                   "max rel", "cosine", "|ref| max", "atol", "rtol", "scaled atol"]
 
@@ -45,12 +45,12 @@ def stage_rows(model: RunModel, records: Sequence[Dict[str, Any]], max_note: int
             elif stage["name"] == unrun:
                 note = f"SESSION NOT RUN; {note}" if note else "SESSION NOT RUN"
             rows.append([record["id"], stage["name"], str(stage["status"]), fmt_number(worst.get("max_abs")),
-                         fmt_number(worst.get("max_rel")), evidence_note(stage), clip(note, max_note)])
+                         fmt_number(worst.get("max_rel")), task_note(stage), evidence_note(stage), clip(note, max_note)])
         for kind, result in (record.get("analysis") or {}).items():
-            rows.append([record["id"], f"> {kind}", analysis_outcome(kind, result), "-", "-", "",
+            rows.append([record["id"], f"> {kind}", analysis_outcome(kind, result), "-", "-", "", "",
                          clip(analysis_note(kind, result), max_note)])
             if result.get("script"):  # a path is never cut: its own row
-                rows.append([record["id"], "", "", "", "", "", str(located(record, result["script"]))])
+                rows.append([record["id"], "", "", "", "", "", "", str(located(record, result["script"]))])
     return rows
 
 

@@ -48,6 +48,12 @@ def stage_note(stage: Dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def task_note(stage: Dict[str, Any]) -> str:
+    """The stage's verdict in the model's terms ("tokens agree 16/16, top-5 overlap 0.97"), or ''."""
+    task = stage.get("task") or {}
+    return str(task.get("summary") or "")
+
+
 def evidence_note(stage: Dict[str, Any]) -> str:
     """What a stage ran, in the words of its runtime's descriptor (the stage record names its
     runtime); Paddle Inference's: the passes its build ran and the ops it executed."""
