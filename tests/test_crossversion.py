@@ -12,7 +12,7 @@ from harness.shared.vocab import Transition
 from harness.shared.errors import UserError
 
 from .conftest import NOX, load_record, nox_run, one_line_error, run_harness
-from .test_html import CHROMIUM, _chromium
+from .conftest import CHROMIUM, chromium
 
 OLD = "2.6.2"
 
@@ -180,7 +180,7 @@ def test_a_cause_at_some_versions_names_where_it_appears_and_gets_an_issue_draft
     regression = run_harness("regress", "--results", str(two_versions["results"]), "--base", OLD, "--head", head)
     assert f"appears from {head}; {said}" in regression.stdout
     if CHROMIUM:  # the HTML report links the draft, as a person sees it
-        dom = _chromium("--dump-dom", (results / "report.html").as_uri())
+        dom = chromium("--dump-dom", (results / "report.html").as_uri())
         assert dom.returncode == 0, dom.stderr[-2000:]
         # linked relative to the report's folder: the link still opens after the run folder moved
         href = draft.relative_to(results).as_posix()

@@ -22,7 +22,7 @@ from harness.cell.descent import FINE_LIMIT, Trial, budget, descend
 from harness.cell.pieces import Call
 
 from .conftest import load_record, run_harness, stages_by_name
-from .test_html import CHROMIUM, _chromium
+from .conftest import CHROMIUM, chromium
 
 
 def _tree(rng: random.Random, depth: int, fanout: int) -> Dict[str, Call]:
@@ -193,7 +193,7 @@ def test_a_consistency_failure_three_levels_down_is_triaged_localized_and_reprod
     assert "layer backbone.stages.1.blocks.1 (CountingBlock)" in report.stdout
     assert "triage: export" in report.stdout
     if CHROMIUM:  # what a person sees in the HTML report, from the rendered DOM
-        dom = _chromium("--dump-dom", (tmp_path / "r" / "default" / "report.html").as_uri())
+        dom = chromium("--dump-dom", (tmp_path / "r" / "default" / "report.html").as_uri())
         assert dom.returncode == 0, dom.stderr[-2000:]
         assert '<code class="layer">backbone.stages.1.blocks.1 (CountingBlock)</code>' in dom.stdout
         assert f'<code class="reproducer">{repro["script"]}</code> (verified)' in dom.stdout
