@@ -12,7 +12,9 @@ same attributes; under PIR (Paddle >= 3.0) ``to_static`` writes it as a program 
 Candidates are tried in the order the failure's own words suggest: the op named in the message,
 an attribute kind the message names (``ArrayAttribute<DoubleAttribute>`` → a list of floats), an
 input shape the message prints; for a numeric failure, the op type of the per-tensor table's first
-divergence; then the forward's order.
+divergence; then the forward's order. An input that was a parameter or buffer of the model stays a
+parameter of the op's program. When no op reproduces alone, adjacent ops do: pairs where the
+second reads the first's output, then chains of three (a fusion needs both of its ops).
 """
 
 from __future__ import annotations
@@ -33,6 +35,19 @@ CREATION = {"full", "full_", "full_like", "full_int_array", "uniform", "gaussian
 # write them): the public call that builds the same computation in a program.
 DYGRAPH_ONLY = {"linear": "paddle.nn.functional.linear"}
 
+# Tensor operators (``a * b``, ``x > 0``) run their op in C++ without ``_C_ops``: recorded as the
+# ``_C_ops`` call that builds the same op (its name, whether the operands are swapped, its extra
+# attributes).
+OPERATORS: Dict[str, Tuple[str, bool, Tuple[Any, ...]]] = {
+    "__add__": ("add", False, ()), "__radd__": ("add", True, ()),
+    "__sub__": ("subtract", False, ()), "__rsub__": ("subtract", True, ()),
+    "__mul__": ("multiply", False, ()), "__rmul__": ("multiply", True, ()),
+    "__truediv__": ("divide", False, ()), "__rtruediv__": ("divide", True, ()),
+    "__matmul__": ("matmul", False, (False, False)), "__pow__": ("elementwise_pow", False, ()),
+    "__gt__": ("greater_than", False, ()), "__ge__": ("greater_equal", False, ()),
+    "__lt__": ("less_than", False, ()), "__le__": ("less_equal", False, ()),
+}
+
 # The most one-op programs one reduction builds per op type (every type gets one before any gets a
 # second: a cap on the first N ops in order would never reach a piece's later op types).
 PER_TYPE = 2
@@ -50,6 +65,12 @@ class OpCall:
     arrays: List[np.ndarray]
     returns: List[Tuple[Tuple[int, ...], bool]] = dataclasses.field(default_factory=list)  # (access, is an input)
     unspellable: str = ""
+    # Which tensors these were in the forward (``id``s, kept alive while recording): the inputs,
+    # in ``arrays`` order, and the outputs, in ``returns`` order. They chain ops into pairs.
+    input_ids: List[int] = dataclasses.field(default_factory=list)
+    output_ids: List[int] = dataclasses.field(default_factory=list)
+    held: Tuple[int, ...] = ()  # indices of ``arrays`` that were the model's parameters or buffers
+    branched_before: Optional[int] = None  # the forward branched on its output before this op index
 
     @property
     def op_type(self) -> str:
@@ -97,46 +118,103 @@ class _DataType:
         return f"paddle.base.libpaddle.DataType.{self.name}"
 
 
-def record_ops(paddle: Any, forward: Callable[[], Any]) -> List[OpCall]:
-    """The ``_C_ops`` calls of ``forward()`` (run under no_grad, in dygraph: a layer ``to_static``
-    already converted would otherwise run its saved program instead of its ops), in order."""
-    from paddle import _C_ops
+class _Recorder:
+    """Records each op the forward runs: ``_C_ops`` calls, Tensor operators (which run their op in
+    C++, past ``_C_ops``) and a Python ``if`` on a tensor (``Tensor.__bool__``: which op's output
+    the forward branched on). Tensors stay alive while recording, so that their ``id`` names them."""
 
-    found: List[OpCall] = []
-    originals = {n: getattr(_C_ops, n) for n in dir(_C_ops) if not n.startswith("_") and callable(getattr(_C_ops, n))}
-    alive: List[Any] = []
+    def __init__(self, paddle: Any, held: Sequence[Any]):
+        self.paddle = paddle
+        self.held_ids = {id(t) for t in held}
+        self.found: List[OpCall] = []
+        self.alive: List[Any] = []
 
-    def wrapped(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def _add(self, op: OpCall, ids: List[int], operands: Sequence[Any], result: Any) -> None:
+        outputs = _tensors(self.paddle, result)
+        self.alive.extend([t for _, t in outputs] + [v for v in operands if isinstance(v, self.paddle.Tensor)])
+        op.returns = [(acc, id(t) in ids) for acc, t in outputs]
+        op.input_ids, op.output_ids = ids, [id(t) for _, t in outputs]
+        op.held = tuple(sorted(set(op.held) | {k for k, i in enumerate(ids) if i in self.held_ids}))
+        self.found.append(op)
+
+    def c_op(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             result = fn(*args, **kwargs)
-            op = OpCall(name, len(found), [], [])
-            ids: List[int] = []
+            op, ids = OpCall(name, len(self.found), [], []), []
             try:
-                op.args = [_recorded(paddle, a, op.arrays, ids) for a in args]
+                op.args = [_recorded(self.paddle, a, op.arrays, ids) for a in args]
                 # ``out=None`` (Paddle 3.3's APIs pass it to their op) is the op's default: no argument.
                 if any(v is not None for v in kwargs.values()):
                     raise TypeError(f"keyword arguments {sorted(kwargs)}")
             except TypeError as exc:
                 op.unspellable = f"called with {exc}"
-            outputs = [(acc, t) for acc, t in _tensors(paddle, result)]
-            alive.extend([t for _, t in outputs] + [a for a in args if isinstance(a, paddle.Tensor)])
-            op.returns = [(acc, id(t) in ids) for acc, t in outputs]
-            found.append(op)
+            self._add(op, ids, args, result)
             return result
         return call
 
+    def operator(self, original: Callable[..., Any], op_name: str, reflected: bool,
+                 extra: Tuple[Any, ...]) -> Callable[..., Any]:
+        def call(tensor: Any, *other: Any) -> Any:
+            result = original(tensor, *other)
+            operands = [tensor, *other][::-1] if reflected else [tensor, *other]
+            op, ids = OpCall(op_name, len(self.found), [], []), []
+            try:
+                for value in operands:
+                    if isinstance(value, self.paddle.Tensor):
+                        op.args.append(_recorded(self.paddle, value, op.arrays, ids))
+                    elif isinstance(value, (bool, int, float)):
+                        # A Python number beside a tensor: Paddle makes it a constant of the tensor's dtype.
+                        op.arrays.append(np.array(value, dtype=tensor.numpy().dtype))
+                        ids.append(-len(self.found) - 1)  # no tensor of the forward: never wired to another op
+                        op.held = op.held + (len(op.arrays) - 1,)
+                        op.args.append(Slot(len(op.arrays) - 1))
+                    else:
+                        raise TypeError(f"an operand of type {type(value).__name__}")
+                op.args.extend(extra)
+            except TypeError as exc:
+                op.unspellable = f"called with {exc}"
+            self._add(op, ids, operands, result)
+            return result
+        return call
+
+    def branched(self, truth: Callable[[Any], bool]) -> Callable[[Any], bool]:
+        def call(tensor: Any) -> bool:
+            producer = next((op for op in reversed(self.found) if id(tensor) in op.output_ids), None)
+            if producer is not None:
+                producer.branched_before = len(self.found)
+            return truth(tensor)
+        return call
+
+
+def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = ()) -> List[OpCall]:
+    """The ops of ``forward()`` (run under no_grad, in dygraph: a layer ``to_static`` already
+    converted would otherwise run its saved program instead of its ops), in order. ``held``: the
+    layer's parameters and buffers; an input that is one of them stays one in the op's program (a
+    constant-folding pass folds an op over a parameter, not over a feed)."""
+    from paddle import _C_ops
+
+    recorder = _Recorder(paddle, held)
+    originals = {n: getattr(_C_ops, n) for n in dir(_C_ops) if not n.startswith("_") and callable(getattr(_C_ops, n))}
+    operators = {m: getattr(paddle.Tensor, m) for m in OPERATORS if hasattr(paddle.Tensor, m)}
+    truth = paddle.Tensor.__bool__
     for name, fn in originals.items():
-        setattr(_C_ops, name, wrapped(name, fn))
+        setattr(_C_ops, name, recorder.c_op(name, fn))
+    for method, fn in operators.items():
+        setattr(paddle.Tensor, method, recorder.operator(fn, *OPERATORS[method]))
+    paddle.Tensor.__bool__ = recorder.branched(truth)
     paddle.jit.enable_to_static(False)
     try:
         with paddle.no_grad():
             forward()
     finally:
         paddle.jit.enable_to_static(True)
+        paddle.Tensor.__bool__ = truth
+        for method, fn in operators.items():
+            setattr(paddle.Tensor, method, fn)
         for name, fn in originals.items():
             setattr(_C_ops, name, fn)
-        alive.clear()
-    return found
+        recorder.alive.clear()
+    return recorder.found
 
 
 def _tensors(paddle: Any, value: Any, access: Tuple[int, ...] = ()) -> List[Tuple[Tuple[int, ...], Any]]:
@@ -227,30 +305,164 @@ def _same_shape(shape: Tuple[int, ...], printed: Tuple[int, ...]) -> bool:
     return len(shape) == len(printed) and all(p in (-1, d) for d, p in zip(shape, printed))
 
 
-def one_op_source(call: OpCall) -> str:
-    """A module whose layer runs ``call`` alone on fed inputs ``in0, in1, ...`` (its tensor inputs,
-    in order), returning its first output that is not one of its inputs: the op's main output.
-    The others can be auxiliary buffers no kernel fills in inference (batch_norm's saved mean and
-    variance, its reserve space), whose values would differ for no fault of the op."""
-    names = {k: f"in{k}" for k in range(len(call.arrays))}
+@dataclasses.dataclass
+class Written:
+    """An op, or a short chain of ops, as a layer of its own: its module's source, the arrays fed
+    to its forward (``in0, in1, ...``) and those it holds as parameters (``self.p0, ...``: the
+    model's parameters and buffers stay parameters of the program)."""
 
-    def spell(value: Any) -> str:
-        if isinstance(value, Slot):
-            return names[value.index]
-        if isinstance(value, list):
-            return "[" + ", ".join(spell(v) for v in value) + "]"
-        return repr(value)
+    calls: List[OpCall]
+    source: str
+    fed: List[np.ndarray]
+    held: Dict[str, np.ndarray]
+    branched_at: Optional[int] = None
 
-    returned = [("result" + "".join(f"[{i}]" for i in access)) for access, is_input in call.returns if not is_input][:1]
-    params = ", ".join(names.values())
-    return (
-        f'"""One op alone, written by the harness: {call.op_type} as the model\'s forward called it."""\n'
+    @property
+    def op_types(self) -> List[str]:
+        """The program's ops in order, the ``if`` where the model branched."""
+        types = [c.op_type for c in self.calls]
+        return types if self.branched_at is None else types[:self.branched_at] + ["pd_op.if"] + types[self.branched_at:]
+
+    @property
+    def op_type(self) -> str:
+        return " -> ".join(self.op_types)
+
+    @property
+    def kind(self) -> str:
+        return ("an if the model took on an op's output" if self.branched_at is not None else
+                "one op alone" if len(self.calls) == 1 else f"{len(self.calls)} adjacent ops")
+
+    def describe(self) -> str:
+        return " -> ".join(c.describe() for c in self.calls)
+
+
+def written(calls: Sequence[OpCall], branched_at: Optional[int] = None) -> Written:
+    """``calls`` (one op, or ops each reading an output of the one before) as one layer: an input an
+    earlier op of the chain produced is wired from it; a held one (a parameter or buffer of the
+    model) becomes a parameter of the layer; every other one is fed. It returns the last op's first
+    output that is not one of its inputs: the op's main output. The others can be auxiliary buffers
+    no kernel fills in inference (batch_norm's saved mean and variance, its reserve space), whose
+    values would differ for no fault of the op.
+
+    ``branched_at``: the model branched (a Python ``if``) on the output of ``calls[branched_at - 1]``
+    and ran ``calls[branched_at:]`` in the branch taken: the layer does the same, so that
+    ``to_static`` writes the same control flow (``pd_op.if``); the branch's result replaces its first
+    input, which the branch not taken returns."""
+    produced: Dict[int, str] = {}
+    fed: List[np.ndarray] = []
+    held: Dict[str, np.ndarray] = {}
+    lines: List[str] = []
+    for j, call in enumerate(calls):
+        names: Dict[int, str] = {}
+        for k, array in enumerate(call.arrays):
+            tensor = call.input_ids[k] if k < len(call.input_ids) else None
+            if tensor is not None and tensor in produced:
+                names[k] = produced[tensor]
+            elif k in call.held:
+                names[k] = f"self.p{len(held)}"
+                held[f"p{len(held)}"] = array
+            else:
+                names[k] = f"in{len(fed)}"
+                fed.append(array)
+            if tensor is not None:  # the same tensor read again is the same name
+                produced.setdefault(tensor, names[k])
+
+        def spell(value: Any) -> str:
+            if isinstance(value, Slot):
+                return names[value.index]
+            if isinstance(value, list):
+                return "[" + ", ".join(spell(v) for v in value) + "]"
+            return repr(value)
+
+        indent = "        "
+        if branched_at is not None and j == branched_at:
+            lines += [f"        out = {names[0]}", f"        if r{j - 1}:"]
+        if branched_at is not None and j >= branched_at:
+            indent = "            "
+        lines.append(f"{indent}r{j} = {DYGRAPH_ONLY.get(call.name, 'paddle._C_ops.' + call.name)}"
+                     f"({', '.join(spell(a) for a in call.args)})")
+        for (access, is_input), tensor in zip(call.returns, call.output_ids or [None] * len(call.returns)):
+            if not is_input and tensor is not None:
+                produced.setdefault(tensor, f"r{j}" + "".join(f"[{i}]" for i in access))
+    last = calls[-1]
+    returned = [(f"r{len(calls) - 1}" + "".join(f"[{i}]" for i in access))
+                for access, is_input in last.returns if not is_input][:1]
+    if branched_at is not None:
+        lines.append(f"            out = {', '.join(returned)}")
+        returned = ["out"]
+    params = ", ".join(f"in{k}" for k in range(len(fed)))
+    init = ["    def __init__(self):", "        super().__init__()"] + [
+        f"        self.register_buffer({name!r}, paddle.zeros({list(a.shape)}, dtype={str(a.dtype)!r}), persistable=True)"
+        for name, a in held.items()] + [""] if held else []
+    what = ("an if on an op's output, as the model branched" if branched_at is not None else
+            "one op alone" if len(calls) == 1 else f"{len(calls)} ops, each reading the one before")
+    source = (
+        f'"""{what[0].upper() + what[1:]}, written by the harness: {" -> ".join(c.op_type for c in calls)} as the '
+        f'model\'s forward called it."""\n'
         "import paddle\n\n\n"
         f"class {ONE_OP}(paddle.nn.Layer):\n"
-        f"    def forward(self{', ' if params else ''}{params}):\n"
-        f"        result = {DYGRAPH_ONLY.get(call.name, 'paddle._C_ops.' + call.name)}"
-        f"({', '.join(spell(a) for a in call.args)})\n"
-        f"        return [{', '.join(returned)}]\n")
+        + "".join(f"{line}\n" for line in init)
+        + f"    def forward(self{', ' if params else ''}{params}):\n"
+        + "".join(f"{line}\n" for line in lines)
+        + f"        return [{', '.join(returned)}]\n")
+    return Written(list(calls), source, fed, held, branched_at)
 
 
-__all__ = ["OpCall", "record_ops", "schedule", "suspicion", "one_op_source", "PER_TYPE", "ONE_OP"]
+def one_op_source(call: OpCall) -> str:
+    return written([call]).source
+
+
+def branches(calls: Sequence[OpCall]) -> List[Tuple[List[OpCall], int]]:
+    """Each ``if`` the forward took on an op's output, as the op and the first op the branch ran
+    (``written(group, branched_at=1)``): control flow, which no op alone and no chain makes."""
+    found = []
+    for call in calls:
+        if call.branched_before is None or call.unspellable:
+            continue
+        body = next((c for c in calls if c.order >= call.branched_before and not c.unspellable and c.arrays
+                     and c.name.rstrip("_") not in CREATION), None)
+        if body is not None:
+            found.append(([call, body], 1))
+    return found
+
+
+# The most op pairs and three-op chains one isolation builds after no single op reproduced.
+MAX_PAIRS = 24
+MAX_CHAINS = 12
+
+
+def chains(calls: Sequence[OpCall], message: str, first_divergence: Optional[str]) -> Tuple[List[List[OpCall]], Dict[str, int]]:
+    """Adjacent ops, for when no op reproduces alone (a fusion needs two: matmul + add, a norm's
+    reduce + scale): pairs where the second reads an output of the first, then chains of three,
+    one per sequence of op types, the suspects first; how many each produced and how many the caps
+    left out."""
+    usable = [c for c in calls if not c.unspellable and c.arrays and c.name.rstrip("_") not in CREATION]
+    producer: Dict[int, OpCall] = {}
+    reads: Dict[int, List[OpCall]] = {}
+    for call in usable:
+        for tensor in call.input_ids:
+            if tensor in producer and call not in reads.setdefault(producer[tensor].order, []):
+                reads[producer[tensor].order].append(call)
+        for (_, is_input), tensor in zip(call.returns, call.output_ids):
+            if not is_input:
+                producer[tensor] = call
+    pairs: Dict[Tuple[str, ...], List[OpCall]] = {}
+    triples: Dict[Tuple[str, ...], List[OpCall]] = {}
+    for first in usable:
+        for second in reads.get(first.order, []):
+            pairs.setdefault((first.name, second.name), [first, second])
+            for third in reads.get(second.order, []):
+                triples.setdefault((first.name, second.name, third.name), [first, second, third])
+
+    def rank(found: Dict[Tuple[str, ...], List[OpCall]]) -> List[List[OpCall]]:
+        return sorted(found.values(), key=lambda group: (-sum(suspicion(c, message, first_divergence) for c in group),
+                                                          group[0].order))
+    ranked_pairs, ranked_triples = rank(pairs), rank(triples)
+    rules = {"pairs": min(len(ranked_pairs), MAX_PAIRS), "chains": min(len(ranked_triples), MAX_CHAINS),
+             "capped_pairs": max(0, len(ranked_pairs) - MAX_PAIRS),
+             "capped_chains": max(0, len(ranked_triples) - MAX_CHAINS)}
+    return ranked_pairs[:MAX_PAIRS] + ranked_triples[:MAX_CHAINS], rules
+
+
+__all__ = ["OpCall", "Written", "written", "chains", "branches", "record_ops", "schedule", "suspicion", "one_op_source",
+           "PER_TYPE", "ONE_OP"]

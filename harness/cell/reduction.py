@@ -144,28 +144,69 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
     if answer is not None and tuple(answer.members) in trials.layers:
         layer, arrays = trials.layers[tuple(answer.members)]
         forward = lambda: layer(*[paddle.to_tensor(a) for a in arrays])  # noqa: E731
+        holder = layer
     else:
         forward = lambda: model(*call_args)  # noqa: E731
+        holder = model
     first = ((done.get(Analysis.DIFF.journal_key) or {}).get("first_divergence") or {}).get("op")
-    ranked, rules = isolation.schedule(isolation.record_ops(paddle, forward), str(done[plan.name].get("message", "")),
-                                       first)
+    message = str(done[plan.name].get("message", ""))
+    calls = isolation.record_ops(paddle, forward, [*holder.parameters(), *holder.buffers()])
+    ranked, rules = isolation.schedule(calls, message, first)
     types = len({c.name.rstrip("_") for c in ranked})
     tried: List[Dict[str, Any]] = []
-    for call in ranked:
-        trial = trials.one_op(call)
-        tried.append({"op": call.op_type, "call": call.describe(), **trial.to_dict()})
-        if trial.reproduces:
-            return {"outcome": "isolated", "op": call.op_type, "op_call": call.describe(),
-                    "op_by": "isolation: this op alone, on the tensors it received in the model, reproduces the failure",
-                    "piece": {**_replayable(trial, trials.failed),
-                              "op_source": str(source_path(Path(trial.files["program"]).parent, isolation.ONE_OP))},
-                    "isolation": {"outcome": "isolated", "runs": len(tried), "candidates": len(ranked),
-                                  "rules": rules, "op_types": types, "tried": tried}}
+    for group in [[c] for c in ranked]:
+        found = _try_written(trials, isolation.written(group), tried)
+        if found is not None:
+            return _isolated(found, trials, tried, len(ranked), rules, types)
+    # No op alone: an if the forward took on an op's output (control flow), then adjacent ops (a
+    # fusion needs both of its ops).
+    taken = isolation.branches(calls)
+    rules["branches"] = len(taken)
+    for group, at in taken:
+        found = _try_written(trials, isolation.written(group, branched_at=at), tried)
+        if found is not None:
+            return _isolated(found, trials, tried, len(ranked) + len(taken), rules, types)
+    grouped, chain_rules = isolation.chains(calls, message, first)
+    rules.update(chain_rules)
+    for group in grouped:
+        found = _try_written(trials, isolation.written(group), tried)
+        if found is not None:
+            return _isolated(found, trials, tried, len(ranked) + len(taken) + len(grouped), rules, types)
     why = (f"none of its {len(ranked)} ops tried ({types} op types, every type at least once, at most "
            f"{isolation.PER_TYPE} per type) reproduces alone"
-           + (f"; {rules['capped']} more calls of types already tried twice were not" if rules["capped"] else ""))
-    return {"isolation": {"outcome": "not found", "runs": len(tried), "candidates": len(ranked), "rules": rules,
-                          "op_types": types, "tried": tried, "why": why}}
+           + (f"; {rules['capped']} more calls of types already tried twice were not" if rules["capped"] else "")
+           + f"; nor {rules['branches']} branch(es) the forward took, {rules['pairs']} adjacent pair(s) and "
+             f"{rules['chains']} chain(s) of three"
+           + (f" ({rules['capped_pairs']} pairs and {rules['capped_chains']} chains beyond the caps not tried)"
+              if rules["capped_pairs"] or rules["capped_chains"] else ""))
+    return {"isolation": {"outcome": "not found", "runs": len(tried), "candidates": len(ranked) + len(taken) + len(grouped),
+                          "rules": rules, "op_types": types, "tried": tried, "why": why}}
+
+
+def _try_written(trials: PieceTrials, program: "isolation.Written", tried: List[Dict[str, Any]]) -> Optional[Tuple[Any, Trial]]:
+    trial = trials.one_op(program)
+    tried.append({"op": program.op_type, "call": program.describe(), **trial.to_dict()})
+    return (program, trial) if trial.reproduces else None
+
+
+def _isolated(found: Tuple[Any, Trial], trials: PieceTrials, tried: List[Dict[str, Any]], candidates: int,
+              rules: Dict[str, int], types: int) -> Dict[str, Any]:
+    program, trial = found
+    alone = len(program.op_types) == 1
+    held = None
+    if program.held:  # the model's parameters the op read: the reproducer sets them as they were
+        held = Path(trial.files["program"]).parent / "held.npz"
+        np.savez(held, **program.held)
+    return {"outcome": "isolated", "op": program.op_type, "ops": program.op_types, "op_call": program.describe(),
+            "op_by": ("isolation: this op alone, on the tensors it received in the model, reproduces the failure"
+                      if alone else
+                      f"isolation: no op reproduces alone; {program.kind}, on the tensors they received in the "
+                      f"model, reproduce it"),
+            "piece": {**_replayable(trial, trials.failed),
+                      "op_source": str(source_path(Path(trial.files["program"]).parent, isolation.ONE_OP)),
+                      "held": str(held) if held else None},
+            "isolation": {"outcome": "isolated", "runs": len(tried), "candidates": candidates,
+                          "rules": rules, "op_types": types, "tried": tried}}
 
 
 def _op_or_fusion(op_types: Dict[str, int], found: Dict[str, Any], answer: Optional[Trial], plan: StagePlan,

@@ -64,7 +64,9 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
     build = ""
     if piece and piece.get("op_source"):  # one op: the script builds its program itself, no params file
         model, params = f"op/model{Path(files['program']).suffix}", ""
-        build = _op_build_lines(Path(piece["op_source"]).read_text(encoding="utf-8"), len(feeds))
+        if piece.get("held"):
+            shutil.copyfile(piece["held"], folder / "held.npz")
+        build = _op_build_lines(Path(piece["op_source"]).read_text(encoding="utf-8"), len(feeds), bool(piece.get("held")))
     else:
         model = f"model{Path(files['program']).suffix}"
         shutil.copyfile(files["program"], folder / model)
@@ -97,18 +99,27 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
             "seconds": round(time.perf_counter() - started, 3)}
 
 
-def _op_build_lines(source: str, inputs: int) -> str:
-    """The one-op program built by the script: the op's layer, ``to_static`` + ``jit.save`` to ``op/``."""
+def _op_build_lines(source: str, inputs: int, held: bool = False) -> str:
+    """The one-op program built by the script: the op's layer (its parameters set from ``held.npz``
+    when the model's op read parameters), ``to_static`` + ``jit.save`` to ``op/``."""
     body = source.split("import paddle\n", 1)[-1].strip("\n")
+    setting = textwrap.dedent("""
+        # The model's parameters the op read, as they were (a parameter, not a feed: passes fold them).
+        for name, value in np.load(os.path.join(here, "held.npz")).items():
+            getattr(layer, name).set_value(paddle.to_tensor(value))
+        """) if held else ""
     return textwrap.dedent("""
-        # The program: one op, as the model's forward called it, built here with Paddle's static API.
+        # The program: one op (or adjacent ops), as the model's forward called it, built here with Paddle's static API.
         import paddle
 
         """) + body + textwrap.dedent(f"""
 
         spec = [paddle.static.InputSpec(list(inputs[f"in{{k}}"].shape), str(inputs[f"in{{k}}"].dtype), f"in{{k}}")
                 for k in range({inputs})]
-        paddle.jit.save(paddle.jit.to_static(OneOp(), input_spec=spec, full_graph=True), os.path.join(here, "op", "model"))
+        layer = OneOp()
+        layer.eval()
+        """) + setting + textwrap.dedent("""
+        paddle.jit.save(paddle.jit.to_static(layer, input_spec=spec, full_graph=True), os.path.join(here, "op", "model"))
 
         """)
 

@@ -25,7 +25,7 @@ from ..shared.runtime import StagePlan
 from ..shared.vocab import Analysis, Reference, Stage, Status
 from .context import CellContext
 from .descent import Trial
-from .isolation import ONE_OP, OpCall, one_op_source
+from .isolation import ONE_OP, Written
 from .pieces import SMALL_INT_INPUT, Call, VacuousPiece, load_piece, load_source, piece_source, specs, unique_tensors
 from .runtime import runtime
 
@@ -83,14 +83,16 @@ class PieceTrials:
             self.layers.pop(tuple(trial.members), None)
         return trial
 
-    def one_op(self, call: OpCall) -> Trial:
-        """The op alone on the tensors it received in the piece's forward."""
+    def one_op(self, program: Written) -> Trial:
+        """The op (or the chain of ops) alone, on the tensors it received in the piece's forward."""
         self.op_exports += 1
         where = self.folder / f"op{self.op_exports}"
-        trial = Trial(members=[call.op_type], reproduces=False)
+        trial = Trial(members=program.op_types, reproduces=False)
         try:
-            layer = load_source(one_op_source(call), where, ONE_OP)
-            files, arrays, traced = self._export(layer, list(call.arrays), where)
+            layer = load_source(program.source, where, ONE_OP)
+            for name, array in program.held.items():  # the model's parameters, as they were
+                getattr(layer, name).set_value(self.paddle.to_tensor(array))
+            files, arrays, traced = self._export(layer, list(program.fed), where)
         except Exception as exc:
             trial.untestable = True
             trial.note = f"could not be exported alone: {paddle_message(exc)[:300]}"

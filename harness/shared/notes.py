@@ -107,11 +107,13 @@ def analysis_note(kind: str, result: Dict[str, Any]) -> str:
         if status is Status.SKIP:
             return f"{stage}: {result.get('message', '')}"
         where = ", ".join(result.get("members") or []) or result.get("path") or "the whole model"
-        op = f"; op {result['op']}" + (" alone" if result.get("op_call") else "") if result.get("op") else ""
+        together = len(result.get("ops") or []) > 1
+        op = (f"; ops {result['op']} together" if together else
+              f"; op {result['op']}" + (" alone" if result.get("op_call") else "") if result.get("op") else "")
         runs = (result.get("isolation") or {}).get("runs")
         return (f"{stage}: {where} ({result.get('layer')}){op}; {result.get('halving_exports', result.get('sub_exports'))} "
                 f"sub-exports (budget {result.get('budget')}) + {result.get('finer_exports', 0)} finer"
-                + (f" + {runs} one-op" if runs else ""))
+                + (f" + {runs} op programs" if runs else ""))
     if kind == "exclude":
         return f"{stage}: {result.get('verdict') or result.get('message') or result.get('outcome')}"
     if kind == "reproducer":

@@ -3,7 +3,7 @@
 import numpy as np
 
 from harness.cell.descent import parts
-from harness.cell.isolation import OpCall, one_op_source, schedule, suspicion
+from harness.cell.isolation import OpCall, chains, one_op_source, schedule, suspicion, written
 from harness.cell.pieces import Slot
 
 MESSAGE = ("NotImplementedError: (Unimplemented) ConvertPirAttribute2RuntimeAttribute not support "
@@ -48,8 +48,8 @@ def test_the_one_op_source_calls_the_op_as_the_forward_did_and_returns_its_main_
     bn.returns = [((0,), False), ((1,), True), ((2,), True), ((3,), False)]
     source = one_op_source(bn)
     assert "def forward(self, in0, in1, in2, in3, in4):" in source
-    assert "paddle._C_ops.batch_norm(in0, in1, in2, in3, in4, True, 0.9, 1e-05, 'NCHW', True, False)" in source
-    assert "return [result[0]]" in source
+    assert "r0 = paddle._C_ops.batch_norm(in0, in1, in2, in3, in4, True, 0.9, 1e-05, 'NCHW', True, False)" in source
+    assert "return [r0[0]]" in source
     compile(source, "oneop.py", "exec")
 
 
@@ -112,3 +112,54 @@ def test_a_dygraph_only_op_is_built_through_its_public_call():
     linear = _op("linear", 0, inputs=((2, 12, 16), (16, 3), (3,)))
     source = one_op_source(linear)
     assert "paddle.nn.functional.linear(in0, in1, in2)" in source and "_C_ops.linear" not in source
+
+
+def _wired(name, order, ins, outs, *attrs, held=()):
+    """An op reading tensors ``ins`` and making ``outs`` (ids, as the recording keeps them)."""
+    arrays = [np.full((2, 4), float(i), "float32") for i in ins]
+    call = OpCall(name, order, [*[Slot(k) for k in range(len(arrays))], *attrs], arrays,
+                  returns=[((), False)] * len(outs))
+    call.input_ids, call.output_ids, call.held = list(ins), list(outs), tuple(held)
+    return call
+
+
+def test_a_parameter_of_the_model_stays_a_parameter_of_the_op_s_program():
+    matmul = _wired("matmul", 0, [1, 2], [3], False, False, held=(1,))
+    program = written([matmul])
+    assert "def forward(self, in0):" in program.source
+    assert "r0 = paddle._C_ops.matmul(in0, self.p0, False, False)" in program.source
+    assert "self.register_buffer('p0', paddle.zeros([2, 4], dtype='float32'), persistable=True)" in program.source
+    assert len(program.fed) == 1 and list(program.held) == ["p0"] and program.held["p0"][0, 0] == 2.0
+    compile(program.source, "oneop.py", "exec")
+
+
+def test_a_chain_wires_each_op_to_the_output_of_the_one_before_and_feeds_the_rest():
+    matmul = _wired("matmul", 0, [1, 2], [3], False, False)
+    add = _wired("add", 1, [3, 4], [5])
+    program = written([matmul, add])
+    assert "def forward(self, in0, in1, in2):" in program.source
+    assert "r1 = paddle._C_ops.add(r0, in2)" in program.source and "return [r1]" in program.source
+    assert program.op_type == "pd_op.matmul -> pd_op.add"
+    compile(program.source, "pair.py", "exec")
+
+
+def test_pairs_and_chains_follow_the_data_one_per_sequence_of_types_with_counts():
+    ops = [_wired("matmul", 0, [1, 2], [3], False, False), _wired("add", 1, [3, 4], [5]),
+           _wired("relu", 2, [5], [6]), _wired("matmul", 3, [6, 7], [8], False, False), _wired("add", 4, [8, 9], [10]),
+           _wired("scale", 5, [1], [11], 2.0, 0.0, True)]  # reads a model input, no op's output
+    groups, rules = chains(ops, "", None)
+    names = [[c.name for c in g] for g in groups]
+    assert names[:3] == [["matmul", "add"], ["add", "relu"], ["relu", "matmul"]]  # forward order, each once
+    assert ["matmul", "add", "relu"] in names and not any("scale" in n for n in names)
+    assert rules == {"pairs": 3, "chains": 3, "capped_pairs": 0, "capped_chains": 0}
+
+
+def test_an_if_the_model_took_is_written_as_an_if_over_the_op_it_branched_on():
+    compare = _wired("greater_than", 0, [1, 2], [3], held=(0, 1))
+    body = _wired("multiply", 1, [4, 1], [5], held=(1,))
+    program = written([compare, body], branched_at=1)
+    assert program.op_types == ["pd_op.greater_than", "pd_op.if", "pd_op.multiply"]
+    assert "        out = in0\n        if r0:\n            r1 = paddle._C_ops.multiply(in0, self.p0)\n" \
+           "            out = r1\n        return [out]" in program.source
+    assert list(program.held) == ["p0", "p1"]  # the parameter read twice is one parameter
+    compile(program.source, "branch.py", "exec")
