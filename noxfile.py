@@ -203,8 +203,8 @@ def tests(s: nox.Session) -> None:
     """The test suite, on real Paddle (CPU, the matrix's default version), a real Docker engine.
 
     Two tiers: the fast one (pure logic and in-process Paddle) first, alone, then the tests that
-    start processes (``-m processes``, marked by tests/conftest.py) with pytest-xdist, a module per
-    worker at a time, the slowest ten listed. ``-- ARGS`` runs pytest with those arguments instead (``-- -m "not processes"``:
+    start processes (``-m processes``, marked by tests/conftest.py) with pytest-xdist, the tests
+    sharing a fixture in one worker, the slowest ten listed. ``-- ARGS`` runs pytest with those arguments instead (``-- -m "not processes"``:
     the fast tier alone)."""
     default = MATRIX.run["default_paddle"]
     # With the PACT mode's packages (PaddleSlim and its pins, numpy<2 among them): its tests run here.
@@ -219,9 +219,9 @@ def tests(s: nox.Session) -> None:
         s.run("pytest", *s.posargs, env=env)
         return
     s.run("pytest", "-q", "-m", "not processes", env=env)
-    # A module's tests in one worker: its module fixtures (a dockerd and its image, a matrix run
-    # shared by its tests) are made once.
-    s.run("pytest", "-q", "-m", "processes", "-n", str(PROCESS_TIER_WORKERS), "--dist", "loadscope",
+    # Tests sharing a fixture (a dockerd and its image, a matrix run) in one worker, made once
+    # (tests/conftest.py groups them); every other test to whichever worker is free.
+    s.run("pytest", "-q", "-m", "processes", "-n", str(PROCESS_TIER_WORKERS), "--dist", "loadgroup",
           "--durations=10", env=env)
 
 

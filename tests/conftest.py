@@ -7,7 +7,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11: the same parser, as the harness reads it
+    import tomli as tomllib  # type: ignore[no-redef]
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -284,12 +287,19 @@ def _starts_a_process(func, depth: int = 0) -> bool:
 
 
 def pytest_itemcollected(item):
-    """Marked as each test is collected, before -m reads the tier. (The process tier runs with
-    pytest-xdist's ``--dist loadscope``: a module's tests in one worker, so that its module
-    fixture, a dockerd and its image, are made once.)"""
+    """Marked as each test is collected, before -m reads the tier; and grouped for pytest-xdist
+    (``--dist loadgroup``): the tests sharing one of this suite's session fixtures (a dockerd and
+    its image, the nox envdir) run in one worker, those sharing a module fixture (one matrix run
+    read by many tests) in one worker per module, so that each is made once; every other test goes
+    to whichever worker is free — a module of independent slow tests is no longer one long pole."""
     if not hasattr(item, "function"):
         return
     definitions = [d for name in item.fixturenames for d in item._fixtureinfo.name2fixturedefs.get(name, ())
                    if getattr(d.func, "__module__", "").startswith("tests")]
     if any(_starts_a_process(f) for f in [item.function, *(d.func for d in definitions)]):
         item.add_marker(pytest.mark.processes)
+    shared = sorted({d.argname for d in definitions if d.scope == "session"})
+    if shared:
+        item.add_marker(pytest.mark.xdist_group(shared[0]))
+    elif any(d.scope in ("module", "package", "class") for d in definitions):
+        item.add_marker(pytest.mark.xdist_group(item.module.__name__))
