@@ -53,3 +53,26 @@ def test_a_family_that_needs_a_newer_paddle_is_a_skip_with_the_reason(tmp_path, 
     assert record["verdict"]["status"] == "skip" and record["setup"]["status"] == "skip"
     assert record["setup"]["message"].startswith("model family paddlex (paddlex==3.7.2) needs Paddle >= 3.0.0")
     assert "this environment has 2.6.2" in record["setup"]["message"]
+
+
+def test_the_reading_order_encoder_s_onednn_error_is_placed_at_a_chain_of_ops(tmp_path, paddle_version):
+    """PP-DocLayoutV2's LayoutLMv3-style encoder (PaddleX's code, never built for this): under
+    oneDNN at 3.3.1 its embeddings raise ("OP(embedding) expected >= 0 and < 1024, but got -354").
+    No op reproduces alone; the chain the box-size embedding runs — subtract, clip, embedding —
+    does, on the tensors the model gave it, and its reproducer is verified."""
+    pytest.importorskip("paddlex", reason="families.paddlex.packages are installed by `nox -s tests`")
+    if not paddle_version.startswith("3."):
+        pytest.skip("PaddleX needs Paddle 3.x")
+    results = tmp_path / "r"
+    proc = run_harness("run", "--matrix", str(MATRIX), "--session", "cpu_onednn_fp32", "--model",
+                       "reading_order_encoder", "--results", str(results), "--paddle", paddle_version)
+    record = load_record(results / "default", f"cpu_onednn_fp32/{paddle_version}/normal/reading_order_encoder")
+    stage = stages_by_name(record)["onednn_fp32"]
+    if stage["status"] == "pass":
+        pytest.skip(f"oneDNN computes the box sizes right on this CPU or Paddle ({paddle_version})")
+    assert "OP(embedding) expected >= 0" in stage["message"], proc.stdout[-3000:]
+    reduce = record["analysis"]["reduce"]
+    assert reduce["path"] == "embeddings" and reduce["outcome"] == "isolated", reduce.get("isolation")
+    assert len(reduce["ops"]) > 1 and reduce["ops"][-1] == "pd_op.embedding" and "pd_op.clip" in reduce["ops"]
+    assert not any(t["reproduces"] for t in reduce["isolation"]["tried"] if " -> " not in t["op"])
+    assert record["analysis"]["reproducer"]["verified"]
