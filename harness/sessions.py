@@ -24,7 +24,7 @@ from .shards import CELLS_TAG
 
 # The host side: tabulate prints the tables; openpyxl and matplotlib write the per-tensor sheets
 # and plots; the docker SDK drives containers.
-HOST_SIDE = ("numpy", "tabulate", "openpyxl", "matplotlib", "docker", "jinja2")
+HOST_SIDE = ("numpy", "tabulate", "openpyxl", "matplotlib", "docker", "jinja2", "packaging")
 # A uv-made venv cannot import paddle without setuptools.
 CELL_SIDE_EXTRAS = ("setuptools", "tabulate", "openpyxl", "matplotlib")
 

@@ -19,7 +19,8 @@ from .. import __version__
 from ..shared.logs import log_tail
 from ..shared.records import atomic_write_text, located
 from ..shared.vocab import STATUS_ORDER, cell_id
-from .model import Diagnosis, RunModel, stage_results, version_key
+from ..shared.spec import version_order
+from .model import Diagnosis, RunModel, stage_results
 from ..shared.notes import analysis_note, analysis_outcome, evidence_note, fmt_number, stage_note, task_note
 from .tensors import pyplot, row_cells
 
@@ -48,7 +49,7 @@ def drift_plot(model: RunModel) -> Optional[str]:
             key = f"{record['cell']['session']['name']}:{stage['name']}"
             version = record["cell"]["paddle"]
             series.setdefault(key, {})[version] = max(series.get(key, {}).get(version, 0.0), float(value))
-    versions = sorted({v for points in series.values() for v in points}, key=version_key)
+    versions = sorted({v for points in series.values() for v in points}, key=version_order)
     if len(versions) < 2:
         return None
     with pyplot() as plt:

@@ -15,14 +15,8 @@ from ..shared.causes import Cause, group
 from ..shared.machine import label as machine_label
 from ..shared.records import Unreadable, scan_records, located
 from ..shared.results import StageResult
+from ..shared.spec import version_order
 from ..shared.vocab import HAZARD, SETUP, Status
-
-
-def version_key(version: str) -> Tuple:
-    parts = []
-    for piece in version.replace("-", ".").split("."):
-        parts.append((0, int(piece), "") if piece.isdigit() else (1, 0, piece))
-    return tuple(parts)
 
 
 def cell_place(record: Dict[str, Any]) -> str:
@@ -140,7 +134,7 @@ class VersionSpan:
 
     @property
     def first_bad(self) -> Optional[str]:
-        earlier = [v for v, _ in self.without if version_key(v) < version_key(self.appears[0])]
+        earlier = [v for v, _ in self.without if version_order(v) < version_order(self.appears[0])]
         return self.appears[0] if earlier else None
 
     def words(self) -> str:
@@ -154,9 +148,9 @@ class VersionSpan:
         return "; ".join(said) if self.without or self.other_weights or len(self.appears) > 1 else ""
 
     def _against_without(self) -> List[str]:
-        first, last = version_key(self.appears[0]), version_key(self.appears[-1])
-        before = [(v, ok) for v, ok in self.without if version_key(v) < first]
-        after = [(v, ok) for v, ok in self.without if version_key(v) > last]
+        first, last = version_order(self.appears[0]), version_order(self.appears[-1])
+        before = [(v, ok) for v, ok in self.without if version_order(v) < first]
+        after = [(v, ok) for v, ok in self.without if version_order(v) > last]
         between = [(v, ok) for v, ok in self.without if (v, ok) not in before and (v, ok) not in after]
 
         def ran(items: List[Tuple[str, bool]]) -> str:
@@ -249,7 +243,7 @@ class RunModel:
     def columns(self) -> List[Tuple[str, str]]:
         """(session, Paddle version) pairs with records, sessions in matrix order of appearance."""
         seen = {(r["cell"]["session"]["name"], r["cell"]["paddle"]) for r in self.records}
-        return sorted(seen, key=lambda c: (c[0], version_key(c[1])))
+        return sorted(seen, key=lambda c: (c[0], version_order(c[1])))
 
     @property
     def rows(self) -> List[Tuple[str, str]]:
@@ -268,7 +262,7 @@ class RunModel:
         groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = collections.defaultdict(list)
         for r in self.records:
             groups[(r["cell"]["session"]["name"], r["cell"]["paddle"])].append(r)
-        return dict(sorted(groups.items(), key=lambda kv: (kv[0][0], version_key(kv[0][1]))))
+        return dict(sorted(groups.items(), key=lambda kv: (kv[0][0], version_order(kv[0][1]))))
 
     # -- findings -------------------------------------------------------------------
     def causes(self) -> List[Cause]:
@@ -347,9 +341,9 @@ class RunModel:
         without = {v: ok for v, ok in without.items() if v not in appears}
         if len(appears | set(without) | other) < 2:
             return None
-        return VersionSpan(tuple(sorted(appears, key=version_key)),
-                           tuple(sorted(without.items(), key=lambda kv: version_key(kv[0]))),
-                           tuple(sorted(other - appears - set(without), key=version_key)))
+        return VersionSpan(tuple(sorted(appears, key=version_order)),
+                           tuple(sorted(without.items(), key=lambda kv: version_order(kv[0]))),
+                           tuple(sorted(other - appears - set(without), key=version_order)))
 
     def numeric_span(self, failure: NumericFailure) -> Optional[VersionSpan]:
         """``version_span`` of a numeric failure: the same cell failing on numbers at the same stage."""

@@ -28,7 +28,8 @@ from ..shared.records import atomic_write_text
 from ..shared.results import StageResult
 from ..shared.spec import OUTPUTS
 from ..shared.vocab import Status, Transition
-from .model import RunModel, stage_results, version_key
+from ..shared.spec import version_order
+from .model import RunModel, stage_results
 from ..shared.notes import clip, fmt_number
 
 DRIFT_FACTOR = 10.0
@@ -147,7 +148,7 @@ def weights_rows(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     for (mode, model), by_version in sorted(found.items()):
         hashes = set().union(*by_version.values())
         rows.append({"mode": mode, "model": model,
-                     "versions": {v: sorted(h) for v, h in sorted(by_version.items(), key=lambda kv: version_key(kv[0]))},
+                     "versions": {v: sorted(h) for v, h in sorted(by_version.items(), key=lambda kv: version_order(kv[0]))},
                      "identical": len(hashes) == 1})
     return rows
 
@@ -170,7 +171,7 @@ def machine_summary(records: Sequence[Dict[str, Any]], base: str, head: str) -> 
 
 
 def versions_in(records: Sequence[Dict[str, Any]]) -> List[str]:
-    return sorted({r["cell"]["paddle"] for r in records}, key=version_key)
+    return sorted({r["cell"]["paddle"] for r in records}, key=version_order)
 
 
 def pick_pairs(records: Sequence[Dict[str, Any]], base: Optional[str], head: Optional[str]) -> List[Tuple[str, str]]:
@@ -217,7 +218,7 @@ def agreement_rows(records: Sequence[Dict[str, Any]], reference: str) -> List[Di
             continue
         ref_sha = (ref["setup"].get("weights") or {}).get("sha256")
         tol = ref["cell"]["tolerances"]["fp32"]
-        for version, record in sorted(by_version.items(), key=lambda kv: version_key(kv[0])):
+        for version, record in sorted(by_version.items(), key=lambda kv: version_order(kv[0])):
             if version == reference or record["setup"].get("status") != "pass":
                 continue
             sha = (record["setup"].get("weights") or {}).get("sha256")
@@ -363,7 +364,7 @@ def render(report: CrossVersion, fmt: str) -> str:
                             headers=["cell", "outputs", "status", "max abs", "max rel", "note"], tablefmt=fmt))
     if report.weights:
         out.append(heading("Weights per (mode, model) and version (sha256)"))
-        versions = sorted({v for w in report.weights for v in w["versions"]}, key=version_key)
+        versions = sorted({v for w in report.weights for v in w["versions"]}, key=version_order)
         out.append(tabulate([[f"{w['mode']} · {w['model']}", *[", ".join(h[:12] for h in w["versions"].get(v, [])) or "-"
                                                              for v in versions],
                               "identical" if w["identical"] else "DIFFER"] for w in report.weights],
@@ -375,8 +376,8 @@ def render(report: CrossVersion, fmt: str) -> str:
 
 
 def portability_table(port: List[Dict[str, Any]], fmt: str) -> str:
-    exporters = sorted({p["exported_by"] for p in port}, key=version_key)
-    loaders = sorted({p["loaded_by"] for p in port}, key=version_key)
+    exporters = sorted({p["exported_by"] for p in port}, key=version_order)
+    loaders = sorted({p["loaded_by"] for p in port}, key=version_order)
     cells: Dict[Tuple[str, str], List[str]] = collections.defaultdict(list)
     for p in port:
         cells[(p["exported_by"], p["loaded_by"])].append(f"{p['model']}: {p['status']}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -24,8 +24,21 @@ def release(version: str) -> "tuple[int, int, int]":
 
 
 def at_least(version: str, lowest: Optional[str]) -> bool:
-    """Whether release ``version`` is at least ``lowest`` (None: any)."""
+    """Whether release ``version`` is at least ``lowest`` (None: any). A pre-release counts as its
+    release (3.0.0rc1 has 3.0's API): this asks what a version can do, not where it sorts."""
     return not lowest or release(version) >= release(lowest)
+
+
+def version_order(version: str) -> Tuple[int, Any]:
+    """The one order of Paddle versions, wherever versions are sorted: PEP 440's
+    (``packaging.version``): 2.6.2 < 3.0.0rc1 < 3.0.0 < 3.0.0.post1 < 3.1.0; a string that is no
+    version sorts after every version, by its text."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(version))
+    except InvalidVersion:
+        return (1, version)
 
 
 @dataclasses.dataclass(frozen=True)
