@@ -19,6 +19,7 @@ from .pathargs import (at_least_one, file_to_read, folder_to_read, folder_to_wri
                        relative_file, run_name)
 from .runlock import owned
 from .shared.errors import UserError
+from .shared.runfolder import RunFolder
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix" / "default.toml"
 
@@ -211,7 +212,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     drafts.write_all(model)
     print()
     print(terminal_table(model))
-    summary = write_markdown(results / f"summary-{session.name}-{version}.md", model, f"{session.name} · Paddle {version}")
+    summary = write_markdown(RunFolder(results).summary(session.name, version), model, f"{session.name} · Paddle {version}")
     print(f"\nrecords: {results}/{session.name}/{version}/   summary: {summary}")
     # vacuous is not a pass: the run says so with its exit code too.
     return 0 if all(Status.of(r["verdict"]["status"]) in (Status.PASS, Status.SKIP) for r in records) else 1
@@ -312,7 +313,7 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
         matrix.session(name)  # an unknown session: one line before any work
     results = (args.results / args.run_name).resolve()
     driver = _tipc_driver(repo, args.driver)
-    plan = tipc_plan.plan(config, args.mode, repo=repo, python=python, log_root=results / "tipc",
+    plan = tipc_plan.plan(config, args.mode, repo=repo, python=python, log_root=RunFolder(results).tipc,
                           driver=driver, gpu_missing=gpu_absence_reason())
     if args.prepare and not args.dry_run:
         _run_prepare(repo, config_path, args.mode)
@@ -400,13 +401,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     drafts.write_all(model)  # before the renderers: they link each draft
     print(terminal_table(model))
-    out = write_markdown(args.out or results / "report.md", model, f"Qualification report · run {args.run_name}")
-    xml = junit.write(args.junit or results / "report.xml", model)
+    folder = RunFolder(results)
+    out = write_markdown(args.out or folder.report("md"), model, f"Qualification report · run {args.run_name}")
+    xml = junit.write(args.junit or folder.report("xml"), model)
     from .report import html
 
-    page = html.write(args.html or results / "report.html", model, f"Qualification report · run {args.run_name}")
+    page = html.write(args.html or folder.report("html"), model, f"Qualification report · run {args.run_name}")
     summary_text = short_summary(model, f"Paddle qualification · run {args.run_name}")
-    summary = args.summary or results / "summary.md"
+    summary = args.summary or folder.summary()
     summary.write_text(summary_text, encoding="utf-8")
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as handle:

@@ -44,6 +44,7 @@ from .runner import Progress
 from .scheduler import Job, JobKind, Scheduler, estimate, read_times, write_times
 from .shared.records import cell_record_path, load_record, write_record
 from .shared.spec import CellSpec
+from .shared.runfolder import RunFolder
 
 @dataclasses.dataclass
 class Plan:
@@ -375,12 +376,13 @@ def report(results: Path, run_name: str, the_plan: Plan, produced: Dict[str, Any
     model = RunModel.load(results)
     drafts.write_all(model)
     title = f"Qualification report · run {run_name}"
-    out = write_markdown(results / "report.md", model, title)
-    junit.write(results / "report.xml", model)
-    page = html.write(results / "report.html", model, title)
+    folder = RunFolder(results)
+    out = write_markdown(folder.report("md"), model, title)
+    junit.write(folder.report("xml"), model)
+    page = html.write(folder.report("html"), model, title)
     print()
     print(short_summary(model, f"Paddle qualification · run {run_name}"))
-    print(f"report: {out}   html: {page}   junit: {results / 'report.xml'}")
+    print(f"report: {out}   html: {page}   junit: {folder.report('xml')}")
     records = dict(the_plan.recorded)
     records.update({k: v for k, v in produced.items() if v is not None and "verdict" in v})
     cells_ok = all(Status.of(records[spec.id]["verdict"]["status"]) in (Status.PASS, Status.SKIP)

@@ -23,6 +23,7 @@ from .shared.errors import UserError
 from .shared.records import atomic_write_json, load_records
 from .shared.spec import OUTPUTS
 from .shared.vocab import Status
+from .shared.runfolder import RunFolder
 
 LOAD_TIMEOUT = 300  # seconds: a load that hangs this long is recorded as a timeout
 
@@ -114,7 +115,7 @@ def portable(record: Dict[str, Any], loader: str) -> bool:
 def load_path(results: Path, cell_id: str, loader: str) -> Path:
     """Where the load of a cell's export by ``loader`` is kept."""
     session, exporter, mode, model = cell_id.split("/")
-    return results / "portability" / exporter / loader / session / mode / f"{model}.json"
+    return RunFolder(Path(results)).load(exporter, loader, session, mode, model)
 
 
 def port_record(record: Dict[str, Any], results: Path, loader: str, launcher: Any, force: bool = False,

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, Optional
 
 from .shared.errors import UserError
+from .shared.runfolder import RunFolder
 
-LOCK_NAME = ".lock"
 
 
 class RunLock:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
-        self.path = self.folder / LOCK_NAME
+        self.path = RunFolder(self.folder).lock
         self._fd: Optional[int] = None
         self.took_over: Optional[Dict[str, Any]] = None  # the dead holder whose lock this took
 

@@ -37,6 +37,7 @@ from .shared.spec import DEFAULTS, CellSpec
 from .shared.records import (RECORD_SCHEMA, Journal, atomic_write_json, cell_record_path, cell_work_dir,
                              load_record, write_record)
 from .shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status, verdict_status
+from .shared.runfolder import RunFolder
 
 # A worker that keeps dying is restarted once per stage it could still be in, plus setup and the
 # four analyses (diff, search, triage, reproducer); past that something outside the stages kills it, and
@@ -217,7 +218,7 @@ def _task_of(stage: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def hazards_path(results: Path, version: str, device: str) -> Path:
-    return Path(results) / "versions" / version / f"hazards-{device}.json"
+    return RunFolder(Path(results)).hazards(version, device)
 
 
 def hazards_made_for(matrix: Matrix, version: str) -> Dict[str, Any]:
@@ -304,7 +305,7 @@ def run_session(matrix: Matrix, session: str, version: str, *, results: Path, ru
     """Every cell of one session at one Paddle version, up to ``runs.jobs`` at once; returns the
     records (old and new) in the matrix's order."""
     if runs.checkpoints is not None:
-        seed_checkpoints(Path(runs.checkpoints), Path(results) / "checkpoints", runs.progress)
+        seed_checkpoints(Path(runs.checkpoints), RunFolder(Path(results)).checkpoints, runs.progress)
     cells = session_cells(matrix, session, version, results, runs.root_cause, modes=modes, models=models)
     return run_cells(cells, results=results, runs=runs)
 
@@ -314,7 +315,7 @@ def session_cells(matrix: Matrix, session: str, version: str, results: Path, roo
     """The specs of one session's cells at one Paddle version, as this run runs them."""
     # One version-neutral checkpoint per (mode, model) and run: every session and Paddle version
     # of the run computes with the same weights.
-    return [spec.replace(checkpoint=str(Path(results) / "checkpoints" / spec.mode / f"{spec.model_name}.npz"),
+    return [spec.replace(checkpoint=str(RunFolder(Path(results)).checkpoint(spec.mode, spec.model_name)),
                          root_cause=root_cause) for spec in matrix.expand(session, version, modes=modes, models=models)]
 
 

@@ -17,6 +17,7 @@ from ..shared.records import Unreadable, scan_records, located
 from ..shared.results import StageResult
 from ..shared.spec import version_order
 from ..shared.vocab import HAZARD, SETUP, Status
+from ..shared.runfolder import RunFolder
 
 
 def cell_place(record: Dict[str, Any]) -> str:
@@ -411,7 +412,7 @@ def load_hazard_probes(results: Path) -> List[Dict[str, Any]]:
     """A run's hazard probes: one per Paddle version and device (``versions/<v>/hazards-<device>.json``),
     or, in runs made before that, one per session (``<session>/<v>/hazards.json``)."""
     probes = []
-    for path in sorted(Path(results).glob("versions/*/hazards-*.json")) + sorted(Path(results).glob("*/*/hazards.json")):
+    for path in RunFolder(Path(results)).hazard_files():
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -31,6 +31,7 @@ from ..shared.vocab import Status, Transition
 from ..shared.spec import version_order
 from .model import RunModel, stage_results
 from ..shared.notes import clip, fmt_number
+from ..shared.runfolder import RunFolder
 
 DRIFT_FACTOR = 10.0
 TRANSITIONS = (Transition.REGRESSED, Transition.STILL_FAILING, Transition.FIXED, Transition.NEW, Transition.GONE,
@@ -393,7 +394,7 @@ def portability_table(port: List[Dict[str, Any]], fmt: str) -> str:
 
 def load_portability(results: Path) -> List[Dict[str, Any]]:
     out = []
-    for path in sorted((results / "portability").rglob("*.json")):
+    for path in RunFolder(Path(results)).load_files():
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -415,7 +416,7 @@ def run(results: Path, base: Optional[str], head: Optional[str], out: Optional[P
         raise
     report = compute(model, pairs, load_portability(results))
     print(render(report, "simple"))
-    path = out or results / "regression.md"
+    path = out or RunFolder(Path(results)).regression
     atomic_write_text(path, f"# Cross-version report\n\n{render(report, 'github')}\n")
     print(f"\nreport: {path}")
     if report.regressed:

@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
+from .runfolder import NOT_SESSION_FOLDERS, RunFolder
 
 # 2: stages follow deployment profiles, carry evidence, vacuous/noop are statuses, no workaround
 # variants. Records of schema 1 are not read (rerun the session).
@@ -77,7 +78,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def cell_record_path(results: Path, cell_id: str) -> Path:
-    return Path(results) / f"{cell_id}.json"
+    return RunFolder(Path(results)).record(cell_id)
 
 
 def run_relative(value: Any, run: Path) -> Any:
@@ -117,7 +118,7 @@ def located(record: Dict[str, Any], value: "str | Path | None") -> Optional[Path
 
 
 def cell_work_dir(results: Path, cell_id: str) -> Path:
-    return Path(results) / cell_id
+    return RunFolder(Path(results)).work(cell_id)
 
 
 class Journal:
@@ -169,8 +170,6 @@ class Journal:
         return open_stage
 
 
-# Folders of a run that hold other things than cell records (see the layout above).
-NOT_SESSION_FOLDERS = {"checkpoints", "portability", "tipc", "diff", "versions"}
 
 
 @dataclasses.dataclass(frozen=True)
