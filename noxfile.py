@@ -219,9 +219,9 @@ def tests(s: nox.Session) -> None:
         s.run("pytest", *s.posargs, env=env)
         return
     s.run("pytest", "-q", "-m", "not processes", env=env)
-    # Tests sharing a fixture (a dockerd and its image, a matrix run) in one worker, made once
-    # (tests/conftest.py groups them); every other test to whichever worker is free.
-    s.run("pytest", "-q", "-m", "processes", "-n", str(PROCESS_TIER_WORKERS), "--dist", "loadgroup",
+    # The tests of a module sharing a fixture (a dockerd and its image, a matrix run) in one worker,
+    # made once; every other test to whichever worker is free (tests/conftest.py's scheduler).
+    s.run("pytest", "-q", "-m", "processes", "-n", str(PROCESS_TIER_WORKERS), "--dist", "loadscope",
           "--durations=10", env=env)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -287,19 +288,34 @@ def _starts_a_process(func, depth: int = 0) -> bool:
 
 
 def pytest_itemcollected(item):
-    """Marked as each test is collected, before -m reads the tier; and grouped for pytest-xdist
-    (``--dist loadgroup``): the tests sharing one of this suite's session fixtures (a dockerd and
-    its image, the nox envdir) run in one worker, those sharing a module fixture (one matrix run
-    read by many tests) in one worker per module, so that each is made once; every other test goes
-    to whichever worker is free — a module of independent slow tests is no longer one long pole."""
+    """Marked as each test is collected, before -m reads the tier."""
     if not hasattr(item, "function"):
         return
     definitions = [d for name in item.fixturenames for d in item._fixtureinfo.name2fixturedefs.get(name, ())
                    if getattr(d.func, "__module__", "").startswith("tests")]
     if any(_starts_a_process(f) for f in [item.function, *(d.func for d in definitions)]):
         item.add_marker(pytest.mark.processes)
-    shared = sorted({d.argname for d in definitions if d.scope == "session"})
-    if shared:
-        item.add_marker(pytest.mark.xdist_group(shared[0]))
-    elif any(d.scope in ("module", "package", "class") for d in definitions):
-        item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+# Test modules that define a module- or session-scoped fixture (a dockerd and its image, one matrix
+# run read by many tests): their tests share it, so they run in one worker, where it is made once.
+_SHARED_FIXTURE = re.compile(r"@pytest\.fixture\(scope=\"(module|session|package|class)\"")
+SHARING_MODULES = frozenset(f"tests/{p.name}" for p in Path(__file__).parent.glob("test_*.py")
+                            if _SHARED_FIXTURE.search(p.read_text(encoding="utf-8")))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """The process tier's scheduling (``--dist loadscope``): a module that shares a fixture is one unit
+    of work, every other test its own — a module of independent slow tests is no longer one long
+    pole. (pytest-xdist's ``loadgroup`` marks do not group under pytest 9: measured, every marked
+    test went to another worker.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in SHARING_MODULES else nodeid
+
+    return SharedFixtureScheduling(config, log)
