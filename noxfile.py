@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from harness import matrix as _matrix  # noqa: E402  (host side: no paddle)
-from harness import sessions as _sessions  # noqa: E402
+from harness.matrix import sessions as _sessions  # noqa: E402
 from harness.shared.errors import UserError  # noqa: E402
-from harness.hostenv import gpu_absence_reason  # noqa: E402
+from harness.running.hostenv import gpu_absence_reason  # noqa: E402
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"

@@ -15,9 +15,9 @@ import threading
 from pathlib import Path
 from typing import Any, List, Optional
 
-from .pathargs import (at_least_one, file_to_read, folder_to_read, folder_to_write, python_interpreter,
+from .running.pathargs import (at_least_one, file_to_read, folder_to_read, folder_to_write, python_interpreter,
                        relative_file, run_name)
-from .runlock import owned
+from .running.runlock import owned
 from .shared.errors import UserError
 from .shared.runfolder import RunFolder
 
@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for add in (_add_run, _add_tipc, _add_tools, _add_reports, _add_diff):
         add(sub)
-    from . import pool
+    from .running import pool
 
     pool.add_parser(sub, DEFAULT_MATRIX)
     return parser
@@ -188,7 +188,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from . import matrix as matrix_mod
     from .report.model import RunModel, load_hazard_probes
     from .report.tables import terminal_table, write_markdown
-    from .runner import CellRuns, default_jobs, probe_hazards, run_session
+    from .running.runner import CellRuns, default_jobs, probe_hazards, run_session
     from .shared.vocab import Status
 
     matrix = matrix_mod.load(args.matrix)
@@ -275,9 +275,9 @@ def _run_prepare(repo: Path, config_path: Path, mode: str) -> None:
 
 def _cmd_tipc(args: argparse.Namespace) -> int:
     from . import matrix as matrix_mod
-    from .hostenv import gpu_absence_reason
+    from .running.hostenv import gpu_absence_reason
     from .launch import LocalLauncher
-    from .runner import CellRuns, default_jobs
+    from .running.runner import CellRuns, default_jobs
     from .tipc import config as tipc_config
     from .tipc import plan as tipc_plan
     from .tipc import run as tipc_run
@@ -336,7 +336,7 @@ def _cmd_tipc(args: argparse.Namespace) -> int:
 
 
 def _cmd_images(args: argparse.Namespace) -> int:
-    from . import images
+    from .artefacts import images
     from . import matrix as matrix_mod
 
     matrix = matrix_mod.load(args.matrix)
@@ -355,7 +355,7 @@ def _cmd_images(args: argparse.Namespace) -> int:
 def _cmd_shards(args: argparse.Namespace) -> int:
     import json
 
-    from . import shards
+    from .artefacts import shards
 
     where = str(args.nox_json) if args.nox_json else "stdin"
     try:
@@ -368,7 +368,7 @@ def _cmd_shards(args: argparse.Namespace) -> int:
 
 
 def _cmd_merge(args: argparse.Namespace) -> int:
-    from . import shards
+    from .artefacts import shards
 
     done = shards.merge(args.into, args.shards)
     print(f"merged {done['cells']} cells from {done['shards']} shards into {args.into}")
@@ -436,7 +436,7 @@ def _cmd_regress(args: argparse.Namespace) -> int:
 
 
 def _cmd_port(args: argparse.Namespace) -> int:
-    from . import portability
+    from .artefacts import portability
     from .shared.vocab import Status
 
     with owned(args.results / args.run_name):
@@ -446,7 +446,7 @@ def _cmd_port(args: argparse.Namespace) -> int:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    from . import diff
+    from .artefacts import diff
 
     return diff.run(args)
 
@@ -464,7 +464,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         # inherits SIG_IGN, and Python then keeps it): Ctrl-C and `kill -INT` end the run cleanly.
         signal.signal(signal.SIGINT, signal.default_int_handler)
     args = _parser().parse_args(argv)
-    from . import pool
+    from .running import pool
 
     handler = {"run": _cmd_run, "pool": pool.command, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
                "diff": _cmd_diff, "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,

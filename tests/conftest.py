@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def installed_paddle() -> str:
     from harness.shared.errors import UserError
-    from harness.portability import this_paddle
+    from harness.artefacts.portability import this_paddle
 
     try:
         return this_paddle()

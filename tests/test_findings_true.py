@@ -31,7 +31,7 @@ def test_a_stage_whose_own_files_are_gone_is_untestable_never_a_cause(write_matr
     """What a second writer did to an interrupted run's folder (a file of the cell's own removed):
     the resumed worker cannot test the stage; that is the harness's, counted apart, no cause."""
     from harness.launch import LocalLauncher
-    from harness.runner import build_record
+    from harness.running.runner import build_record
     from harness.shared.records import Journal, atomic_write_json
     from harness.shared.spec import CellSpec
 

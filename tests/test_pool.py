@@ -90,8 +90,8 @@ def test_a_rerun_with_nothing_changed_does_no_paddle_work_and_a_changed_machine_
 
 
 def test_an_environment_is_made_once_for_its_list_and_again_when_its_stamp_is_gone(tmp_path):
-    from harness.envs import STAMP, ensure
-    from harness.sessions import Environment
+    from harness.running.envs import STAMP, ensure
+    from harness.matrix.sessions import Environment
 
     env = Environment(f"{sys.version_info.major}.{sys.version_info.minor}", ("tabulate",))
     said = []

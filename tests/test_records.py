@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from harness.launch import Outcome
-from harness.runner import _ended_badly, verdict_of
+from harness.running.runner import _ended_badly, verdict_of
 from harness.shared.records import Journal
 from harness.shared.vocab import Status
 

@@ -11,7 +11,7 @@ import pytest
 from harness.report.junit import junit_xml
 from harness.report.model import RunModel
 from harness.report.tables import markdown_report, short_summary, terminal_table
-from harness.runner import verdict_of
+from harness.running.runner import verdict_of
 from harness.shared.causes import cause_of, group
 from harness.shared.records import Unreadable
 from harness.shared.spec import OUTPUTS

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT, installed_paddle, nox_run, one_line_error
-from harness.hostenv import gpu_absence_reason
+from harness.running.hostenv import gpu_absence_reason
 from harness.tipc import config as tipc_config
 from harness.tipc import plan as tipc_plan
 from harness.tipc import run as tipc_run

@@ -27,7 +27,8 @@ def main(argv=None) -> int:
     parser.add_argument("--paddle", default=None, help="Paddle version (default: the matrix's default)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from harness import images, matrix as matrix_mod
+    from harness import matrix as matrix_mod
+    from harness.artefacts import images
     from harness.launch.containers import DockerLauncher
 
     matrix = matrix_mod.load(args.matrix)

@@ -50,7 +50,7 @@ def bash_driver(plan, status_log: Path) -> str:
 
 
 def main(argv=None) -> int:
-    from ..hostenv import gpu_absence_reason
+    from ..running.hostenv import gpu_absence_reason
     from ..matrix import load
     from ..tipc import config as tipc_config
     from ..tipc import plan as tipc_plan
@@ -89,7 +89,7 @@ def main(argv=None) -> int:
             specs = tipc_run.capture_cells(plan, results, matrix, ["cpu_fp32"])
             started = time.perf_counter()
             from ..launch import LocalLauncher
-            from ..runner import CellRuns, run_cells
+            from ..running.runner import CellRuns, run_cells
 
             run_cells(specs, results=tmp / f"cells{i}",
                       runs=CellRuns(launcher=LocalLauncher(sys.executable), force=True, progress=lambda _: None))

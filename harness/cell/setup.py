@@ -172,7 +172,7 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
 
 def setup_from_capture(ctx: CellContext, capture: Path) -> Dict[str, Any]:
     """A model someone else trained and exported: a TIPC command's ``jit.save``, intercepted
-    (``harness.tipc.capture``). Its inputs, dygraph outputs and saved files are the capture's;
+    (``harness.tipc.hook.capture``). Its inputs, dygraph outputs and saved files are the capture's;
     the ladder then runs as for any cell (``baseline`` is the export's consistency check)."""
     t0 = time.perf_counter()
     meta = json.loads((capture / "meta.json").read_text(encoding="utf-8"))

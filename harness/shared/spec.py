@@ -1,7 +1,7 @@
 """The host → cell contract: one cell's spec as a type, the defaults every side shares, and the
 outputs file format.
 
-The host (``harness.matrix``, ``harness.runner``, ``harness.tipc``) builds a ``CellSpec``; the
+The host (``harness.matrix``, ``harness.running.runner``, ``harness.tipc``) builds a ``CellSpec``; the
 launcher hands it to the cell side as ``spec.json`` (``to_dict``, the same JSON as always); the
 cell side reads it back (``from_dict``, which refuses a spec it does not understand) and the
 record keeps it under ``cell``. Standard library + numpy only.
@@ -80,7 +80,7 @@ class CellSpec:
     checkpoint: Optional[str] = None  # the run's shared weights of this (mode, model)
     root_cause: bool = True
     tipc: Optional[Dict[str, Any]] = None  # the TIPC command a captured export came from
-    # what produces the record, part by part (``harness.provenance``): a rerun compares it
+    # what produces the record, part by part (``harness.running.provenance``): a rerun compares it
     produced_by: Optional[Dict[str, str]] = None
 
     # Key order of the JSON: the order records have always had.

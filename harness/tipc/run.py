@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from ..matrix import Matrix
-from ..runner import CellRuns, run_cells
+from ..running.runner import CellRuns, run_cells
 from ..shared.backends import QUANTIZED_MODES
 from ..shared.records import atomic_write_json
 from ..shared.spec import CellSpec

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness import matrix as matrix_mod
-from harness.scheduler import Job, JobKind, Scheduler, estimate
-from harness.sessions import cell_environment, nox_sessions, select
+from harness.running.scheduler import Job, JobKind, Scheduler, estimate
+from harness.matrix.sessions import cell_environment, nox_sessions, select
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +99,7 @@ def test_the_noxfile_registers_the_table(shipped):
 def test_on_a_terminal_progress_is_one_line_and_only_what_did_not_pass_stays():
     import io
 
-    from harness.pool import OneLine
+    from harness.running.pool import OneLine
 
     stream = io.StringIO()
     with OneLine(3, 0, stream) as board:

@@ -1,6 +1,6 @@
 """Put first on the PYTHONPATH of every command a TIPC chain runs, by the harness, never into the
 repository. When ``HARNESS_TIPC_CAPTURE`` names a folder, the first import of ``paddle.jit`` gets
-``paddle.jit.save`` wrapped (``harness/tipc/capture.py``): each save is followed by a dygraph
+``paddle.jit.save`` wrapped (``harness/tipc/hook/capture.py``): each save is followed by a dygraph
 reference on inputs made from its InputSpecs, kept in that folder. Nothing else changes: Paddle
 is not imported here (commands that never use it pay nothing), and the interpreter's own
 ``sitecustomize`` (which this file shadows) still runs.
@@ -13,7 +13,7 @@ import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_CAPTURE = os.path.join(os.path.dirname(_HERE), "capture.py")
+_CAPTURE = os.path.join(_HERE, "capture.py")
 
 
 class _WrapJitSave(importlib.abc.MetaPathFinder):

@@ -7,7 +7,7 @@ import json
 
 import paddle
 
-from harness.tipc import capture
+from harness.tipc.hook import capture
 
 
 class Raising(paddle.nn.Layer):

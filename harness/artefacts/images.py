@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from .launch import REPO_ROOT
-from .launch.containers import client_from_env, image_name, sdk
-from .shared.errors import UserError
+from ..launch import REPO_ROOT
+from ..launch.containers import client_from_env, image_name, sdk
+from ..shared.errors import UserError
 
 DOCKERFILES = {"cpu": REPO_ROOT / "docker" / "cpu.Dockerfile", "gpu": REPO_ROOT / "docker" / "gpu.Dockerfile"}
 BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates", "libgomp1")

@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, List
 
-from .sessions import Environment
-from .shared.errors import UserError
-from .shared.records import atomic_write_json
+from ..matrix.sessions import Environment
+from ..shared.errors import UserError
+from ..shared.records import atomic_write_json
 
 STAMP = "harness-env.json"
 

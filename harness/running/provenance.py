@@ -17,8 +17,8 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from . import __version__
-from .shared.spec import CellSpec
+from .. import __version__
+from ..shared.spec import CellSpec
 
 UNREADABLE = "unreadable:"
 # Part name -> the words a rerun says when it changed.

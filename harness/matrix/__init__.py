@@ -20,12 +20,12 @@ try:
 except ModuleNotFoundError:  # Python < 3.11: the host side runs on any Python
     import tomli as tomllib  # type: ignore[no-redef]
 
-from .shared import vocab
-from .shared.backends import QUANTIZED_MODES, DeployOptions, plan_stages
-from .shared.errors import UserError
-from .shared.spec import CellSpec, at_least
-from .shared.vocab import Device, Precision, ProgramFormat
-from .matrix_schema import MODES, PRECISIONS, RUNNERS, ZOO, validate  # noqa: F401  (the schema's words, read from here too)
+from ..shared import vocab
+from ..shared.backends import QUANTIZED_MODES, DeployOptions, plan_stages
+from ..shared.errors import UserError
+from ..shared.spec import CellSpec, at_least
+from ..shared.vocab import Device, Precision, ProgramFormat
+from .schema import MODES, PRECISIONS, RUNNERS, ZOO, validate  # noqa: F401  (the schema's words, read from here too)
 
 session_name = vocab.session_name  # one naming rule, in the vocabulary
 

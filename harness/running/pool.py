@@ -8,7 +8,7 @@ Paddle, probes the version's hazards and runs its four cells with two jobs while
 for the slowest (measured: 5 m 39 s for cells worth 269 s). Here one scheduler keeps ``--jobs``
 busy across sessions and versions:
 
-* **one environment per distinct requirement list** (``harness.envs``), and one fork server per
+* **one environment per distinct requirement list** (``harness.running.envs``), and one fork server per
   environment, kept warm for the whole run (Paddle imported once per environment);
 * **longest first**: each job's time is what the same job took before (the run's records, and
   ``.nox/pool-times.json`` across runs and results folders), else the mean of the same model's
@@ -37,14 +37,14 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 from .envs import ensure
-from .matrix import ZOO, Matrix
-from .sessions import NoxSession, SessionKind, cell_environment, nox_sessions, select
-from .shared.errors import UserError
+from ..matrix import ZOO, Matrix
+from ..matrix.sessions import NoxSession, SessionKind, cell_environment, nox_sessions, select
+from ..shared.errors import UserError
 from .runner import Progress
 from .scheduler import Job, JobKind, Scheduler, estimate, read_times, write_times
-from .shared.records import cell_record_path, load_record, write_record
-from .shared.spec import CellSpec
-from .shared.runfolder import RunFolder
+from ..shared.records import cell_record_path, load_record, write_record
+from ..shared.spec import CellSpec
+from ..shared.runfolder import RunFolder
 
 @dataclasses.dataclass
 class Plan:
@@ -108,8 +108,8 @@ def _loads(loaders: Dict[str, str], cells: List[CellSpec], results: Path, option
     """One job per (loader, cpu_fp32 export of another version) not loaded earlier: the run's
     cells, and the records already on disk that this run does not make (as ``nox -s portability``
     would load them)."""
-    from .portability import load_path
-    from .shared.records import load_records
+    from ..artefacts.portability import load_path
+    from ..shared.records import load_records
 
     exporters = {spec.id: spec.paddle for spec in cells if spec.session["name"] == "cpu_fp32"
                  and (not options.models or spec.model_name in options.models)}
@@ -140,7 +140,7 @@ def run_job(job: Job, matrix: Matrix, results: Path, launcher: Any, force: bool,
             say: Callable[[str], Any]) -> Optional[Dict[str, Any]]:
     """One job to its end; what it produced (a record, a load's result, a probe), or None for a
     load whose cell did not export."""
-    from .portability import port_record, portable
+    from ..artefacts.portability import port_record, portable
     from .runner import probe_hazards, run_cell
 
     if job.kind is JobKind.CELL:
@@ -155,7 +155,7 @@ def run_job(job: Job, matrix: Matrix, results: Path, launcher: Any, force: bool,
 
 
 def default_envs_root() -> Path:
-    return Path(__file__).resolve().parent.parent / ".nox"
+    return Path(__file__).resolve().parents[2] / ".nox"
 
 
 def selection(matrix: Matrix, tags: List[str], names: List[str]) -> List[NoxSession]:
@@ -237,7 +237,7 @@ class OneLine(Progress):
 
 def _remarkable(job: Job, result: Optional[Dict[str, Any]]) -> bool:
     """Whether a one-line display keeps the job's line: a cell or load that did not pass or skip."""
-    from .shared.vocab import Status
+    from ..shared.vocab import Status
 
     if result is None or job.kind is JobKind.HAZARDS:
         return job.kind is JobKind.HAZARDS
@@ -261,7 +261,7 @@ def execute(the_plan: Plan, matrix: Matrix, results: Path, pythons: Dict[str, st
     """Every job of the plan, ``options.jobs`` at once, each in its environment's launcher (one
     fork server per environment, started on first use and kept to the end). Returns what each
     job produced, by key; every job's seconds go to the times file, even when interrupted."""
-    from .launch import INTERRUPT, LocalLauncher
+    from ..launch import INTERRUPT, LocalLauncher
     launchers = {key: LocalLauncher(python) for key, python in pythons.items()}
     scheduler = Scheduler(the_plan.jobs)
     produced: Dict[str, Any] = {}
@@ -333,7 +333,7 @@ def add_parser(sub: Any, matrix_default: Path) -> None:
 
 
 def command(args: Any) -> int:
-    from . import matrix as matrix_mod
+    from .. import matrix as matrix_mod
     from .runner import default_jobs
 
     if not args.tag and not args.session:
@@ -368,10 +368,10 @@ def command(args: Any) -> int:
 def report(results: Path, run_name: str, the_plan: Plan, produced: Dict[str, Any]) -> int:
     """One merged report of the run folder (every record in it, as ``nox -s report`` writes it)
     and the exit code: 0 when every selected cell passed or skipped and no load failed."""
-    from .report import drafts, html, junit
-    from .report.model import RunModel
-    from .report.tables import short_summary, write_markdown
-    from .shared.vocab import Status
+    from ..report import drafts, html, junit
+    from ..report.model import RunModel
+    from ..report.tables import short_summary, write_markdown
+    from ..shared.vocab import Status
 
     model = RunModel.load(results)
     drafts.write_all(model)

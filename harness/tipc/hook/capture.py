@@ -27,7 +27,7 @@ import traceback
 
 import numpy as np
 
-_HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_HARNESS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # harness/tipc/hook/ -> harness/
 # Free dims (None / -1) of an InputSpec: the batch axis gets 2, the others 32, unless
 # HARNESS_TIPC_SHAPES (JSON {name: [dims]}) gives the input's shape.
 FREE_BATCH, FREE_OTHER = 2, 32

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from .report import tensors as tensor_report
-from .shared.engine_info import engine_output_names
-from .launch import LocalLauncher, log_tail, run_child, signal_name
-from .shared.backends import NAMED_CONFIGS
-from .shared.errors import UserError
-from .shared.records import atomic_write_json
+from ..report import tensors as tensor_report
+from ..shared.engine_info import engine_output_names
+from ..launch import LocalLauncher, log_tail, run_child, signal_name
+from ..shared.backends import NAMED_CONFIGS
+from ..shared.errors import UserError
+from ..shared.records import atomic_write_json
 
 
 def find_model(model_dir: Path) -> Dict[str, str]:

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional
 
-from .shared.errors import UserError
-from .shared.runfolder import RunFolder
+from ..shared.errors import UserError
+from ..shared.runfolder import RunFolder
 
 
 

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 
-from .launch import LocalLauncher, run_child
-from .shared.compare import Tolerance, compare_tol, worst
-from .shared.errors import UserError
-from .shared.records import atomic_write_json, load_records
-from .shared.spec import OUTPUTS
-from .shared.vocab import Status
-from .shared.runfolder import RunFolder
+from ..launch import LocalLauncher, run_child
+from ..shared.compare import Tolerance, compare_tol, worst
+from ..shared.errors import UserError
+from ..shared.records import atomic_write_json, load_records
+from ..shared.spec import OUTPUTS
+from ..shared.vocab import Status
+from ..shared.runfolder import RunFolder
 
 LOAD_TIMEOUT = 300  # seconds: a load that hangs this long is recorded as a timeout
 

@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 from typing import Dict, List, Optional, Set
 
-from .shared.records import atomic_write_json
-from .shared.spec import CellSpec
+from ..shared.records import atomic_write_json
+from ..shared.spec import CellSpec
 
 # Every job's last seconds on this machine, across runs and results folders, kept beside the
 # environments (the machine's cache, like them): a cold run into a new folder still knows them.
@@ -117,7 +117,7 @@ def read_times(envs_root: Path, run: Path) -> Dict[str, float]:
         times = {k: float(v) for k, v in json.loads((envs_root / TIMES).read_text(encoding="utf-8")).items()}
     except (OSError, ValueError, AttributeError):
         times = {}
-    from .shared.records import load_records
+    from ..shared.records import load_records
 
     if run.is_dir():
         times.update({r["id"]: float(r["seconds"]) for r in load_records(run) if r.get("seconds")})

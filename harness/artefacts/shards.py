@@ -16,8 +16,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
-from .shared.errors import UserError
-from .shared.records import Unreadable, atomic_write_text, scan_records
+from ..shared.errors import UserError
+from ..shared.records import Unreadable, atomic_write_text, scan_records
 
 # The tag the noxfile gives every session that runs matrix cells (and no other session): shards
 # are chosen by what a session is, so a new benchmark, report or tool session never becomes a CI

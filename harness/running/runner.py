@@ -26,18 +26,18 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import __version__
+from .. import __version__
 from . import provenance
-from .matrix import Matrix
-from .launch import INTERRUPT, Interrupted, Launcher, LocalLauncher, Outcome, run_child, supervise
-from .shared.backends import IMPORT_ORDER_MODES
-from .shared.errors import UserError
-from .shared.results import StageResult
-from .shared.spec import DEFAULTS, CellSpec
-from .shared.records import (RECORD_SCHEMA, Journal, atomic_write_json, cell_record_path, cell_work_dir,
+from ..matrix import Matrix
+from ..launch import INTERRUPT, Interrupted, Launcher, LocalLauncher, Outcome, run_child, supervise
+from ..shared.backends import IMPORT_ORDER_MODES
+from ..shared.errors import UserError
+from ..shared.results import StageResult
+from ..shared.spec import DEFAULTS, CellSpec
+from ..shared.records import (RECORD_SCHEMA, Journal, atomic_write_json, cell_record_path, cell_work_dir,
                              load_record, write_record)
-from .shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status, verdict_status
-from .shared.runfolder import RunFolder
+from ..shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status, verdict_status
+from ..shared.runfolder import RunFolder
 
 # A worker that keeps dying is restarted once per stage it could still be in, plus setup and the
 # four analyses (diff, search, triage, reproducer); past that something outside the stages kills it, and
@@ -158,7 +158,7 @@ def build_record(spec: CellSpec, finished: Dict[str, Dict[str, Any]], launches: 
 def _machine(setup: Dict[str, Any], stages: List[Dict[str, Any]]) -> Dict[str, Any]:
     """The machine the cell side described (from inside its container); the host's own view,
     said so, when the worker died before describing it. With the math threads the stages used."""
-    from .shared.machine import describe
+    from ..shared.machine import describe
 
     machine = dict(setup.get("machine") or describe(None, seen_from="host (the worker never reported)"))
     machine["threads"] = sorted({s["config"]["threads"] for s in stages
@@ -171,7 +171,7 @@ def _render_tensor_report(analysis: Dict[str, Dict[str, Any]]) -> None:
     diff = analysis.get(Analysis.DIFF.value)
     if not diff or not diff.get("result") or not Path(diff["result"]).exists():
         return
-    from .report import tensors as tensor_report
+    from ..report import tensors as tensor_report
 
     result = json.loads(Path(diff["result"]).read_text(encoding="utf-8"))
     out = Path(diff["result"]).parent
@@ -188,7 +188,7 @@ def verdict_of(setup: Dict[str, Any], stages: List[Dict[str, Any]], session_stag
     skip stages never make a pass). A cell whose session's own stage (``session_stage``: the
     backend at the session's precision) was skipped did not run its session: ``skip`` with that
     stage's reason, never ``pass`` on the strength of the stages before it."""
-    from .shared.notes import stage_note
+    from ..shared.notes import stage_note
 
     setup_result = StageResult.from_dict(setup, SETUP)
     if not setup_result.passed:
@@ -224,7 +224,7 @@ def hazards_path(results: Path, version: str, device: str) -> Path:
 def hazards_made_for(matrix: Matrix, version: str) -> Dict[str, Any]:
     """What a version's hazard probe depends on: the version's packages and the machine's numeric
     key and environment (``shared.machine``)."""
-    from .shared.machine import describe
+    from ..shared.machine import describe
 
     machine = describe(None, seen_from="host")
     return {"packages": matrix.version(version).get("packages"), "machine": machine["key"], "env": machine["env"]}

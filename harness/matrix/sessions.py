@@ -19,8 +19,8 @@ import hashlib
 import json
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from .matrix import ZOO, Matrix
-from .shards import CELLS_TAG
+from . import ZOO, Matrix
+from ..artefacts.shards import CELLS_TAG
 
 # The host side: tabulate prints the tables; openpyxl and matplotlib write the per-tensor sheets
 # and plots; the docker SDK drives containers.

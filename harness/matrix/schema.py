@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List
 
-from .shared.backends import devices
-from .shared.errors import UserError
-from .shared.spec import DEFAULTS
-from .shared.task import Task
-from .shared.vocab import Precision, session_name
+from ..shared.backends import devices
+from ..shared.errors import UserError
+from ..shared.spec import DEFAULTS
+from ..shared.task import Task
+from ..shared.vocab import Precision, session_name
 
 PRECISIONS = tuple(p.value for p in Precision)
 
