@@ -43,7 +43,7 @@ def test_gpu_fp16_profile_reaches_paddle_and_a_cpu_build_ignores_it(exported):
 
 def test_gpu_stages_skip_with_the_reason_on_a_cpu_build(exported):
     api, files = exported
-    from harness.shared import backends
+    from harness.runtimes import paddle_inference as backends
 
     if api.gpu_available():
         pytest.skip("a GPU is visible: the GPU stages would run")

@@ -130,8 +130,9 @@ def test_a_piece_whose_program_is_empty_says_nothing(tmp_path):
     import paddle
 
     from harness.cell.paddle_api import export
-    from harness.cell.runtime import runtime
-    from harness.shared.backends import DeployOptions, baseline_plan
+    from harness.cell.registry import runtime
+    from harness.runtimes.paddle_inference import baseline_plan
+    from harness.shared.backends import DeployOptions
 
     from .factories import EmptyOutput
 

@@ -33,7 +33,7 @@ from ..shared.search import build_budget, find_alternatives, find_culprits
 from ..shared.vocab import SETUP, Analysis, Probe, Reference, Stage, Status
 from . import reduction, reproducer
 from .context import CellContext
-from .runtime import runtime
+from .registry import runtime
 from .stages import stage_reference
 from .trials import bookkeeping
 

@@ -9,7 +9,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from ..shared.backends import QUANTIZED_MODES, DeployOptions, StagePlan, plan_stages
+from ..shared.backends import DeployOptions, StagePlan, plan_stages
+from ..shared.vocab import QUANTIZED_MODES
 from ..shared.compare import Tolerance
 from ..shared.errors import HarnessFailure
 from ..shared.records import Journal

@@ -13,7 +13,8 @@ from typing import Any, Dict
 
 import numpy as np
 
-from ..shared.backends import BF16_CPU, GPU, TENSORRT, DeployOptions, named_configs, program_format
+from ..runtimes.paddle_inference import BF16_CPU, GPU, TENSORRT
+from ..shared.backends import DeployOptions, named_configs, program_format
 from ..shared.compare import Tolerance
 from ..shared.causes import paddle_message
 from ..shared.errors import UserError

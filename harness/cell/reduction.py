@@ -34,7 +34,7 @@ from . import isolation
 from .context import CellContext
 from .descent import Trial, budget, descend
 from .pieces import Call, capture, source_path
-from .runtime import runtime
+from .registry import runtime
 from .setup import read_weights, weights_differ
 from .structure import build_call_args
 from .trials import PieceTrials, Sought, bookkeeping

@@ -37,7 +37,7 @@ from ..shared.notes import clip
 from ..shared.spec import OUTPUTS
 from ..shared.vocab import SETUP, Analysis, Status
 from .context import CellContext
-from .runtime import runtime
+from .registry import runtime
 from .stages import stage_reference
 
 SCRIPT = "repro.py"

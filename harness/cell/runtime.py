@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import abc
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..shared.compare import Tolerance
 from ..shared.config import PredictorConfig
-from ..shared.runtime import REGISTRY, Requirement, SearchSpace, StagePlan
+from ..shared.runtime import Requirement, SearchSpace, StagePlan
 
 
 class Session(abc.ABC):
@@ -127,20 +127,4 @@ def unimportable(package: str) -> Optional[str]:
     return None
 
 
-_LOADED: Dict[str, Runtime] = {}
-
-
-def runtime(name: str) -> Runtime:
-    """The runtime a stage plan names, one instance per process: its cell module, as its
-    descriptor names it, imported when a stage first asks (a runtime's packages are only in the
-    environments of the sessions that use it)."""
-    if name not in _LOADED:
-        import importlib
-
-        module, _, attr = REGISTRY.cell_module(name).partition(":")
-        cls: Type[Runtime] = getattr(importlib.import_module(module), attr)
-        _LOADED[name] = cls()
-    return _LOADED[name]
-
-
-__all__ = ["Runtime", "Session", "SearchSpace", "runtime"]
+__all__ = ["Runtime", "Session", "SearchSpace", "unimportable"]

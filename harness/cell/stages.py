@@ -19,7 +19,7 @@ from ..shared.compare import compare_tol, worst
 from ..shared.task import worst_verdict
 from ..shared.vocab import SETUP, Precision, Reference, Stage, Status
 from .context import CellContext
-from .runtime import runtime
+from .registry import runtime
 
 # What a low-precision stage's ops must produce somewhere for the precision to have run.
 LOW_PRECISION_DTYPES = {"int8": ("int8", "uint8"), "bf16": ("bfloat16", "uint16"), "fp16": ("float16",)}

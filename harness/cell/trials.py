@@ -27,7 +27,7 @@ from .context import CellContext
 from .descent import Trial
 from .isolation import ONE_OP, Written
 from .pieces import SMALL_INT_INPUT, Call, VacuousPiece, load_piece, load_source, piece_source, specs, unique_tensors
-from .runtime import runtime
+from .registry import runtime
 
 
 @dataclasses.dataclass(frozen=True)

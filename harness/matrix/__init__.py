@@ -21,7 +21,8 @@ except ModuleNotFoundError:  # Python < 3.11: the host side runs on any Python
     import tomli as tomllib  # type: ignore[no-redef]
 
 from ..shared import vocab
-from ..shared.backends import QUANTIZED_MODES, DeployOptions, plan_stages
+from ..shared.backends import DeployOptions, plan_stages
+from ..shared.vocab import QUANTIZED_MODES
 from ..shared.errors import UserError
 from ..shared.spec import CellSpec, at_least
 from ..shared.vocab import Device, Precision, ProgramFormat

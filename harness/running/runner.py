@@ -30,7 +30,7 @@ from .. import __version__
 from . import provenance
 from ..matrix import Matrix
 from ..launch import INTERRUPT, Interrupted, Launcher, LocalLauncher, Outcome, run_child, supervise
-from ..shared.backends import IMPORT_ORDER_MODES
+from ..shared.vocab import IMPORT_ORDER_MODES
 from ..shared.errors import UserError
 from ..shared.results import StageResult
 from ..shared.spec import DEFAULTS, CellSpec

@@ -34,7 +34,7 @@ PADDLE_SIDE = ("paddle", "paddleslim", "paddlex", "paddleclas", "polygraphy", "t
 
 
 def others() -> Tuple[str, ...]:
-    from .runtime import REGISTRY
+    from ..runtimes import REGISTRY
 
     return PADDLE_SIDE + REGISTRY.packages()
 # Paddle's C++ errors reach Python through a call in the harness's own frame, and always carry

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from .compare import describe_tolerance
-from .runtime import REGISTRY
+from ..runtimes import REGISTRY
 from .vocab import Status
 
 

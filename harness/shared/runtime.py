@@ -8,25 +8,24 @@ requires, the search spaces the culprit search may vary and how its evidence rea
 Its **cell module** (named by ``Backend.cell``, imported only inside a cell) builds and runs
 sessions (``harness.cell.runtime.Runtime``).
 
-Paddle Inference's descriptors are the Paddle ladder itself (``harness.shared.backends``). Every
-other runtime is a package ``harness/runtimes/<name>/``: its ``__init__`` is the descriptor and
-registers itself here, its other modules are its cell side. The registry finds those packages by
-looking, so nothing in ``harness.shared`` names a runtime but through it; adding one is its
-descriptor, its cell module and its sessions in the matrix.
+Every runtime, Paddle Inference included, is a package ``harness/runtimes/<name>/``: its
+``__init__`` is the descriptor and registers itself here, its other modules are its cell side.
+``harness.runtimes`` finds those packages by looking and hands out the registry (``REGISTRY``)
+once they all registered; this module imports none of them, so the arrows run one way (a
+descriptor imports this module, never the reverse). Adding one is its descriptor, its cell
+module and its sessions in the matrix.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import pkgutil
 from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type
 
 from .config import PredictorConfig, RuntimeOptions
 from .spec import DEFAULTS
 from .vocab import Device, Precision, ProgramFormat, Reference, backend_stage_name
 
-RUNTIME_PACKAGES = "harness.runtimes"  # where runtime verticals other than Paddle Inference live
+RUNTIME_PACKAGES = "harness.runtimes"  # where the runtime verticals live, Paddle Inference among them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +118,7 @@ class Backend:
     device: ClassVar[Device] = Device.CPU
     word: ClassVar[str] = "native"  # the session's backend word
     runtime: ClassVar[str] = "paddle_inference"  # what stage plans carry
-    cell: ClassVar[str] = "harness.cell.paddle_api.runtime:PaddleInference"  # "module:Class" of the cell side
+    cell: ClassVar[str] = ""  # "module:Class" of the cell side
     search: ClassVar[Optional[SearchSpace]] = None
     precisions: ClassVar[Tuple[Precision, ...]] = (Precision.FP32,)
     options: ClassVar[Optional[Type[RuntimeOptions]]] = None  # its typed part of a PredictorConfig
@@ -170,23 +169,23 @@ class Registry:
         return backend
 
     def _find(self) -> None:
-        if self._found:
-            return
-        self._found = True
-        importlib.import_module(".backends", __package__)  # Paddle Inference's own backends
-        package = importlib.import_module(RUNTIME_PACKAGES)
-        names = sorted(info.name for info in pkgutil.iter_modules(package.__path__) if info.ispkg)
-        for name in names:  # a runtime's package: its __init__ is its descriptor
-            importlib.import_module(f"{RUNTIME_PACKAGES}.{name}")
-        # One order whatever was imported first (a test, a cell module): Paddle's own backends,
-        # then each runtime package's, packages by name.
-        rank = {f"{RUNTIME_PACKAGES}.{name}": i + 1 for i, name in enumerate(names)}
+        if not self._found:
+            raise RuntimeError("the runtimes are found by importing harness.runtimes (its REGISTRY): "
+                               "harness.shared.runtime only holds what registered")
+
+    def found(self, order: List[str]) -> "Registry":
+        """Every runtime package registered (``harness.runtimes`` imported them): backends in one
+        order whatever was imported first — the packages in ``order``, each package's in its order."""
+        rank = {f"{RUNTIME_PACKAGES}.{name}": i for i, name in enumerate(order)}
 
         def place(item):
             module = item[1].__module__
-            return next((r for prefix, r in rank.items() if module == prefix or module.startswith(prefix + ".")), 0)
+            return next((r for prefix, r in rank.items() if module == prefix or module.startswith(prefix + ".")),
+                        len(rank))
 
         self._backends = dict(sorted(self._backends.items(), key=place))
+        self._found = True
+        return self
 
     def backend(self, device: str, word: str, fmt: "ProgramFormat | str") -> Backend:
         self._find()
@@ -238,5 +237,6 @@ class Registry:
         return backend().evidence_note(evidence) if backend is not None else None
 
 
-REGISTRY = Registry()
-register = REGISTRY.register
+# What registered so far; ``harness.runtimes.REGISTRY`` is this registry once every runtime did.
+_REGISTERED = Registry()
+register = _REGISTERED.register

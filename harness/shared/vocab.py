@@ -136,6 +136,12 @@ def cell_id(session: str, paddle: str, mode: str, model: str) -> str:
     return f"{session}/{paddle}/{mode}/{model}"
 
 
+# Train modes whose programs carry their own int8 scales (quantization-aware).
+QUANTIZED_MODES = ("qat", "pact")
+# Modes whose cell imports a package before paddle (cell/modes.py, Pact.before_paddle: PaddleSlim
+# on 2.6.2 needs cv2 first): their workers get a fresh interpreter, never the fork server.
+IMPORT_ORDER_MODES = ("pact",)
+
 SETUP = "setup"  # the journal entry of build / train / export, before any stage
 ANALYSIS_PREFIX = "analysis:"  # journal entries of the root-cause step
 

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 
 from ..matrix import Matrix
 from ..running.runner import CellRuns, run_cells
-from ..shared.backends import QUANTIZED_MODES
+from ..shared.vocab import QUANTIZED_MODES
 from ..shared.records import atomic_write_json
 from ..shared.spec import CellSpec
 from ..shared.logs import log_tail

@@ -38,7 +38,7 @@ import zlib  # noqa: E402,F401
 import paddle  # noqa: E402
 import paddle.inference as paddle_infer  # noqa: E402,F401  (the rooms beside use it)
 
-from ...shared.backends import BF16_CPU, GPU, PIR_TENSORRT, TENSORRT  # noqa: E402
+from ...runtimes.paddle_inference import BF16_CPU, GPU, PIR_TENSORRT, TENSORRT  # noqa: E402
 from ...shared.runtime import Requirement  # noqa: E402
 from ...shared.spec import release  # noqa: E402
 

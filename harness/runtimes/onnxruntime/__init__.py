@@ -4,7 +4,7 @@ execution provider, the path PaddleX's high-performance inference ranks among th
 Stages after the Paddle baseline: ``ort_convert`` (the conversion checked with ONNX Runtime's graph
 optimizations off), then ``ort_fp32`` (``ORT_ENABLE_ALL``, deploy threads), whose culprit search
 switches ONNX Runtime's optimizers off one by one. Cell side: ``session`` (the runtime),
-``conversion`` (paddle2onnx, shared with OpenVINO at Paddle 3), ``tensor_diff``.
+``tensor_diff``; the conversion is ``harness.runtimes.paddle2onnx`` (shared with OpenVINO at Paddle 3).
 """
 
 from __future__ import annotations
@@ -15,10 +15,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from ...shared.config import PredictorConfig, RuntimeOptions
 from ...shared.runtime import Backend, LadderContext, Requirement, StagePlan, register, search_space
 from ...shared.vocab import Precision, Reference
+from ..paddle2onnx import PADDLE2ONNX
 
-PADDLE2ONNX = Requirement("paddle2onnx", "paddle2onnx and what its optimizer imports (onnx, onnx-graphsurgeon, "
-                                         "sympy) in the environment (paddle2onnx 2.x for Paddle 3's PIR programs, "
-                                         "1.x for 2.6's .pdmodel)")
 ONNXRUNTIME = Requirement("onnxruntime", "onnxruntime in the environment")
 ORT_OPTIMIZERS = search_space("ort_optimizers", "ONNX Runtime optimizers", "when ONNX Runtime's optimizer {} runs")
 ORT_CONVERT = "ort_convert"  # the conversion checked with ONNX Runtime's optimizations off

@@ -7,7 +7,7 @@ writes to ``optimized_model_filepath``), the execution providers the session rea
 output dtypes. A session whose optimized graph equals the converted one says so (``not_as_claimed``):
 the stage that switched the optimizations on is then ``noop``, never a pass.
 
-The conversion (``conversion``: paddle2onnx in a forked child, converted twice, its failures
+The conversion (``harness.runtimes.paddle2onnx.convert``: paddle2onnx in a forked child, converted twice, its failures
 the converter's findings) is shared with OpenVINO at Paddle 3.
 
 Root cause: the search space is what ORT's verbose log says changed the graph (``search_items``);
@@ -31,8 +31,9 @@ from ...shared.compare import Tolerance
 from ...shared.errors import calling
 from ...shared.config import PredictorConfig
 from ...shared.runtime import Requirement, StagePlan
-from . import ONNXRUNTIME, PADDLE2ONNX, conversion
-from .conversion import converter, graph_evidence
+from ..paddle2onnx import PADDLE2ONNX, convert as conversion
+from . import ONNXRUNTIME
+from ..paddle2onnx.convert import converter, graph_evidence
 from .options import LEVELS, ort_options, session_options
 
 # What ONNX Runtime's verbose log says of each graph transformer it applied (1.2x-1.32 wording).

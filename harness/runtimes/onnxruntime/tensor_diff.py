@@ -18,8 +18,8 @@ from ...cell import layerwise
 from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig
 from ...shared.errors import calling
-from . import conversion
-from .conversion import converter
+from ..paddle2onnx import convert as conversion
+from ..paddle2onnx.convert import converter
 from .options import session_options
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Optional
 
-from ...shared.backends import BF16_CPU
 from ...shared.config import PredictorConfig, RuntimeOptions
 from ...shared.runtime import Backend, LadderContext, Requirement, StagePlan, register
 from ...shared.vocab import Precision, ProgramFormat, Reference
-from ..onnxruntime import PADDLE2ONNX
+from ..paddle2onnx import PADDLE2ONNX
+from ..paddle_inference import BF16_CPU
 
 OPENVINO = Requirement("openvino", "the openvino package in the environment")
 OV_CONVERT = "openvino_convert"  # the program as OpenVINO reads it, checked at an explicit f32 hint

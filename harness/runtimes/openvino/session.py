@@ -4,7 +4,7 @@ What it reads depends on the program's format, as deployments reach it: a legacy
 (Paddle 2.6) through OpenVINO's Paddle frontend; a PIR ``.json`` (Paddle 3), which that frontend
 cannot read (OpenVINO issue #30911), through the ONNX paddle2onnx makes of it — the route PaddleX's
 high-performance inference takes, and the same conversion ONNX Runtime's sessions use
-(``harness.runtimes.onnxruntime.conversion``; its failures are the converter's findings, in its words). Measured at 3.3.1 on
+(``harness.runtimes.paddle2onnx.convert``; its failures are the converter's findings, in its words). Measured at 3.3.1 on
 the built-in models: an export in a fresh interpreter with ``FLAGS_enable_pir_api=0`` (the other
 route) raises in dy2static for the detector and the encoder ("In transformed code"), while
 paddle2onnx converts both; the stage's evidence says which route it took (``program_read``).
@@ -32,8 +32,7 @@ from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig
 from ...shared.errors import Finding, calling
 from ...shared.runtime import Requirement, StagePlan
-from ..onnxruntime import PADDLE2ONNX
-from ..onnxruntime import conversion as onnx_conversion
+from ..paddle2onnx import PADDLE2ONNX, convert as onnx_conversion
 from . import OPENVINO, OpenVinoOptions
 
 # OpenVINO's element type names as the dtype names the stage checks use.

@@ -8,7 +8,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import helper  # noqa: E402
 
-from harness.runtimes.onnxruntime.conversion import graph_evidence  # noqa: E402
+from harness.runtimes.paddle2onnx.convert import graph_evidence  # noqa: E402
 
 
 def _graph(order, second="Relu"):

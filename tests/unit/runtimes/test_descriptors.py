@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from harness.shared.backends import BF16_CPU, DeployOptions, plan_by_name, plan_stages
-from harness.shared.runtime import REGISTRY
+from harness.runtimes import REGISTRY
+from harness.runtimes.paddle_inference import BF16_CPU
+from harness.shared.backends import DeployOptions, plan_by_name, plan_stages
 from harness.shared.vocab import Precision
 
 
@@ -14,6 +15,16 @@ def test_the_registry_finds_every_runtime_package_and_paddles_backends():
     assert devices["cpu"] == ("native", "onednn", "ort", "openvino") and devices["gpu"] == ("native", "trt")
     assert set(REGISTRY.runtimes()) == {"paddle_inference", "onnxruntime", "openvino"}
     assert REGISTRY.cell_module("onnxruntime") == "harness.runtimes.onnxruntime.session:OnnxRuntime"
+
+
+def test_paddle_inference_is_a_runtime_package_like_the_others():
+    """Its descriptor and its cell module, found the same way; first, since every ladder starts on it."""
+    from harness.shared.runtime import Backend
+
+    assert REGISTRY.cell_module("paddle_inference") == "harness.runtimes.paddle_inference.session:PaddleInference"
+    assert Backend.cell == ""  # no runtime is the base class's default
+    assert next(iter(REGISTRY.runtimes())) == "paddle_inference"
+    assert REGISTRY.backend("cpu", "native", "pir").__module__ == "harness.runtimes.paddle_inference"
 
 
 def test_onnx_runtime_plans_its_conversion_then_its_optimizations_with_typed_options():

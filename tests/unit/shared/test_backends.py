@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from harness.shared.backends import (BF16_CPU, GPU, PASSES, PIR_TENSORRT, TENSORRT_OPS, DeployOptions, backend_for,
-                                     named_configs, plan_by_name, plan_stages)
+from harness.runtimes import REGISTRY
+from harness.runtimes.paddle_inference import BF16_CPU, GPU, PASSES, PIR_TENSORRT, TENSORRT_OPS
+from harness.shared.backends import DeployOptions, backend_for, named_configs, plan_by_name, plan_stages
 from harness.shared.config import PredictorConfig, TensorRT
-from harness.shared.runtime import REGISTRY
 from harness.shared.vocab import Precision
 
 

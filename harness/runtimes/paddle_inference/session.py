@@ -1,7 +1,8 @@
-"""Paddle Inference as a runtime: ``paddle.inference.Config`` + ``create_predictor``.
+"""Paddle Inference's cell side: ``paddle.inference.Config`` + ``create_predictor``.
 
 The version logic (which config call is the real lever, PIR vs legacy, TensorRT paths) lives in
-the rooms beside it (``config``, ``predictor``); this module adapts them to the seam.
+``harness.cell.paddle_api`` (``config``, ``predictor``: the one place that knows Paddle versions);
+this module adapts them to the seam, as the other runtimes' ``session`` modules do.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...shared.backends import LEGACY, PASSES, TENSORRT_OPS
 from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig
 from ...shared.runtime import Requirement, StagePlan
 from ...shared.shapes import shape_range
-from ..runtime import Runtime, Session
-from . import config as paddle_config, predictor as paddle_predictor, unmet
+from ...cell.paddle_api import config as paddle_config, predictor as paddle_predictor, unmet
+from ...cell.runtime import Runtime, Session
+from ...shared.vocab import ProgramFormat
+from ..paddle_inference import PASSES, TENSORRT_OPS
 
 
 class PaddleSession(Session):
@@ -48,7 +50,7 @@ class PaddleInference(Runtime):
         every = [feeds, *variants]
         shapes = shape_range([{k: list(v.shape) for k, v in one.items()} for one in every]) if config.trt else None
         shape_file = None
-        if config.trt is not None and files["format"] == LEGACY:
+        if config.trt is not None and files["format"] == ProgramFormat.LEGACY:
             # Legacy TensorRT's dynamic shapes, collected the way Paddle documents, over every shape.
             shape_file = paddle_predictor.collect_shape_range(files, config, every,
                                                               scratch.with_name(scratch.name + ".shape_range.pbtxt"))
@@ -101,7 +103,7 @@ class PaddleInference(Runtime):
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
                     test: PredictorConfig, out: Path, tolerance: Tolerance) -> Dict[str, Any]:
-        from .. import layerwise
+        from ...cell import layerwise
 
         result = layerwise.run_diff(files, feeds, base, test, out / "dump", tolerance)
         layerwise.write_result(out / "result.json", result)
