@@ -222,7 +222,7 @@ def tests(s: nox.Session) -> None:
     # The tests of a module sharing a fixture (a dockerd and its image, a matrix run) in one worker,
     # made once; every other test to whichever worker is free (tests/conftest.py's scheduler).
     s.run("pytest", "-q", "-m", "processes", "-n", str(PROCESS_TIER_WORKERS), "--dist", "loadscope",
-          "--durations=10", env=env)
+          "--durations=25", env=env)
 
 
 @nox.session(python=HOST_PYTHON)
