@@ -143,10 +143,16 @@ def _script(imports: str, run_lines: str, expected: "Dict[str, Any] | None") -> 
                     print(f"output {{i}} ({{name}}): shape {{got.shape}}, expected {{want.shape}}")
                     failed = True
                     continue
-                diff = np.abs(got.astype("float64") - want.astype("float64"))
+                got64, want64 = got.astype("float64"), want.astype("float64")
+                diff = np.abs(got64 - want64)
                 allowed = {Tolerance.ALLOWED_CODE}
-                bad = int((diff > allowed).sum())
-                print(f"output {{i}} ({{name}}): max abs {{diff.max():.6g}}, {{bad}}/{{diff.size}} beyond the tolerance")
+                # NaN matches only NaN and an infinity only the same infinity: a NaN difference is
+                # never "within" (``diff > allowed`` is False for NaN, which would pass it).
+                same = (np.isnan(got64) & np.isnan(want64)) | (np.isinf(want64) & (got64 == want64))
+                bad = int((~((diff <= allowed) | same)).sum())
+                worst = np.where(same, 0.0, diff)
+                shown = float("nan") if np.isnan(worst).any() else float(worst.max(initial=0.0))
+                print(f"output {{i}} ({{name}}): max abs {{shown:.6g}}, {{bad}}/{{diff.size}} beyond the tolerance")
                 failed = failed or bad > 0
             print("MISMATCH: reproduced" if failed else "match: not reproduced")
             sys.exit(1 if failed else 0)
