@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from . import ROOT, timed
+from ..shared.vocab import Status
 
 
 def main(argv=None) -> int:
@@ -46,7 +47,7 @@ def main(argv=None) -> int:
             for name in matrices:
                 times[name].append(timed(command(name), env))
         record = json.loads(next((tmp / "shapes").rglob(f"{args.model}.json")).read_text())
-        k = 1 + sum(1 for v in record["setup"].get("shape_variants") or [] if v["status"] == "pass")
+        k = 1 + sum(1 for v in record["setup"].get("shape_variants") or [] if Status.of(v["status"]) is Status.PASS)
     many, one = statistics.median(times["shapes"]), statistics.median(times["one"])
     target = 1 + 0.3 * (k - 1)
     print(f"cell {args.session}/{args.model}: {k} shapes {many:.2f} s vs 1 shape {one:.2f} s -> {many / one:.2f}x "

@@ -63,7 +63,7 @@ class CellContext:
         session = cell.session
         options = DeployOptions(reference_threads=cell.reference_threads, deploy_threads=cell.deploy_threads,
                                 trt_workspace_mb=cell.trt_workspace_mb, trt_min_subgraph_size=cell.trt_min_subgraph_size)
-        return plan_stages(session["device"], session["backend"], session["precision"],
+        return plan_stages(session.device, session.backend, session.precision,
                            setup["export"]["format"], options, quantized=cell.mode in QUANTIZED_MODES)
 
     @property

@@ -38,6 +38,7 @@ import numpy as np
 from ..shared.compare import Tolerance, compare_tol, cosine
 from ..shared.config import PredictorConfig
 from ..shared.engine_info import engine_output_names
+from ..shared.vocab import Status
 from ..shared.errors import UserError
 
 _PIR_PREFIX = re.compile(r"^0x[0-9a-fA-F]+_")
@@ -380,7 +381,7 @@ def compare_dumps(base_dir: Path, test_dir: Path, base: List[Dict[str, Any]], te
         })
         del a, b
     _mark_suspects(rows)
-    first = next((r for r in rows if r["status"] != "pass" and not r.get("suspect")), None)
+    first = next((r for r in rows if Status.of(r["status"]) is not Status.PASS and not r.get("suspect")), None)
     if first:
         first["first_divergence"] = True
     return {"rows": rows, "unmatched": unmatched, "first_divergence": first, "pairs": len(pairs),
@@ -394,7 +395,7 @@ def _mark_suspects(rows: List[Dict[str, Any]], window: int = 2) -> None:
     first divergence."""
     for k, row in enumerate(rows):
         following = rows[k + 1:k + 1 + window]
-        if row["status"] != "pass" and following and all(r["status"] == "pass" for r in following):
+        if Status.of(row["status"]) is not Status.PASS and following and all(Status.of(r["status"]) is Status.PASS for r in following):
             row["suspect"] = "the next tensors agree again: probably one name for two tensors after a fusion"
 
 

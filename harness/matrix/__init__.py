@@ -24,7 +24,7 @@ from ..shared import vocab
 from ..shared.backends import DeployOptions, plan_stages
 from ..shared.vocab import QUANTIZED_MODES
 from ..shared.errors import UserError
-from ..shared.spec import CellSpec, at_least
+from ..shared.spec import CellSpec, SessionSpec, at_least
 from ..shared.vocab import Device, Precision, ProgramFormat
 from .schema import MODES, PRECISIONS, RUNNERS, ZOO, validate  # noqa: F401  (the schema's words, read from here too)
 
@@ -246,8 +246,7 @@ class Matrix:
         run = self.run
         return CellSpec(
             id=vocab.cell_id(session.name, version, mode, model),
-            session={"name": session.name, "device": session.device.value, "backend": session.backend,
-                     "precision": session.precision.value},
+            session=SessionSpec(session.name, session.device, session.backend, session.precision),
             stages=session.stages,
             paddle=version,
             mode=mode,

@@ -215,12 +215,12 @@ def agreement_rows(records: Sequence[Dict[str, Any]], reference: str) -> List[Di
     rows = []
     for key, by_version in sorted(index(records).items()):
         ref = by_version.get(reference)
-        if ref is None or ref["setup"].get("status") != "pass":
+        if ref is None or Status.of(ref["setup"].get("status")) is not Status.PASS:
             continue
         ref_sha = (ref["setup"].get("weights") or {}).get("sha256")
         tol = ref["cell"]["tolerances"]["fp32"]
         for version, record in sorted(by_version.items(), key=lambda kv: version_order(kv[0])):
-            if version == reference or record["setup"].get("status") != "pass":
+            if version == reference or Status.of(record["setup"].get("status")) is not Status.PASS:
                 continue
             sha = (record["setup"].get("weights") or {}).get("sha256")
             for what, name in (("dygraph", "dygraph.npz"), ("inference", "baseline.npz")):

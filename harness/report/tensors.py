@@ -18,6 +18,7 @@ from tabulate import tabulate
 from ..shared.compare import describe_tolerance
 from ..shared.records import atomic_write_text
 from ..shared.notes import fmt_number
+from ..shared.vocab import Status
 
 HEADERS = ["#", "Operator Type", "Tensor Name", "Shape", "Mismatched Elements", "Max Atol", "Max Rtol",
            "Min Val (base)", "Max Val (base)", "Matched by", "Note"]
@@ -55,7 +56,7 @@ def terminal(result: Dict[str, Any], top: int = 15) -> str:
 def summary_line(result: Dict[str, Any]) -> str:
     rows = result["rows"]
     first = result.get("first_divergence")
-    bad = sum(r["status"] != "pass" for r in rows)
+    bad = sum(Status.of(r["status"]) is not Status.PASS for r in rows)
     parts = [f"{len(rows)} tensors compared ({result['pairs']} matched of {result['base_tensors']} base / "
              f"{result['test_tensors']} test), {bad} out of {describe_tolerance(result)}, "
              f"{len(result['unmatched'])} unmatched"]
@@ -104,7 +105,7 @@ def write_xlsx(path: Path, result: Dict[str, Any]) -> Path:
             for cell in sheet[sheet.max_row]:
                 cell.fill = red
                 cell.font = Font(bold=True)
-        elif row["status"] != "pass":
+        elif Status.of(row["status"]) is not Status.PASS:
             for cell in sheet[sheet.max_row]:
                 cell.fill = amber
     sheet.freeze_panes = "A2"

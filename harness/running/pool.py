@@ -111,7 +111,7 @@ def _loads(loaders: Dict[str, str], cells: List[CellSpec], results: Path, option
     from ..artefacts.portability import load_path
     from ..shared.records import load_records
 
-    exporters = {spec.id: spec.paddle for spec in cells if spec.session["name"] == "cpu_fp32"
+    exporters = {spec.id: spec.paddle for spec in cells if spec.session.name == "cpu_fp32"
                  and (not options.models or spec.model_name in options.models)}
     if loaders and results.is_dir():
         for record in load_records(results):

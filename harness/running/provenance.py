@@ -76,7 +76,7 @@ def digest(spec: CellSpec) -> Dict[str, str]:
     return {
         "model_source": model_source(spec.model),
         "model_entry": _json({k: v for k, v in spec.model.items() if k != "capture"}),
-        "session": _json({"session": spec.session, "stages": spec.stages}),
+        "session": _json({"session": spec.session.to_dict(), "stages": spec.stages}),
         "mode": _json({"mode": spec.mode, "packages": spec.mode_packages, "device": spec.mode_requires_device}),
         "tolerances": _json({"tolerances": spec.tolerances, "outputs": spec.output_tolerances}),
         "run": _json(run),

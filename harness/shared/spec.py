@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from .vocab import Device, Precision, backend_stage_name
+
 import numpy as np
 
 
@@ -42,6 +44,32 @@ def version_order(version: str) -> Tuple[int, Any]:
 
 
 @dataclasses.dataclass(frozen=True)
+class SessionSpec:
+    """A session as a cell knows it: ``<device>_<backend>_<precision>`` and its parts, typed. In
+    records the same four strings as always (``to_dict``)."""
+
+    name: str
+    device: Device
+    backend: str
+    precision: Precision
+
+    @classmethod
+    def from_dict(cls, data: "Dict[str, str] | SessionSpec") -> "SessionSpec":
+        if isinstance(data, SessionSpec):
+            return data
+        return cls(data["name"], Device(data["device"]), data["backend"], Precision(data["precision"]))
+
+    def to_dict(self) -> Dict[str, str]:
+        return {"name": self.name, "device": self.device.value, "backend": self.backend,
+                "precision": self.precision.value}
+
+    @property
+    def stage(self) -> str:
+        """The session's own stage: its backend at its precision (``onednn_bf16``, ``ort_fp32``)."""
+        return backend_stage_name(self.device, self.backend, self.precision)
+
+
+@dataclasses.dataclass(frozen=True)
 class Defaults:
     """The numbers that would otherwise stand in several places."""
 
@@ -59,7 +87,7 @@ class CellSpec:
     """Everything the cell side needs to run one cell, and nothing about where it runs."""
 
     id: str
-    session: Dict[str, str]  # name, device, backend, precision
+    session: "SessionSpec"
     stages: List[str]
     paddle: str
     mode: str
@@ -97,7 +125,7 @@ class CellSpec:
             value = getattr(self, key)
             if key in self._OPTIONAL and value is None:
                 continue
-            out[key] = value
+            out[key] = value.to_dict() if isinstance(value, SessionSpec) else value
         return out
 
     @classmethod
@@ -107,7 +135,7 @@ class CellSpec:
         if unknown:
             raise ValueError(f"cell spec has unknown keys {unknown}: the host and cell sides are different "
                              f"harness versions")
-        return cls(**data)
+        return cls(**dict(data, session=SessionSpec.from_dict(data["session"])))
 
     def replace(self, **changes: Any) -> "CellSpec":
         return dataclasses.replace(self, **changes)
@@ -124,10 +152,7 @@ class CellSpec:
     def session_stage(self) -> str:
         """The session's own stage: its backend at its precision (``onednn_bf16``, ``ort_fp32``),
         the stage whose skip means the session did not run."""
-        from .vocab import backend_stage_name
-
-        session = self.session
-        return backend_stage_name(session["device"], session["backend"], session["precision"])
+        return self.session.stage
 
 
 class OutputsFile:

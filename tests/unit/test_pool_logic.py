@@ -41,11 +41,12 @@ def test_sessions_with_equal_packages_share_an_environment(shipped):
 
 
 def _job(key, estimate=1.0, order=0, checkpoint=None, after=None):
-    from harness.shared.spec import CellSpec
+    from harness.shared.spec import CellSpec, SessionSpec
+    from harness.shared.vocab import Device, Precision
 
     spec = None
     if checkpoint:
-        spec = CellSpec(id=key, session={"name": key.split("/")[0]}, stages=[], paddle="3.3.1", mode="normal",
+        spec = CellSpec(id=key, session=SessionSpec(key.split("/")[0], Device.CPU, "native", Precision.FP32), stages=[], paddle="3.3.1", mode="normal",
                         model={"name": key.split("/")[-1]}, tolerances={}, output_tolerances={}, seed=0, train_steps=1,
                         reference_threads=1, deploy_threads=1, checkpoint=str(checkpoint))
     return Job(key, JobKind.LOAD if after else JobKind.CELL, "env", order, estimate, spec=spec, after=after)
