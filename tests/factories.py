@@ -710,3 +710,45 @@ class IfOnParameter(nn.Layer):
 
 def if_on_parameter():
     return IfOnParameter(), _image_spec()
+
+
+class Graph:
+    """A graph as the graph-learning suites pass one between layers: node features and edges."""
+
+    def __init__(self, node_feat, edges):
+        self.node_feat = node_feat
+        self.edges = edges
+        self.num_nodes = int(node_feat.shape[0])
+
+
+class GraphConv(nn.Layer):
+    """Mean aggregation over incoming edges, then a projection (``projection`` may be planted)."""
+
+    def __init__(self, dim, projection=nn.Linear):
+        super().__init__()
+        self.proj = projection(dim, dim)
+
+    def forward(self, graph):
+        messages = paddle.gather(graph.node_feat, graph.edges[:, 0])
+        summed = paddle.zeros_like(graph.node_feat).scatter_(graph.edges[:, 1], messages, overwrite=False)
+        return nn.functional.relu(self.proj(summed + graph.node_feat))
+
+
+class TwoLayerGNN(nn.Layer):
+    """Layers called with a ``Graph`` object (tensors inside), the second's projection scaled only
+    in the exported program."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.conv1 = GraphConv(dim)
+        self.conv2 = GraphConv(dim, ExportedOtherwise)
+        self.head = nn.Linear(dim, 3)
+
+    def forward(self, node_feat, edges):
+        hidden = self.conv1(Graph(node_feat, edges))
+        hidden = self.conv2(Graph(hidden, edges))
+        return self.head(hidden)
+
+
+def graph_gnn():
+    return TwoLayerGNN(), [InputSpec([None, 8], "float32", "node_feat"), InputSpec([None, 2], "int64", "edges")]

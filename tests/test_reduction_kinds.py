@@ -74,6 +74,27 @@ def test_token_ids_stay_inputs_and_a_mapping_output_is_reached_by_attribute(writ
     assert record["analysis"]["reproducer"]["verified"] is True
 
 
+def test_layers_called_with_a_graph_object_are_pieces_like_any_other(write_matrix, tmp_path, paddle_version):
+    """Layers called with an object holding tensors (a graph, as the graph-learning suites pass
+    one): each piece is fed the object's tensors and rebuilds the object from the one the model
+    passed. A projection scaled only in the export, inside the second graph layer, is placed there
+    (before: those layers could not be replayed, and the answer was the whole model)."""
+    if not paddle_version.startswith("3."):
+        pytest.skip("measured on Paddle 3.x")
+    results, _ = _run(write_matrix, tmp_path, {"gnn": "tests.factories:graph_gnn"}, "cpu_fp32",
+                      inputs={"gnn": "node_feat = { shape = [6, 8] }\ninputs.edges = { shape = [10, 2], low = 0, high = 6 }"})
+    record = load_record(results, f"cpu_fp32/{paddle_version}/normal/gnn")
+    assert stages_by_name(record)["baseline"]["status"] == "fail"
+    reduce = record["analysis"]["reduce"]
+    assert reduce["path"] == "conv2.proj", reduce
+    conv2 = next(t for t in reduce["trials"] if t["members"] == ["conv2"])
+    assert conv2["reproduces"] and not conv2.get("untestable"), conv2
+    work = results / f"cpu_fp32/{paddle_version}/normal/gnn"
+    assert any("_with(self.objects[0], {'node_feat': in0, 'edges': in1})" in p.read_text()
+               for p in (work / "reduction").glob("piece*/**/piece.py"))
+    assert record["analysis"]["reproducer"]["verified"] is True
+
+
 def test_a_factory_that_builds_once_per_process_is_reduced_from_the_exported_instance(write_matrix, tmp_path,
                                                                                       paddle_version):
     """``BuiltOnce`` asserts on its second build in a process: the reduction takes apart the instance

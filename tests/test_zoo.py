@@ -21,8 +21,10 @@ def test_ppocrv5_mobile_det_meets_the_onednn_interpolate_error_as_one_cause(tmp_
         pytest.skip("PaddleX needs Paddle 3.x")
     results = tmp_path / "r"
     for session in ("cpu_fp32", "cpu_onednn_fp32"):
+        # The finding and its one line are what this test holds; the root cause of this cause is
+        # held by tests/test_reduction.py on a planted model (no second 50 s reduction here).
         proc = run_harness("run", "--matrix", str(MATRIX), "--session", session, "--model", "pp_ocrv5_mobile_det",
-                           "--results", str(results), "--paddle", paddle_version)
+                           "--results", str(results), "--paddle", paddle_version, "--no-root-cause")
         assert_exit_agrees(proc, results, session)
     native = load_record(results / "default", f"cpu_fp32/{paddle_version}/normal/pp_ocrv5_mobile_det")
     assert stages_by_name(native)["baseline"]["status"] == "pass"

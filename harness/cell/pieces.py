@@ -47,6 +47,16 @@ class Attr(str):
     """A step of an access path read as an attribute (``.name``), not a subscript."""
 
 
+class Held:
+    """An argument that was an object holding tensors (a graph of a graph-learning suite, a
+    suite's input container): the captured object itself (``Call.objects[index]``) with each
+    attribute that held tensors replaced by what the piece feeds it (``fields``)."""
+
+    def __init__(self, index: int, fields: Dict[str, Any]):
+        self.index = index
+        self.fields = fields
+
+
 # Where a tensor sits in a call's output: the steps that reach it (() for the output itself).
 Access = Tuple[Any, ...]
 
@@ -64,6 +74,7 @@ class Call:
     ids: List[int] = dataclasses.field(default_factory=list)  # identity of each captured input tensor
     model_inputs: Set[int] = dataclasses.field(default_factory=set)  # captured inputs the model itself was fed
     outputs: Optional[List[Tuple[Access, int]]] = None        # the first call's output tensors: (access, identity)
+    objects: List[Any] = dataclasses.field(default_factory=list)  # objects holding tensors it was called with
     unreplayable: str = ""                # why the generated forward cannot repeat this call
     children: List[str] = dataclasses.field(default_factory=list)
     leaves: int = 1
@@ -92,7 +103,20 @@ def _slots(paddle: Any, value: Any, call: Call, alive: List[Any], fed: Set[int])
         return {k: _slots(paddle, v, call, alive, fed) for k, v in value.items()}
     if _literal(value):
         return value
+    fields = _tensor_fields(paddle, value)
+    if fields is not None:  # an object holding tensors: itself, its tensors fed
+        call.objects.append(value)
+        return Held(len(call.objects) - 1, {k: _slots(paddle, v, call, alive, fed) for k, v in fields.items()})
     raise TypeError(f"an argument of type {type(value).__name__}")
+
+
+def _tensor_fields(paddle: Any, value: Any) -> Optional[Dict[str, Any]]:
+    """The attributes of a plain object that hold tensors (directly or in lists, tuples, dicts), or
+    None when it is no such object (a layer, a class, a function, an object without attributes)."""
+    if isinstance(value, (paddle.nn.Layer, type)) or callable(value) or not hasattr(value, "__dict__"):
+        return None
+    found = {k: v for k, v in vars(value).items() if flatten_tensors(paddle, [v])}
+    return found or None
 
 
 def _output_tensors(paddle: Any, value: Any, access: Access = ()) -> List[Tuple[Access, Any]]:
@@ -191,16 +215,19 @@ def _parent(path: str, calls: Dict[str, Call]) -> str:
 
 # -- a piece: members exported as one program ------------------------------------------------------
 
-def _spell(value: Any, offset: int, names: Dict[int, str]) -> str:
+def _spell(value: Any, offset: int, names: Dict[int, str], objects: int = 0) -> str:
     if isinstance(value, Slot):
         return names[value.index + offset]
+    if isinstance(value, Held):
+        fields = ", ".join(f"{k!r}: {_spell(v, offset, names, objects)}" for k, v in value.fields.items())
+        return f"_with(self.objects[{value.index + objects}], {{{fields}}})"
     if isinstance(value, tuple):
-        inner = ", ".join(_spell(v, offset, names) for v in value)
+        inner = ", ".join(_spell(v, offset, names, objects) for v in value)
         return f"({inner}{',' if len(value) == 1 else ''})"
     if isinstance(value, list):
-        return "[" + ", ".join(_spell(v, offset, names) for v in value) + "]"
+        return "[" + ", ".join(_spell(v, offset, names, objects) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_spell(v, offset, names)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k!r}: {_spell(v, offset, names, objects)}" for k, v in value.items()) + "}"
     return repr(value)
 
 
@@ -229,7 +256,7 @@ def piece_source(members: Sequence[Call], unused: "Set[int] | frozenset" = froze
     fed_at: List[int] = []
     made: Dict[int, str] = {}       # tensor identity -> where a member of the piece returned it
     consumed: Set[int] = set()
-    lines, offset = [], 0
+    lines, offset, objects = [], 0, 0
     for i, call in enumerate(members):
         for local, array in enumerate(call.arrays):
             k, identity = offset + local, call.ids[local] if local < len(call.ids) else None
@@ -244,12 +271,13 @@ def piece_source(members: Sequence[Call], unused: "Set[int] | frozenset" = froze
                 names[k] = f"in{len(fed)}"
                 fed.append(array)
                 fed_at.append(k)
-        args = ", ".join([_spell(a, offset, names) for a in call.args] +
-                         [f"{k}={_spell(v, offset, names)}" for k, v in call.kwargs.items()])
+        args = ", ".join([_spell(a, offset, names, objects) for a in call.args] +
+                         [f"{k}={_spell(v, offset, names, objects)}" for k, v in call.kwargs.items()])
         lines.append(f"        o{i} = self.members[{i}]({args})")
         for access, identity in call.outputs or []:
             made.setdefault(identity, _spelled(i, access))
         offset += len(call.arrays)
+        objects += len(call.objects)
     returned = _returned(members, made, consumed)
     if not returned:
         raise VacuousPiece("the piece returns no tensor of its own: its members pass their inputs through")
@@ -257,11 +285,19 @@ def piece_source(members: Sequence[Call], unused: "Set[int] | frozenset" = froze
     source = (
         '"""A piece of the model, written by the harness\'s reduction: its members called on the\n'
         'inputs they had in the dygraph forward (an earlier member\'s output where the model fed them one)."""\n'
-        "import paddle\n\n\n"
+        "import copy\n\nimport paddle\n\n\n"
+        "@paddle.jit.not_to_static\n"
+        "def _with(held, fields):\n"
+        "    \"\"\"An object the model passed (a graph), its tensors replaced by the piece's.\"\"\"\n"
+        "    fresh = copy.copy(held)\n"
+        "    for name, value in fields.items():\n"
+        "        setattr(fresh, name, value)\n"
+        "    return fresh\n\n\n"
         "class Piece(paddle.nn.Layer):\n"
-        "    def __init__(self, members):\n"
+        "    def __init__(self, members, objects=()):\n"
         "        super().__init__()\n"
-        "        self.members = paddle.nn.LayerList(members)\n\n"
+        "        self.members = paddle.nn.LayerList(members)\n"
+        "        self.objects = list(objects)\n\n"
         f"    def forward(self{', ' if params else ''}{params}):\n" + "\n".join(lines) +
         f"\n        return [{', '.join(returned)}]\n")
     return source, fed, fed_at
@@ -307,7 +343,7 @@ def load_source(source: str, folder: Path, class_name: str, *args: Any) -> Any:
 
 
 def load_piece(source: str, folder: Path, members: Sequence[Call]) -> Any:
-    return load_source(source, folder, "Piece", [m.layer for m in members])
+    return load_source(source, folder, "Piece", [m.layer for m in members], [o for m in members for o in m.objects])
 
 
 def specs(paddle: Any, arrays: List[np.ndarray]) -> List[Any]:
