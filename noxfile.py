@@ -194,8 +194,8 @@ def images(s: nox.Session) -> None:
 
 # Workers of the process tier: its tests mostly wait on the processes they start (a worker
 # importing Paddle, nox making a venv, dockerd building an image): 9 min of CPU in 13 min of wall
-# on two cores with three workers, so more still pay (measured in the README's testing section).
-PROCESS_TIER_WORKERS = 5
+# on two cores with three workers, so a fourth still pays (measured in the README's testing section).
+PROCESS_TIER_WORKERS = 4
 
 
 @nox.session(python=HOST_PYTHON)
