@@ -336,13 +336,16 @@ class Written:
         return " -> ".join(c.describe() for c in self.calls)
 
 
-def written(calls: Sequence[OpCall], branched_at: Optional[int] = None) -> Written:
+def written(calls: Sequence[OpCall], branched_at: Optional[int] = None, every_end: bool = False) -> Written:
     """``calls`` (one op, or ops each reading an output of the one before) as one layer: an input an
     earlier op of the chain produced is wired from it; a held one (a parameter or buffer of the
     model) becomes a parameter of the layer; every other one is fed. It returns the last op's first
     output that is not one of its inputs: the op's main output. The others can be auxiliary buffers
     no kernel fills in inference (batch_norm's saved mean and variance, its reserve space), whose
     values would differ for no fault of the op.
+
+    ``every_end``: return the main output of every op that no later op of ``calls`` reads (a run of
+    the forward's ops can end in several places: a rotary table's cos and its sin).
 
     ``branched_at``: the model branched (a Python ``if``) on the output of ``calls[branched_at - 1]``
     and ran ``calls[branched_at:]`` in the branch taken: the layer does the same, so that
@@ -387,6 +390,8 @@ def written(calls: Sequence[OpCall], branched_at: Optional[int] = None) -> Writt
     last = calls[-1]
     returned = [(f"r{len(calls) - 1}" + "".join(f"[{i}]" for i in access))
                 for access, is_input in last.returns if not is_input][:1]
+    if every_end and branched_at is None:
+        returned = _ends(calls) or returned
     if branched_at is not None:
         lines.append(f"            out = {', '.join(returned)}")
         returned = ["out"]
@@ -408,6 +413,17 @@ def written(calls: Sequence[OpCall], branched_at: Optional[int] = None) -> Writt
     return Written(list(calls), source, fed, held, branched_at)
 
 
+def _ends(calls: Sequence[OpCall]) -> List[str]:
+    """The main output of every op of ``calls`` that no later op of them reads, as ``written`` names it."""
+    read = {t for call in calls for t in call.input_ids}
+    ends = []
+    for j, call in enumerate(calls):
+        main = next(((acc, t) for (acc, is_input), t in zip(call.returns, call.output_ids) if not is_input), None)
+        if main is not None and main[1] not in read:
+            ends.append(f"r{j}" + "".join(f"[{i}]" for i in main[0]))
+    return ends
+
+
 def one_op_source(call: OpCall) -> str:
     return written([call]).source
 
@@ -424,6 +440,16 @@ def branches(calls: Sequence[OpCall]) -> List[Tuple[List[OpCall], int]]:
         if body is not None:
             found.append(([call, body], 1))
     return found
+
+
+# The most ops a run of the forward's ops may span (the last rule): beyond it, the piece itself is
+# the smallest program (its sublayers already did not reproduce alone).
+MAX_WINDOW_OPS = 48
+
+
+def in_order(calls: Sequence[OpCall]) -> List[OpCall]:
+    """The forward's ops that a program can hold, in the order they ran."""
+    return [c for c in calls if not c.unspellable and c.arrays and c.name.rstrip("_") not in CREATION]
 
 
 # The most op pairs and three-op chains one isolation builds after no single op reproduced.
@@ -464,5 +490,5 @@ def chains(calls: Sequence[OpCall], message: str, first_divergence: Optional[str
     return ranked_pairs[:MAX_PAIRS] + ranked_triples[:MAX_CHAINS], rules
 
 
-__all__ = ["OpCall", "Written", "written", "chains", "branches", "record_ops", "schedule", "suspicion", "one_op_source",
+__all__ = ["OpCall", "Written", "written", "chains", "branches", "in_order", "MAX_WINDOW_OPS", "record_ops", "schedule", "suspicion", "one_op_source",
            "PER_TYPE", "ONE_OP"]

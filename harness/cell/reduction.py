@@ -172,15 +172,52 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
         found = _try_written(trials, isolation.written(group), tried)
         if found is not None:
             return _isolated(found, trials, tried, len(ranked) + len(taken) + len(grouped), rules, types)
+    # Then the shortest run of the forward's ops, in order, that still reproduces (longer chains).
+    found, rules["windows"] = _smallest_window(trials, isolation.in_order(calls), tried)
+    if found is not None:
+        return _isolated(found, trials, tried, len(ranked) + len(taken) + len(grouped) + rules["windows"], rules, types)
     why = (f"none of its {len(ranked)} ops tried ({types} op types, every type at least once, at most "
            f"{isolation.PER_TYPE} per type) reproduces alone"
            + (f"; {rules['capped']} more calls of types already tried twice were not" if rules["capped"] else "")
            + f"; nor {rules['branches']} branch(es) the forward took, {rules['pairs']} adjacent pair(s) and "
-             f"{rules['chains']} chain(s) of three"
+             f"{rules['chains']} chain(s) of three, nor a run of the forward's ops ({rules['windows']} tried)"
            + (f" ({rules['capped_pairs']} pairs and {rules['capped_chains']} chains beyond the caps not tried)"
               if rules["capped_pairs"] or rules["capped_chains"] else ""))
     return {"isolation": {"outcome": "not found", "runs": len(tried), "candidates": len(ranked) + len(taken) + len(grouped),
                           "rules": rules, "op_types": types, "tried": tried, "why": why}}
+
+
+def _smallest_window(trials: PieceTrials, ops: List["isolation.OpCall"],
+                     tried: List[Dict[str, Any]]) -> Tuple[Optional[Tuple[Any, Trial]], int]:
+    """The shortest run ``ops[start:end]`` of the forward's ops (in order, each wired to the ones
+    before it, the rest fed) that reproduces: all of them first, then the latest start that still
+    does, then the earliest end (binary searches: a failure that needs ops far apart is not
+    split). None when even all of them do not, or the piece has more ops than ``MAX_WINDOW_OPS``."""
+    if not 3 < len(ops) <= isolation.MAX_WINDOW_OPS:
+        return None, 0
+    before = len(tried)
+    whole = _try_written(trials, isolation.written(ops, every_end=True), tried)
+    if whole is None:
+        return None, len(tried) - before
+    best, start, end = whole, 0, len(ops)
+    low, high = 0, len(ops) - 1  # the latest start that reproduces lies in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        found = _try_written(trials, isolation.written(ops[middle:end], every_end=True), tried)
+        if found is not None:
+            best, low = found, middle
+        else:
+            high = middle - 1
+    start = low
+    low, high = start + 1, end  # the earliest end that reproduces lies in [low, high]
+    while low < high:
+        middle = (low + high) // 2
+        found = _try_written(trials, isolation.written(ops[start:middle], every_end=True), tried)
+        if found is not None:
+            best, high = found, middle
+        else:
+            low = middle + 1
+    return best, len(tried) - before
 
 
 def _try_written(trials: PieceTrials, program: "isolation.Written", tried: List[Dict[str, Any]]) -> Optional[Tuple[Any, Trial]]:

@@ -163,3 +163,26 @@ def test_an_if_the_model_took_is_written_as_an_if_over_the_op_it_branched_on():
            "            out = r1\n        return [out]" in program.source
     assert list(program.held) == ["p0", "p1"]  # the parameter read twice is one parameter
     compile(program.source, "branch.py", "exec")
+
+
+def test_the_shortest_run_of_ops_that_reproduces_is_found_by_two_binary_searches():
+    """A failure that needs ops 3..5 of 10 together (and is held by any run containing them)."""
+    from harness.cell.descent import Trial
+    from harness.cell.reduction import _smallest_window
+
+    ops = [_wired("relu", k, [k], [k + 1]) for k in range(10)]
+    needed = {3, 4, 5}
+
+    class Trials:
+        failed = None
+
+        def one_op(self, program):
+            orders = {c.order for c in program.calls}
+            return Trial(members=program.op_types, reproduces=needed <= orders)
+
+    tried = []
+    found, runs = _smallest_window(Trials(), ops, tried)
+    program, _ = found
+    assert [c.order for c in program.calls] == [3, 4, 5]
+    assert runs == len(tried) <= 1 + 2 * 4  # the whole run, then two searches over 10
+    assert _smallest_window(Trials(), ops[:3], [])[0] is None  # too short to be a longer chain
