@@ -31,6 +31,14 @@ def _run(write_matrix, tmp_path, models, session, env=None, **kwargs):
     return tmp_path / "r" / "default", proc
 
 
+def _reduced(write_matrix, tmp_path, version, name, factory, session, stage, inputs):
+    """One model through ``session``: its record (the stage asserted failed or raised) and its reduction."""
+    results, _ = _run(write_matrix, tmp_path, {name: factory}, session, inputs={name: inputs})
+    record = load_record(results, f"{session}/{version}/normal/{name}")
+    assert stages_by_name(record)[stage]["status"] in ("fail", "error"), stages_by_name(record)[stage]
+    return results, record, record["analysis"]["reduce"]
+
+
 def _resume_from_reduce(work: Path, env=None) -> dict:
     """What a worker restarted after dying in the reduce step does (the host passes it the same
     arguments): a fresh process, the journal read back up to the step, the rest redone."""
@@ -56,11 +64,9 @@ def test_token_ids_stay_inputs_and_a_mapping_output_is_reached_by_attribute(writ
     ``o0.hidden``, and oneDNN's interpolate error is reduced into it, down to the op."""
     if not paddle_version.startswith("3.3"):
         pytest.skip("measured on Paddle 3.3.x: oneDNN raises on interpolate by a scale factor")
-    results, _ = _run(write_matrix, tmp_path, {"tokens": "tests.factories:token_model"}, "cpu_onednn_fp32",
-                      inputs={"tokens": "ids = { shape = [1, 16], high = 100 }"})
-    record = load_record(results, f"cpu_onednn_fp32/{paddle_version}/normal/tokens")
+    results, record, reduce = _reduced(write_matrix, tmp_path, paddle_version, "tokens", "tests.factories:token_model",
+                                       "cpu_onednn_fp32", "onednn_fp32", "ids = { shape = [1, 16], high = 100 }")
     assert stages_by_name(record)["onednn_fp32"]["status"] == "error"
-    reduce = record["analysis"]["reduce"]
     assert reduce["path"] == "decoder" and reduce["layer"] == "TokenUpsampler", reduce
     assert reduce["outcome"] == "isolated" and reduce["op"] == "pd_op.bilinear_interp", reduce
     assert "instance" in reduce["model"]
@@ -81,11 +87,10 @@ def test_layers_called_with_a_graph_object_are_pieces_like_any_other(write_matri
     (before: those layers could not be replayed, and the answer was the whole model)."""
     if not paddle_version.startswith("3."):
         pytest.skip("measured on Paddle 3.x")
-    results, _ = _run(write_matrix, tmp_path, {"gnn": "tests.factories:graph_gnn"}, "cpu_fp32",
-                      inputs={"gnn": "node_feat = { shape = [6, 8] }\ninputs.edges = { shape = [10, 2], low = 0, high = 6 }"})
-    record = load_record(results, f"cpu_fp32/{paddle_version}/normal/gnn")
+    results, record, reduce = _reduced(write_matrix, tmp_path, paddle_version, "gnn", "tests.factories:graph_gnn",
+                                       "cpu_fp32", "baseline",
+                                       "node_feat = { shape = [6, 8] }\ninputs.edges = { shape = [10, 2], low = 0, high = 6 }")
     assert stages_by_name(record)["baseline"]["status"] == "fail"
-    reduce = record["analysis"]["reduce"]
     assert reduce["path"] == "conv2.proj", reduce
     conv2 = next(t for t in reduce["trials"] if t["members"] == ["conv2"])
     assert conv2["reproduces"] and not conv2.get("untestable"), conv2
