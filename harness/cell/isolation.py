@@ -424,10 +424,6 @@ def _ends(calls: Sequence[OpCall]) -> List[str]:
     return ends
 
 
-def one_op_source(call: OpCall) -> str:
-    return written([call]).source
-
-
 def branches(calls: Sequence[OpCall]) -> List[Tuple[List[OpCall], int]]:
     """Each ``if`` the forward took on an op's output, as the op and the first op the branch ran
     (``written(group, branched_at=1)``): control flow, which no op alone and no chain makes."""
@@ -464,20 +460,21 @@ def chains(calls: Sequence[OpCall], message: str, first_divergence: Optional[str
     left out."""
     usable = [c for c in calls if not c.unspellable and c.arrays and c.name.rstrip("_") not in CREATION]
     producer: Dict[int, OpCall] = {}
-    reads: Dict[int, List[OpCall]] = {}
+    # Keyed by order, never compared as OpCalls (their fields hold arrays): a reader once per producer.
+    reads: Dict[int, Dict[int, OpCall]] = {}
     for call in usable:
         for tensor in call.input_ids:
-            if tensor in producer and call not in reads.setdefault(producer[tensor].order, []):
-                reads[producer[tensor].order].append(call)
+            if tensor in producer:
+                reads.setdefault(producer[tensor].order, {})[call.order] = call
         for (_, is_input), tensor in zip(call.returns, call.output_ids):
             if not is_input:
                 producer[tensor] = call
     pairs: Dict[Tuple[str, ...], List[OpCall]] = {}
     triples: Dict[Tuple[str, ...], List[OpCall]] = {}
     for first in usable:
-        for second in reads.get(first.order, []):
+        for second in reads.get(first.order, {}).values():
             pairs.setdefault((first.name, second.name), [first, second])
-            for third in reads.get(second.order, []):
+            for third in reads.get(second.order, {}).values():
                 triples.setdefault((first.name, second.name, third.name), [first, second, third])
 
     def rank(found: Dict[Tuple[str, ...], List[OpCall]]) -> List[List[OpCall]]:
@@ -490,5 +487,5 @@ def chains(calls: Sequence[OpCall], message: str, first_divergence: Optional[str
     return ranked_pairs[:MAX_PAIRS] + ranked_triples[:MAX_CHAINS], rules
 
 
-__all__ = ["OpCall", "Written", "written", "chains", "branches", "in_order", "MAX_WINDOW_OPS", "record_ops", "schedule", "suspicion", "one_op_source",
+__all__ = ["OpCall", "Written", "written", "chains", "branches", "in_order", "MAX_WINDOW_OPS", "record_ops", "schedule", "suspicion",
            "PER_TYPE", "ONE_OP"]

@@ -3,7 +3,7 @@
 import numpy as np
 
 from harness.cell.descent import parts
-from harness.cell.isolation import OpCall, chains, one_op_source, schedule, suspicion, written
+from harness.cell.isolation import OpCall, chains, schedule, suspicion, written
 from harness.cell.pieces import Slot
 
 MESSAGE = ("NotImplementedError: (Unimplemented) ConvertPirAttribute2RuntimeAttribute not support "
@@ -46,7 +46,7 @@ def test_ops_that_make_tensors_from_nothing_or_return_only_their_inputs_are_no_c
 def test_the_one_op_source_calls_the_op_as_the_forward_did_and_returns_its_main_output():
     bn = _op("batch_norm", 0, True, 0.9, 1e-05, "NCHW", True, False, inputs=((1, 8, 4, 4),) + ((8,),) * 4)
     bn.returns = [((0,), False), ((1,), True), ((2,), True), ((3,), False)]
-    source = one_op_source(bn)
+    source = written([bn]).source
     assert "def forward(self, in0, in1, in2, in3, in4):" in source
     assert "r0 = paddle._C_ops.batch_norm(in0, in1, in2, in3, in4, True, 0.9, 1e-05, 'NCHW', True, False)" in source
     assert "return [r0[0]]" in source
@@ -110,7 +110,7 @@ def test_every_op_type_gets_a_program_before_any_type_gets_a_second_and_each_rul
 
 def test_a_dygraph_only_op_is_built_through_its_public_call():
     linear = _op("linear", 0, inputs=((2, 12, 16), (16, 3), (3,)))
-    source = one_op_source(linear)
+    source = written([linear]).source
     assert "paddle.nn.functional.linear(in0, in1, in2)" in source and "_C_ops.linear" not in source
 
 
