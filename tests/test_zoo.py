@@ -78,3 +78,24 @@ def test_the_reading_order_encoder_s_onednn_error_is_placed_at_a_chain_of_ops(tm
     assert len(reduce["ops"]) > 1 and reduce["ops"][-1] == "pd_op.embedding" and "pd_op.clip" in reduce["ops"]
     assert not any(t["reproduces"] for t in reduce["isolation"]["tried"] if " -> " not in t["op"])
     assert record["analysis"]["reproducer"]["verified"]
+
+
+def test_a_suite_decoder_exported_as_it_ships_records_paddle_s_error_and_where(tmp_path, paddle_version):
+    """PaddleFormers' Gemma 3 through its own forward: its sliding-window mask is a Python loop
+    over the sequence length, which to_static refuses (3.3.1). The zoo leaves Gemma 3 out of its
+    decoders for that; this cell keeps the finding: Paddle's error (never the harness's), and the
+    suite's frame it was traced at, with no machine path. (``llama_as_shipped``, the LMHead
+    recursion, records the same way but takes 90 s to recurse: it runs in the zoo's sessions.)"""
+    pytest.importorskip("paddleformers", reason="families.paddleformers.packages are installed by `nox -s tests`")
+    if not paddle_version.startswith("3."):
+        pytest.skip("PaddleFormers needs Paddle 3.x")
+    results = tmp_path / "r"
+    run_harness("run", "--matrix", str(MATRIX), "--session", "cpu_fp32", "--model", "gemma3_as_shipped",
+                "--results", str(results), "--paddle", paddle_version, "--no-root-cause")
+    setup = load_record(results / "default", f"cpu_fp32/{paddle_version}/normal/gemma3_as_shipped")["setup"]
+    if setup["status"] == "pass":
+        pytest.skip(f"Paddle {paddle_version} exports PaddleFormers' Gemma 3 as it ships")
+    assert setup["status"] == "error" and setup["phase"] == "export", setup
+    assert "bool(Tensor) is not supported in static graph mode" in setup["message"]
+    assert any(frame.startswith("paddleformers/generation/utils.py:") for frame in setup["traced_at"]), setup
+    assert not any(frame.startswith("/") for frame in setup["traced_at"])

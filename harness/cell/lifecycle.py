@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Dict
 
-from ..shared.causes import paddle_message, raised_status
+from ..shared.causes import paddle_message, raised_status, traced_at
 from ..shared.errors import UserError
 from ..shared.protocol import EXIT_OK, EXIT_USER_ERROR
 from ..shared.spec import CellSpec
@@ -61,6 +61,9 @@ class Cell:
                 traceback.print_exc()
                 status, message = raised_status(exc)
                 result = {"status": status, "message": message, "phase": getattr(exc, "phase", None)}
+                where = traced_at(exc)
+                if where:  # the model's code when to_static raised: where the export broke
+                    result["traced_at"] = where
             result.setdefault("machine", self.machine())
             ctx.journal.finish(SETUP, result)
             done[SETUP] = result

@@ -279,6 +279,35 @@ def _causal_lm(model_name: str, config_name: str) -> Tuple[nn.Layer, List[InputS
     return CausalLMLogits(model_cls(config_cls(**_DECODER))), [InputSpec([None, None], "int64", "input_ids")]
 
 
+class ShippedCausalLM(nn.Layer):
+    """A PaddleFormers ``<Family>ForCausalLM`` exported through its own ``forward`` as it ships (its
+    ``lm_head`` included): the finding beside the workaround ``CausalLMLogits`` takes, so that what
+    the workaround routes around stays recorded (a setup error in Paddle's words)."""
+
+    def __init__(self, model: Any):
+        super().__init__()
+        self.net = model
+
+    def forward(self, input_ids):
+        return self.net(input_ids=input_ids, use_cache=False, return_dict=False)[0]
+
+
+def llama_as_shipped() -> Tuple[nn.Layer, List[InputSpec]]:
+    """Llama as PaddleFormers ships it: at 3.3.1 ``to_static`` of its ``LMHead`` recurses without end
+    (``config.get`` -> ``__getattribute__``): RecursionError, the finding ``llama_decoder`` routes around."""
+    model_cls, config_cls = _load(_PF, "LlamaForCausalLM", "LlamaConfig")
+    return ShippedCausalLM(model_cls(config_cls(**_DECODER))), [InputSpec([None, None], "int64", "input_ids")]
+
+
+def gemma3_as_shipped() -> Tuple[nn.Layer, List[InputSpec]]:
+    """Gemma 3 as PaddleFormers ships it (a sliding window of 4): its sliding-window mask is a
+    Python loop over the sequence length, which ``to_static`` refuses at 3.3.1 ("bool(Tensor) is not
+    supported in static graph mode") — recorded, not routed around."""
+    model_cls, config_cls = _load(_PF, "Gemma3ForCausalLM", "Gemma3TextConfig")
+    return ShippedCausalLM(model_cls(config_cls(sliding_window=4, **_DECODER))), [
+        InputSpec([None, None], "int64", "input_ids")]
+
+
 def llama_decoder() -> Tuple[nn.Layer, List[InputSpec]]:
     """Llama (PaddleFormers 1.2.0): RMS norm, rotary positions, grouped-query attention, SwiGLU MLP;
     2 layers, hidden 64, vocabulary 1000."""

@@ -36,6 +36,31 @@ def wordless(exc: BaseException) -> bool:
     return not PADDLE_WORDS.search(text) and len(text.split()) <= WORDLESS_WORDS
 
 
+_TRACED_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+TRACED_FRAMES_KEPT = 4
+
+
+def traced_at(exc: BaseException) -> List[str]:
+    """Where the model's code was when ``to_static`` (or a program run) raised: the frames of Paddle's
+    "In transformed code:" / "In user code:" block outside Paddle and the standard library, the
+    innermost last, a run of one frame repeated said once (a recursion), paths from the package or
+    folder they live in (no machine path)."""
+    text = str(exc)
+    if "In transformed code:" not in text and "In user code:" not in text:
+        return []
+    frames: List[str] = []
+    for path, line, function in _TRACED_FRAME.findall(text):
+        short = path.split("site-packages/", 1)[-1] if "site-packages/" in path else "/".join(Path(path).parts[-2:])
+        if short.startswith("paddle/") or re.match(r"python3\.\d+/", short):
+            continue  # Paddle's own transformer, Python's ast: not the model's place
+        frame = f"{short}:{line} in {function}"
+        if frames and frames[-1].startswith(frame):
+            frames[-1] = f"{frame} (repeated)"
+        elif not frames or frames[-1] != frame:
+            frames.append(frame)
+    return frames[-TRACED_FRAMES_KEPT:]
+
+
 def paddle_message(exc: BaseException) -> str:
     """Paddle's own first message line, without the C++ traceback around it. A call into Paddle,
     a runtime or a converter that raised with no words of its own (``errors.calling``) is named in

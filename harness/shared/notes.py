@@ -41,6 +41,8 @@ def stage_note(stage: Dict[str, Any]) -> str:
         parts.append(worst_output_note(worst))
     if stage.get("message"):
         parts.append(str(stage["message"]))
+    if stage.get("traced_at"):
+        parts.append(f"traced at {stage['traced_at'][-1]}")
     if status is Status.CRASH and stage.get("stderr_tail"):
         last = [ln for ln in stage["stderr_tail"].splitlines() if ln.strip()][-1:]
         if last:

@@ -111,3 +111,17 @@ def test_a_paddle_category_in_a_short_message_is_words_enough(text):
             raise RuntimeError(f"(Fatal) {text}".strip())
 
     assert "predictor.run() raised" not in paddle_message(_caught(run))
+
+
+def test_the_model_s_place_is_read_from_paddle_s_transformed_code_block():
+    from harness.shared.causes import traced_at
+
+    text = ("In transformed code:\n\n"
+            '    File "/root/x/venv/lib/python3.11/site-packages/suite/model.py", line 10, in forward\n'
+            '    File "/root/x/venv/lib/python3.11/site-packages/suite/config.py", line 5, in get\n'
+            '    File "/root/x/venv/lib/python3.11/site-packages/suite/config.py", line 5, in get\n'
+            '    File "/root/x/venv/lib/python3.11/site-packages/paddle/utils/gast/astn.py", line 54, in generic_visit\n'
+            '    File "/usr/lib/python3.11/ast.py", line 418, in visit\n'
+            "    RecursionError: maximum recursion depth exceeded")
+    assert traced_at(RecursionError(text)) == ["suite/model.py:10 in forward", "suite/config.py:5 in get (repeated)"]
+    assert traced_at(RuntimeError("plain message")) == []
