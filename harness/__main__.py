@@ -215,7 +215,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     summary = write_markdown(RunFolder(results).summary(session.name, version), model, f"{session.name} · Paddle {version}")
     print(f"\nrecords: {results}/{session.name}/{version}/   summary: {summary}")
     # vacuous is not a pass: the run says so with its exit code too.
-    return 0 if all(Status.of(r["verdict"]["status"]) in (Status.PASS, Status.SKIP) for r in records) else 1
+    return 0 if all(r.verdict.status in (Status.PASS, Status.SKIP) for r in records) else 1
 
 
 def _launcher(args: argparse.Namespace, matrix, session, version: str, results: Path):

@@ -22,6 +22,7 @@ from ..shared.compare import Tolerance, compare_tol, worst
 from ..shared.errors import UserError
 from ..shared.records import atomic_write_json, load_records
 from ..shared.spec import OUTPUTS
+from ..shared.record_model import CellRecord
 from ..shared.vocab import Status
 from ..shared.runfolder import RunFolder
 
@@ -39,25 +40,24 @@ def this_paddle() -> str:
                     "(nox -s portability@<version>).")
 
 
-def port_one(record: Dict[str, Any], loader: str, out_dir: Path, launcher: Any) -> Dict[str, Any]:
-    work = Path(record["_path"]).with_suffix("")
-    export = record["setup"]["export"]
+def port_one(record: CellRecord, loader: str, out_dir: Path, launcher: Any) -> Dict[str, Any]:
+    work = record.work_dir
+    export = record.setup.get("export")
     program = work / "export" / Path(export["program"]).name
     params = work / "export" / Path(export["params"]).name if export.get("params") else None
-    cell = record["cell"]
     result: Dict[str, Any] = {
-        "kind": "portability", "exported_by": cell["paddle"], "loaded_by": loader,
-        "session": cell["session"]["name"], "mode": cell["mode"], "model": cell["model"]["name"],
+        "kind": "portability", "exported_by": record.version, "loaded_by": loader,
+        "session": record.session, "mode": record.mode, "model": record.model,
         "format": export.get("format"), "program": str(program),
     }
-    out = out_dir / f"{cell['model']['name']}.outputs.npz"
+    out = out_dir / f"{record.model}.outputs.npz"
     out_dir.mkdir(parents=True, exist_ok=True)
     args = ["load", "--program", launcher.path(program), "--inputs", launcher.path(work / "inputs.npz"),
             "--out", launcher.path(out)]
     if params:
         args += ["--params", launcher.path(params)]
     started = time.time()
-    log = out_dir / f"{cell['model']['name']}.log"
+    log = out_dir / f"{record.model}.log"
     log.unlink(missing_ok=True)
     outcome = run_child(launcher, args, log, timeout=LOAD_TIMEOUT)
     result["seconds"] = round(time.time() - started, 3)
@@ -79,11 +79,11 @@ def port_one(record: Dict[str, Any], loader: str, out_dir: Path, launcher: Any) 
     if len(ref) != len(got):
         result.update(status=Status.FAIL, message=f"{len(got)} outputs, the exporter's baseline has {len(ref)}")
         return result
-    tol = cell["tolerances"]["fp32"]
+    tol = record.cell.tolerances["fp32"]
     stats = [compare_tol(r, g, Tolerance.of(tol)) for r, g in zip(ref, got)]
     w = worst(stats)
-    result.update(status=Status.FAIL if any(Status.of(s["status"]).blocks for s in stats) else Status.PASS,
-                  max_abs=w.get("max_abs"), max_rel=w.get("max_rel"), message=w.get("note", ""))
+    result.update(status=Status.FAIL if any(s.blocks for s in stats) else Status.PASS,
+                  max_abs=w.max_abs if w else None, max_rel=w.max_rel if w else None, message=w.note if w else "")
     return result
 
 
@@ -92,8 +92,8 @@ def run(results: Path, session: str, models: Optional[List[str]], python: Option
     if not results.is_dir():
         raise UserError(f"--results/--run: {results} does not exist; run the sessions of other versions first.")
     loader = this_paddle()
-    records = [r for r in load_records(results) if r["cell"]["session"]["name"] == session and portable(r, loader)
-               and (not models or r["cell"]["model"]["name"] in models)]
+    records = [r for r in load_records(results) if r.session == session and portable(r, loader)
+               and (not models or r.model in models)]
     if not records:
         print(f"[harness] nothing to port: no {session} records exported by a Paddle other than {loader} "
               f"under {results} (run `nox -s {session}@<version>` for other versions first)")
@@ -107,9 +107,9 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def portable(record: Dict[str, Any], loader: str) -> bool:
+def portable(record: CellRecord, loader: str) -> bool:
     """Whether another Paddle's ``loader`` has this record's export to load: its setup exported."""
-    return record["cell"]["paddle"] != loader and Status.of(record["setup"].get("status")) is Status.PASS
+    return record.version != loader and record.setup.passed
 
 
 def load_path(results: Path, cell_id: str, loader: str) -> Path:
@@ -118,20 +118,19 @@ def load_path(results: Path, cell_id: str, loader: str) -> Path:
     return RunFolder(Path(results)).load(exporter, loader, session, mode, model)
 
 
-def port_record(record: Dict[str, Any], results: Path, loader: str, launcher: Any, force: bool = False,
+def port_record(record: CellRecord, results: Path, loader: str, launcher: Any, force: bool = False,
                 say: Any = _say) -> Dict[str, Any]:
     """One load of a record's export by ``loader``, kept under ``portability/`` (an earlier one is
     reused unless ``force``)."""
-    cell = record["cell"]
-    path = load_path(results, record["id"], loader)
+    path = load_path(results, record.id, loader)
     out_dir = path.parent
     if path.exists() and not force:
         result = json.loads(path.read_text(encoding="utf-8"))
-        say(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
+        say(f"[harness] exported by {record.version}, run by {loader}: {record.model}: "
             f"{result['status']} (recorded earlier; --force reruns)")
         return result
     result = port_one(record, loader, out_dir, launcher)
     atomic_write_json(path, result)
-    say(f"[harness] exported by {cell['paddle']}, run by {loader}: {cell['model']['name']}: "
+    say(f"[harness] exported by {record.version}, run by {loader}: {record.model}: "
         f"{result['status']} {result.get('message', '')}".rstrip())
     return result

@@ -63,7 +63,7 @@ def merge(into: Path, shards: Sequence[Path]) -> Dict[str, Any]:
         if not records and not bad:
             raise UserError(f"merge: {shard} holds no result records; is it a run folder (results/<run>)?")
         for record in records:
-            fingerprint = record["cell"].get("matrix_fingerprint")
+            fingerprint = record.cell.matrix_fingerprint
             if fingerprints and fingerprint not in fingerprints:
                 other = next(iter(fingerprints.items()))
                 raise UserError(f"merge: {shard} was made from another matrix (fingerprint {fingerprint}) than "
@@ -73,15 +73,15 @@ def merge(into: Path, shards: Sequence[Path]) -> Dict[str, Any]:
     seen: Dict[str, Path] = {}
     for shard, records in per_shard:
         for record in records:
-            if record["id"] in seen:
-                raise UserError(f"merge: cell {record['id']} is in both {seen[record['id']]} and {shard}; "
+            if record.id in seen:
+                raise UserError(f"merge: cell {record.id} is in both {seen[record.id]} and {shard}; "
                                 f"give each shard its own sessions.")
-            seen[record["id"]] = shard
+            seen[record.id] = shard
     into.mkdir(parents=True, exist_ok=True)
     for shard, records in per_shard:
         shutil.copytree(shard, into, dirs_exist_ok=True)
         old, new = str(shard.resolve()), str(into.resolve())
         for record in records:
-            target = into / Path(record["_path"]).resolve().relative_to(shard.resolve())
+            target = into / record.path.resolve().relative_to(shard.resolve())
             atomic_write_text(target, target.read_text(encoding="utf-8").replace(old, new))
     return {"shards": len(shards), "cells": len(seen), "unreadable": unreadable}

@@ -58,11 +58,11 @@ def fingerprint(folder: Path) -> Dict[str, Any]:
     prints: Dict[str, Any] = {}
     for record in load_records(folder):
         stages = []
-        for stage in record["stages"]:
-            outputs = {name: (o.get("max_abs"), o.get("max_rel"), o.get("status")) for name, o in (stage.get("outputs") or {}).items()}
-            evidence = stage.get("evidence") or {}
-            stages.append((stage["name"], stage["status"], outputs, evidence.get("op_sequence_sha1"), evidence.get("output_dtypes")))
-        prints[record["id"]] = (record["verdict"]["status"], record["verdict"].get("first_failing_stage"), stages)
+        for stage in record.stages:
+            outputs = {name: (o.max_abs, o.max_rel, str(o.status)) for name, o in stage.outputs.items()}
+            stages.append((stage.name, str(stage.status), outputs, stage.evidence.get("op_sequence_sha1"),
+                           stage.evidence.get("output_dtypes")))
+        prints[record.id] = (str(record.verdict.status), record.verdict.first_failing_stage, stages)
     for path in sorted(folder.rglob("portability/**/*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("kind") == "portability":
@@ -82,7 +82,7 @@ def cpu_seconds(folder: Path) -> Tuple[float, int, int]:
     from ..shared.records import load_records
 
     total, count, unknown = 0.0, 0, 0
-    items = [(r.get("cpu_seconds"), r.get("seconds")) for r in load_records(folder)]
+    items = [(r.cpu_seconds, r.seconds) for r in load_records(folder)]
     for path in [*folder.rglob("portability/**/*.json"), *folder.glob("versions/*/hazards-*.json")]:
         data = json.loads(path.read_text(encoding="utf-8"))
         items.append((data.get("cpu_seconds"), data.get("seconds")))

@@ -117,8 +117,8 @@ def triage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
         if a and b and len(a) != len(b):
             return {"agree": False, "note": f"{len(a)} outputs vs {len(b)}"}
         stats = compare_all(a, b, [ctx.tolerance(plan, label) for label in labels], "the triage's outputs")
-        worst_abs = max((s.get("max_abs") or 0.0) for s in stats) if stats else 0.0
-        return {"agree": all(Status.of(s["status"]) is not Status.FAIL for s in stats), "max_abs": worst_abs}
+        worst_abs = max((s.max_abs or 0.0) for s in stats) if stats else 0.0
+        return {"agree": all(s.status is not Status.FAIL for s in stats), "max_abs": worst_abs}
 
     vs_dygraph = agreement(dygraph, executor)
     vs_predictor = agreement(executor, predictor) if predictor is not None else None
@@ -195,7 +195,7 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, A
         except NothingCompared as exc:  # nothing paired: the probe says nothing either way
             messages.append(str(exc))
             return Probe.INVALID
-        return Probe.PASS if all(Status.of(s["status"]) is Status.PASS for s in stats) else Probe.FAIL
+        return Probe.PASS if all(s.passed for s in stats) else Probe.FAIL
 
     return probe
 

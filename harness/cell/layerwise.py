@@ -373,11 +373,11 @@ def compare_dumps(base_dir: Path, test_dir: Path, base: List[Dict[str, Any]], te
         rows.append({
             "index": i, "op": base[i]["op"], "test_op": test[j]["op"], "name": key_name(base[i]["raw"]),
             "matched_by": how, "shape": base[i]["shape"], "test_shape": test[j]["shape"],
-            "mismatched": stats["mismatched"], "total": stats["total"],
-            "max_abs": stats["max_abs"], "max_rel": stats["max_rel"], "tol_ratio": stats.get("tol_ratio"),
+            "mismatched": stats.mismatched, "total": stats.total,
+            "max_abs": stats.max_abs, "max_rel": stats.max_rel, "tol_ratio": stats.tol_ratio,
             "min_base": float(np.nanmin(finite)) if finite.size else None,
             "max_base": float(np.nanmax(finite)) if finite.size else None,
-            "status": stats["status"], "vacuous": stats.get("vacuous", False),
+            "status": stats.status, "vacuous": stats.vacuous,
         })
         del a, b
     _mark_suspects(rows)
@@ -430,7 +430,7 @@ def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base: Predicto
     result.update(
         base_config=base.to_dict(), test_config=test.to_dict(), **tol.to_dict(),
         hooks_changed_output={"base": dumps["base"]["hooks_changed_output"], "test": dumps["test"]["hooks_changed_output"]},
-        final_outputs=[{"status": s["status"], "max_abs": s["max_abs"], "max_rel": s["max_rel"]} for s in final],
+        final_outputs=[{"status": s.status, "max_abs": s.max_abs, "max_rel": s.max_rel} for s in final],
         seconds=round(time.perf_counter() - started, 3),
     )
     return result
@@ -464,7 +464,7 @@ def diff_against_paddle(files: Dict[str, str], feeds: Dict[str, np.ndarray], bas
     result.update(
         base_config=base.to_dict(), test_config=test.to_dict(), **tol.to_dict(),
         hooks_changed_output={"base": paddle_side["hooks_changed_output"], "test": other["hooks_changed_output"]},
-        final_outputs=[{"status": f["status"], "max_abs": f["max_abs"], "max_rel": f["max_rel"]} for f in final],
+        final_outputs=[{"status": f.status, "max_abs": f.max_abs, "max_rel": f.max_rel} for f in final],
         seconds=round(time.perf_counter() - started, 3))
     write_result(out / "result.json", result)
     return result

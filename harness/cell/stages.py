@@ -8,14 +8,16 @@ precision did not run it: ``noop`` with the dtypes it did produce.
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
-from ..shared.compare import compare_tol, worst
+from ..shared.compare import Comparison, compare_tol, worst
+from ..shared.record_model import ShapeResult
 from ..shared.task import worst_verdict
 from ..shared.vocab import SETUP, Precision, Reference, Stage, Status
 from .context import CellContext
@@ -82,12 +84,10 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
                             f"forward returns {len(labels)} ({labels}); they cannot be matched")
     if plan.name == Stage.BASELINE.value:
         ctx.save_outputs(ctx.file("baseline"), got)
-    outputs = {}
-    for i, label in enumerate(labels):
-        stats = compare_tol(reference[i], got[i], ctx.tolerance(plan, label))
-        stats["predictor_name"] = out_names[i]
-        outputs[label] = stats
-    result.update(outputs=outputs, worst=worst(outputs), status=stage_status(plan, outputs, evidence, baseline))
+    outputs = {label: compare_tol(reference[i], got[i], ctx.tolerance(plan, label)).named(predictor_name=out_names[i])
+               for i, label in enumerate(labels)}
+    result.update(outputs={k: c.to_dict() for k, c in outputs.items()}, worst=worst(outputs).to_dict(),
+                  status=stage_status(plan, outputs, evidence, baseline))
     task = ctx.judge_task(labels, reference, got)
     if task:  # the model's answers beside the tensors: how much the comparison's verdict matters
         result["task"] = task
@@ -108,52 +108,51 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
     return result
 
 
-def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tuple[Dict[str, Any], Dict[str, Any]]],
+def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tuple[Mapping[str, Any], Dict[str, Any]]],
               labels: List[str], result: Dict[str, Any]) -> None:
     """The same session run at every other shape the cell declares, each compared with its own
     reference at that shape. The stage fails (or errs) at the first shape that does, and says which;
     its ``shapes`` list keeps every shape's statistics."""
     started = time.perf_counter()
-    found = []
+    found: List[ShapeResult] = []
     for variant, feeds in variants:
         k = variant["index"]
-        entry: Dict[str, Any] = {"index": k, "label": variant["label"]}
+        at = ShapeResult(index=k, label=variant["label"], status=Status.PASS)
         try:
             names, got = session.run(feeds)
         except Exception as exc:
             status, message = raised_status(exc, under=plan.name)
-            found.append(dict(entry, status=status, message=message))
+            found.append(dataclasses.replace(at, status=status, message=message))
             continue
         if len(got) != len(labels):
-            found.append(dict(entry, status=Status.ERROR,
-                              message=f"{len(got)} outputs at this shape, the dygraph forward returns {len(labels)}"))
+            found.append(dataclasses.replace(at, status=Status.ERROR, message=f"{len(got)} outputs at this shape, "
+                                                                              f"the dygraph forward returns {len(labels)}"))
             continue
         if plan.name == Stage.BASELINE.value:
             ctx.save_outputs(ctx.file("baseline", k), got)
         reference_name, reference, note = stage_reference(ctx, plan, labels, k)
         outputs = {label: compare_tol(reference[i], got[i], ctx.tolerance(plan, label))
                    for i, label in enumerate(labels)}
-        statuses = {Status.of(o["status"]) for o in outputs.values()}
+        statuses = {o.status for o in outputs.values()}
         status = Status.FAIL if Status.FAIL in statuses else Status.VACUOUS if Status.VACUOUS in statuses else Status.PASS
-        task = ctx.judge_task(labels, reference, got)
-        found.append(dict(entry, status=status, reference=reference_name, worst=worst(outputs), outputs=outputs,
-                          **({"task": task} if task else {}), **({"message": note} if note else {})))
-    result["shapes"] = found
+        found.append(dataclasses.replace(at, status=status, reference=reference_name, worst=worst(outputs),
+                                         outputs=outputs, task=ctx.judge_task(labels, reference, got), message=note))
+    result["shapes"] = [v.to_dict() for v in found]
     if result.get("task"):  # the stage's task verdict: the worst of its shapes'
-        result["task"] = worst_verdict([result["task"], *[v.get("task") for v in found]])
+        result["task"] = worst_verdict([result["task"], *[v.task for v in found]])
     result.setdefault("timings", {})["shapes"] = round(time.perf_counter() - started, 4)
-    first = (next((v for v in found if Status.of(v["status"]).blocks), None)
-             or next((v for v in found if Status.of(v["status"]) is Status.UNTESTABLE), None))
+    first = (next((v for v in found if v.blocks), None)
+             or next((v for v in found if v.status is Status.UNTESTABLE), None))
     if (result.get("evidence") or {}).get("not_as_claimed"):
         first = None  # the stage did not run as claimed at any shape: its numbers decide nothing
     if first is not None and not Status.of(result["status"]).blocks:
-        result["status"] = first["status"]
-        result["failing_shape"] = first["index"]
-        if first.get("worst"):
-            result["worst"] = dict(first["worst"], shape=first["label"])
-        what = first.get("message") or f"out of tolerance, {(first.get('worst') or {}).get('output')}"
+        result["status"] = first.status
+        result["failing_shape"] = first.index
+        if first.worst is not None:
+            result["worst"] = first.worst.named(at_shape=first.label).to_dict()
+        what = first.message or f"out of tolerance, {first.worst.output if first.worst else None}"
         primary = result.get("message")
-        result["message"] = f"at {first['label']}: {what}" + (f"; at the primary shape: {primary}" if primary else "")
+        result["message"] = f"at {first.label}: {what}" + (f"; at the primary shape: {primary}" if primary else "")
 
 
 def stage_reference(ctx: CellContext, plan: StagePlan, labels: List[str],
@@ -168,9 +167,9 @@ def stage_reference(ctx: CellContext, plan: StagePlan, labels: List[str],
     return Reference.BASELINE, ctx.load_outputs(ctx.file("baseline", shape), labels), ""
 
 
-def stage_status(plan: StagePlan, outputs: Dict[str, Dict[str, Any]], evidence: Dict[str, Any],
-                 baseline: Dict[str, Any]) -> Status:
-    statuses = {Status.of(o["status"]) for o in outputs.values()}
+def stage_status(plan: StagePlan, outputs: Mapping[str, Comparison], evidence: Mapping[str, Any],
+                 baseline: Mapping[str, Any]) -> Status:
+    statuses = {o.status for o in outputs.values()}
     if evidence.get("not_as_claimed"):
         # The runtime says the stage did not run as its name claims (OpenVINO's default bf16 on an
         # fp32 stage): its numbers, kept in the record, say nothing about the claim either way.

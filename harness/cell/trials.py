@@ -219,8 +219,8 @@ class PieceTrials:
             trial.note += f"could not be compared alone: {exc}"
             trial.untestable = True
             return trial
-        trial.reproduces = any(Status.of(s["status"]) is Status.FAIL for s in stats)
-        trial.margin = max((s.get("max_abs") or 0.0) for s in stats) if stats else None
+        trial.reproduces = any(s.status is Status.FAIL for s in stats)
+        trial.margin = max((s.max_abs or 0.0) for s in stats) if stats else None
         trial.note += "out of tolerance" if trial.reproduces else "within tolerance"
         return trial
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import List, Optional
 
 from ..shared.causes import names_its_call
 from ..shared.machine import label as machine_label
 from ..shared.notes import clip, fmt_number
 from ..shared.vocab import Status
-from ..shared.records import located
+from ..shared.record_model import CellRecord
 from .model import DRAFT, Diagnosis, RunModel, VersionSpan
 
 # A script up to this many lines goes into the draft inline.
@@ -36,45 +36,44 @@ def write_all(model: RunModel) -> List[Path]:
                model.numeric_span(f)) for f in model.numeric_failures()]
     for diagnosis, message, kind, span in items:
         repro = diagnosis.reproducer if diagnosis else None
-        if not repro or not repro.get("verified") or repro["script"] in seen:
+        if not repro or not repro.verified or diagnosis.script in seen:
             continue
-        seen.add(repro["script"])
-        record = _record_of(model, repro["script"])
+        seen.add(diagnosis.script)
+        record = _record_of(model, diagnosis.script)
         if record is None:
             continue
-        path = Path(repro["script"]).parent / DRAFT
+        path = Path(diagnosis.script).parent / DRAFT
         path.write_text(draft(record, diagnosis, message, kind, span), encoding="utf-8")
         diagnosis.draft = str(path)
         written.append(path)
     return written
 
 
-def _record_of(model: RunModel, script: str) -> Optional[Dict[str, Any]]:
+def _record_of(model: RunModel, script: str) -> Optional[CellRecord]:
     """The record whose reproducer is ``script`` (as the diagnosis resolved it)."""
-    return next((r for r in model.records
-                 if str(located(r, ((r.get("analysis") or {}).get("reproducer") or {}).get("script"))) == script), None)
+    return next((r for r in model.records if r.analysis.reproducer is not None
+                 and str(r.located(r.analysis.reproducer.script)) == script), None)
 
 
-def draft(record: Dict[str, Any], diagnosis: Diagnosis, message: str, kind: str, span: Optional[VersionSpan]) -> str:
-    paddle = record.get("paddle") or {}
-    machine = record.get("machine") or {}
-    stage = next((s for s in record["stages"] if s["name"] == diagnosis.stage), {})
-    session = record["cell"]["session"]["name"]
-    reduce = (record.get("analysis") or {}).get("reduce") or {}
-    subject = reduce.get("op") if reduce.get("op_call") else (diagnosis.layer or "the model")
+def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, span: Optional[VersionSpan]) -> str:
+    paddle, machine = record.paddle, record.machine
+    stage = next((s for s in record.stages if s.name == diagnosis.stage), None)
+    session = record.session
+    reduce = record.analysis.reduction
+    subject = reduce.op if reduce is not None and reduce.op_call else (diagnosis.layer or "the model")
     raised = kind != Status.FAIL.value
     said = clip(first_line(message), 120)
     # "predictor.run() raised ..." already says what raised: not "raises predictor.run() raised".
     what = (f"fails: {said}" if names_its_call(message) else f"raises {said}") if raised else \
         "gives different numbers from the unoptimized predictor"
-    script = Path(diagnosis.reproducer["script"])
+    script = Path(diagnosis.script)
     text = script.read_text(encoding="utf-8") if script.is_file() else ""
     lines = [
         f"# [{session}] {subject} {what} (Paddle {paddle.get('version')})",
         "",
         "### Describe the Bug",
         "",
-        f"With the inference config of stage `{diagnosis.stage}` ({stage.get('lever') or 'see the script'}), "
+        f"With the inference config of stage `{diagnosis.stage}` ({(stage.get('lever') if stage else '') or 'see the script'}), "
         f"{'creating or running the predictor' if raised else 'the predictor'} {what}.",
         "",
         "**Expected**: " + ("the predictor runs, as it does with all optimizations off." if raised else
@@ -95,18 +94,17 @@ def draft(record: Dict[str, Any], diagnosis: Diagnosis, message: str, kind: str,
     lines += ["**Versions**: " + (span.words() if span and span.words() else
                                   f"seen at Paddle {paddle.get('version')} (no other version ran this cell)"), ""]
     # Names relative to the draft's folder: a draft carries no path of this machine.
-    beside = dict(diagnosis.reproducer or {}, script=script.name) if diagnosis.reproducer else None
-    found = dataclasses.replace(diagnosis, draft="", reproducer=beside).words()
+    found = dataclasses.replace(diagnosis, draft="", script=script.name).words()
     context = [f"- where: {found}"] if found else []
-    if reduce.get("op_call"):
-        context.append(f"- the op alone: `{reduce['op_call']}`")
+    if reduce is not None and reduce.op_call:
+        context.append(f"- the op alone: `{reduce.op_call}`")
     lines += ["### Additional Supplementary Information", "", *context,
               f"- Paddle {paddle.get('version')} (commit {paddle.get('commit')}), CUDA {paddle.get('cuda') or 'none'}, "
               f"TensorRT {paddle.get('tensorrt') or 'none'}",
               f"- CPU: {machine_label(machine)}",
               f"- Python {machine.get('python') or '?'}; OS {machine.get('os') or '?'} (kernel {machine.get('kernel') or '?'}, "
               f"{machine.get('libc') or '?'})",
-              f"- found by the qualification harness, cell `{record['id']}`", ""]
+              f"- found by the qualification harness, cell `{record.id}`", ""]
     return "\n".join(lines)
 
 

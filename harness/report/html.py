@@ -17,10 +17,11 @@ from typing import Any, Dict, Optional
 
 from .. import __version__
 from ..shared.logs import log_tail
-from ..shared.records import atomic_write_text, located
+from ..shared.record_model import AnalysisEntry, CellRecord
+from ..shared.records import atomic_write_text
 from ..shared.vocab import STATUS_ORDER, cell_id
 from ..shared.spec import version_order
-from .model import Diagnosis, RunModel, stage_results
+from .model import Diagnosis, RunModel
 from ..shared.notes import analysis_note, analysis_outcome, evidence_note, fmt_number, stage_note, task_note
 from .tensors import pyplot, row_cells
 
@@ -42,12 +43,12 @@ def drift_plot(model: RunModel) -> Optional[str]:
     """Max abs error of each (session, stage) across Paddle versions, as an inline PNG."""
     series: Dict[str, Dict[str, float]] = {}
     for record in model.records:
-        for stage in record["stages"]:
-            value = (stage.get("worst") or {}).get("max_abs")
+        for stage in record.stages:
+            value = stage.worst.max_abs if stage.worst else None
             if value is None:
                 continue
-            key = f"{record['cell']['session']['name']}:{stage['name']}"
-            version = record["cell"]["paddle"]
+            key = f"{record.session}:{stage.name}"
+            version = record.version
             series.setdefault(key, {})[version] = max(series.get(key, {}).get(version, 0.0), float(value))
     versions = sorted({v for points in series.values() for v in points}, key=version_order)
     if len(versions) < 2:
@@ -68,9 +69,9 @@ def drift_plot(model: RunModel) -> Optional[str]:
     return png
 
 
-def _tensor_rows(record: Dict[str, Any], diff: Dict[str, Any]):
+def _tensor_rows(record: CellRecord, diff: AnalysisEntry):
     """The per-tensor rows around the first divergence, and how many there are."""
-    path = located(record, diff.get("result"))
+    path = record.located(diff.get("result"))
     if path is None or not path.exists():
         return None
     result = json.loads(path.read_text(encoding="utf-8"))
@@ -86,35 +87,35 @@ def _tensor_rows(record: Dict[str, Any], diff: Dict[str, Any]):
     return shown, len(rows)
 
 
-def _cell(record: Dict[str, Any]) -> Dict[str, Any]:
-    verdict = record["verdict"]
+def _cell(record: CellRecord) -> Dict[str, Any]:
+    """One cell as the template shows it (every field escaped there)."""
     stages, outputs = [], []
-    for stage in stage_results(record):
-        worst = stage.get("worst") or {}
-        stages.append({"name": stage["name"], "status": str(stage["status"]), "max_abs": fmt_number(worst.get("max_abs")),
-                       "max_rel": fmt_number(worst.get("max_rel")), "answers": task_note(stage),
-                       "answers_changed": bool((stage.get("task") or {}).get("changed")), "evidence": evidence_note(stage),
+    for stage in record.ladder:
+        worst = stage.worst
+        stages.append({"name": stage.name, "status": str(stage.status),
+                       "max_abs": fmt_number(worst.max_abs if worst else None),
+                       "max_rel": fmt_number(worst.max_rel if worst else None), "answers": task_note(stage),
+                       "answers_changed": bool((stage.task or {}).get("changed")), "evidence": evidence_note(stage),
                        "lever": stage.get("lever", ""), "note": stage_note(stage)})
-        for label, stats in (stage.get("outputs") or {}).items():
-            outputs.append({"stage": stage["name"], "label": label, "status": str(stats.get("status")),
-                            "mismatched": f"{stats.get('mismatched')}/{stats.get('total')}",
-                            "max_abs": fmt_number(stats.get("max_abs")), "max_rel": fmt_number(stats.get("max_rel")),
-                            "cosine": fmt_number(stats.get("cosine"), 6), "ref_absmax": fmt_number(stats.get("ref_absmax"))})
-    analysis = record.get("analysis") or {}
+        for label, stats in stage.outputs.items():
+            outputs.append({"stage": stage.name, "label": label, "status": str(stats.status),
+                            "mismatched": f"{stats.mismatched}/{stats.total}",
+                            "max_abs": fmt_number(stats.max_abs), "max_rel": fmt_number(stats.max_rel),
+                            "cosine": fmt_number(stats.cosine, 6), "ref_absmax": fmt_number(stats.ref_absmax)})
     tensors, total, png = [], 0, None
-    diff = analysis.get("diff") or {}
-    if diff:
+    diff = record.analysis.get("diff")
+    if diff is not None:
         found = _tensor_rows(record, diff)
         if found:
             tensors, total = found
-        plot = located(record, (diff.get("files") or {}).get("png"))
+        plot = record.located((diff.get("files") or {}).get("png"))
         if plot is not None and plot.exists():
             png = base64.b64encode(plot.read_bytes()).decode("ascii")
-    work = Path(record["_path"]).with_suffix("") if record.get("_path") else None
-    return {"id": record["id"], "anchor": _anchor(record["id"]), "status": str(verdict["status"]),
-            "message": verdict.get("message", ""), "stages": stages, "outputs": outputs,
-            "analysis": [{"kind": kind, "outcome": analysis_outcome(kind, result), "note": analysis_note(kind, result)}
-                         for kind, result in analysis.items()],
+    work = record.work_dir
+    return {"id": record.id, "anchor": _anchor(record.id), "status": str(record.verdict.status),
+            "message": record.verdict.message, "stages": stages, "outputs": outputs,
+            "analysis": [{"kind": entry.kind, "outcome": analysis_outcome(entry), "note": analysis_note(entry)}
+                         for entry in record.analysis],
             "tensors": tensors, "tensor_total": total, "tensor_png": png,
             "log_tail": log_tail(work / "worker.log", lines=20) if work else ""}
 
@@ -126,7 +127,8 @@ def _diagnosis(found: Optional[Diagnosis], base: Path) -> Optional[Dict[str, Any
     if found is None:
         return None
     return {"layer": found.layer, "op": found.op or found.fusion, "searches": found.searches, "triage": found.triage,
-            "reproducer": found.reproducer, "not_analysed": found.not_analysed, "draft": found.draft,
+            "reproducer": {"script": found.script, "verified": found.reproducer.verified} if found.reproducer else None,
+            "not_analysed": found.not_analysed, "draft": found.draft,
             "draft_href": _href(Path(found.draft), base) if found.draft else ""}
 
 
@@ -155,8 +157,8 @@ def render(model: RunModel, title: str, base: Path = Path(".")) -> str:
                 cells.append(None)
                 continue
             place = cell_id(column[0], column[1], mode, model_name)
-            cells.append({"id": place, "anchor": _anchor(place), "status": str(verdict["status"]),
-                          "stage": verdict.get("first_failing_stage"), "message": verdict.get("message", "")})
+            cells.append({"id": place, "anchor": _anchor(place), "status": str(verdict.status),
+                          "stage": verdict.first_failing_stage, "message": verdict.message})
         rows.append({"label": f"{model_name} · {mode}", "cells": cells})
     details = model.hazard_details()
     hazards = [{"kind": h.kind, "message": h.message, "places": h.places, "calls": details.get(h.kind, {}).get("calls", ""),
@@ -177,7 +179,7 @@ def render(model: RunModel, title: str, base: Path = Path(".")) -> str:
         machines=[{"key": m.key, "label": m.label, "cells": len(m.cells),
                    "columns": ", ".join(f"{a}@{b}" for a, b in m.columns)} for m in model.machines()],
         unreadable=[{"path": u.path, "reason": u.reason} for u in model.unreadable],
-        drift_png=drift_plot(model), cells=[_cell(r) for r in sorted(model.records, key=lambda r: r["id"])])
+        drift_png=drift_plot(model), cells=[_cell(r) for r in sorted(model.records, key=lambda r: r.id)])
 
 
 def write(path: Path, model: RunModel, title: str) -> Path:

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from ..shared.records import atomic_write_text
-from ..shared.results import StageResult
+from ..shared.record_model import CellRecord, StageRecord
 from ..shared.vocab import Status
-from .model import RunModel, stage_results
+from .model import RunModel
 from ..shared.notes import fmt_number, stage_note
 
 FAILURES = (Status.FAIL, Status.VACUOUS)
@@ -23,21 +23,20 @@ ERRORS = (Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.UNTESTABLE)  # unte
 SKIPS = (Status.SKIP, Status.NOOP)
 
 
-def _case(record: Dict[str, Any], raw: Dict[str, Any]) -> ET.Element:
-    stage = StageResult.from_dict(raw)
-    case = ET.Element("testcase", classname=record["id"], name=stage.name,
-                      time=f"{float(raw.get('seconds') or 0.0):.3f}")
-    note = stage_note(raw)
+def _case(record: CellRecord, stage: StageRecord) -> ET.Element:
+    case = ET.Element("testcase", classname=record.id, name=stage.name,
+                      time=f"{float(stage.get('seconds') or 0.0):.3f}")
+    note = stage_note(stage)
     if stage.status in FAILURES:
-        body = "\n".join(f"{o.label}: {o.stats.get('mismatched')}/{o.stats.get('total')} mismatched, max abs "
-                         f"{fmt_number(o.stats.get('max_abs'))}, max rel {fmt_number(o.stats.get('max_rel'))}, cosine "
-                         f"{fmt_number(o.stats.get('cosine'), 6)}, |ref| max {fmt_number(o.stats.get('ref_absmax'))}"
-                         for o in stage.outputs)
+        body = "\n".join(f"{label}: {o.mismatched}/{o.total} mismatched, max abs "
+                         f"{fmt_number(o.max_abs)}, max rel {fmt_number(o.max_rel)}, cosine "
+                         f"{fmt_number(o.cosine, 6)}, |ref| max {fmt_number(o.ref_absmax)}"
+                         for label, o in stage.outputs.items())
         failure = ET.SubElement(case, "failure", message=f"{stage.status}: {note}"[:1000], type=str(stage.status))
         failure.text = body
     elif stage.status in ERRORS:
         error = ET.SubElement(case, "error", message=f"{stage.status}: {note}"[:1000], type=str(stage.status))
-        error.text = str(raw.get("stderr_tail") or raw.get("message") or "")
+        error.text = str(stage.get("stderr_tail") or stage.message)
     elif stage.status in SKIPS:
         ET.SubElement(case, "skipped", message=f"{stage.status}: {note}"[:1000])
     evidence = stage.evidence
@@ -56,8 +55,8 @@ def junit_xml(model: RunModel) -> str:
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         seconds = 0.0
         for record in records:
-            for raw in stage_results(record):
-                case = _case(record, raw)
+            for stage in record.ladder:
+                case = _case(record, stage)
                 suite.append(case)
                 counts["tests"] += 1
                 seconds += float(case.get("time"))

@@ -9,26 +9,15 @@ import collections
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..shared.causes import Cause, group
 from ..shared.machine import label as machine_label
-from ..shared.records import Unreadable, scan_records, located
-from ..shared.results import StageResult
+from ..shared.record_model import CellRecord, Comparison, Outcome, Reduction, Reproducer, Verdict
+from ..shared.records import Unreadable, scan_records
 from ..shared.spec import version_order
-from ..shared.vocab import HAZARD, SETUP, Status
+from ..shared.vocab import HAZARD, Status
 from ..shared.runfolder import RunFolder
-
-
-def cell_place(record: Dict[str, Any]) -> str:
-    return record["id"]
-
-
-def stage_results(record: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """The record's ladder; a cell whose setup did not pass shows as its setup entry."""
-    if record["verdict"].get("first_failing_stage") == SETUP:
-        return [dict(record["setup"], name=SETUP)]
-    return list(record["stages"])
 
 
 @dataclasses.dataclass
@@ -43,61 +32,61 @@ class Diagnosis:
     fusion: str = ""
     searches: List[str] = dataclasses.field(default_factory=list)
     triage: str = ""
-    reproducer: Optional[Dict[str, Any]] = None
+    reproducer: Optional[Reproducer] = None
     draft: str = ""  # the issue draft beside the reproducer (``drafts.py`` writes it), when there is one
     not_analysed: str = ""  # why this stage has no analysis of its own (another stage had it)
 
+    script: str = ""  # the reproducer's script, where this process can open it
+
     @classmethod
-    def of(cls, record: Dict[str, Any], stage: Optional[str] = None) -> Optional["Diagnosis"]:
+    def of(cls, record: CellRecord, stage: Optional[str] = None) -> Optional["Diagnosis"]:
         """``stage``'s own diagnosis (default: the stage the cell localized): its searches, and its
         place and reproducer when it is the stage the cell reduced; for another stage, a word that
         it was not reduced — never the reduced stage's place."""
-        analysis = record.get("analysis") or {}
-        reduce = analysis.get("reduce") or {}
-        repro = analysis.get("reproducer") or {}
-        localized = reduce.get("stage") or repro.get("stage")
+        analysis = record.analysis
+        localized = analysis.localized_stage()
         stage = stage or localized
         if not stage:
             return None
         found = cls(stage=stage)
         if localized == stage:
-            found._place(reduce, repro, record)
+            found._place(analysis.reduction, analysis.reproducer, record)
         elif localized:
             found.not_analysed = (f"{stage} not reduced: the cell's first failing stage ({localized}) was, and its "
                                   f"place and reproducer are its own")
         for key in ("bisect", "exclude"):
-            entry = analysis.get(key) or {}
-            if entry.get("stage") != stage:
+            entry = analysis.get(key)
+            if entry is None or entry.stage != stage:
                 continue
-            if entry.get("verdict"):
-                found.searches.append(entry["verdict"])
-            elif entry.get("outcome") == "knob ignored":
+            if entry.verdict:
+                found.searches.append(entry.verdict)
+            elif entry.found is Outcome.KNOB_IGNORED:
                 found.searches.append("oneDNN op list (set_mkldnn_op) ignored by this Paddle (read from a run): "
                                       "no op exclusion")
-            elif entry.get("outcome"):
-                found.searches.append(f"{key}: {entry['outcome']}")
-        triage = analysis.get("triage") or {}
-        if triage.get("outcome") and triage.get("stage") == stage:
-            found.triage = f"triage: {triage['outcome']}"
+            elif entry.outcome:
+                found.searches.append(f"{key}: {entry.outcome}")
+        triage = analysis.get("triage")
+        if triage is not None and triage.outcome and triage.stage == stage:
+            found.triage = f"triage: {triage.outcome}"
         return found if found.words() else None
 
-    def _place(self, reduce: Dict[str, Any], repro: Dict[str, Any], record: Dict[str, Any]) -> None:
-        if Status.of(reduce.get("status")) is Status.PASS:
-            members = ", ".join(reduce.get("members") or []) or reduce.get("path")
-            self.layer = (f"{members} ({reduce.get('layer')})" if members
+    def _place(self, reduce: Optional[Reduction], repro: Optional[Reproducer], record: CellRecord) -> None:
+        if reduce is not None and reduce.localized:
+            members = ", ".join(reduce.members) or reduce.path
+            self.layer = (f"{members} ({reduce.layer})" if members
                           else "the whole model (no sublayer reproduces alone)")
-            own = reduce.get("own_op_types") or []
-            self.op = reduce.get("op") or (f"one of {', '.join(own)}" if own else "")
-            if reduce.get("op_call"):
+            own = reduce.own_op_types
+            self.op = reduce.op or (f"one of {', '.join(own)}" if own else "")
+            if reduce.op_call:
                 self.op += " (reproduces alone)"
-            if reduce.get("fusion"):
-                self.op, self.fusion = "", f"the fusion by {', '.join(reduce['fusion'])} across its sublayers"
-        elif reduce.get("message"):
-            self.layer = f"not reduced: {reduce['message']}"
-        if repro.get("script"):
+            if reduce.fusion:
+                self.op, self.fusion = "", f"the fusion by {', '.join(reduce.fusion)} across its sublayers"
+        elif reduce is not None and reduce.entry.message:
+            self.layer = f"not reduced: {reduce.entry.message}"
+        if repro is not None and repro.script:
             # The record's paths are the run folder's: resolved where this process reads the record.
-            script = located(record, repro["script"])
-            self.reproducer = dict(repro, script=str(script))
+            script = record.located(repro.script)
+            self.reproducer, self.script = repro, str(script)
             draft = script.parent / DRAFT
             self.draft = str(draft) if draft.is_file() else ""
 
@@ -113,8 +102,8 @@ class Diagnosis:
         if self.triage:
             parts.append(self.triage)
         if self.reproducer:
-            verified = "verified" if self.reproducer.get("verified") else "NOT verified"
-            parts.append(f"reproducer: {self.reproducer['script']} ({verified})")
+            verified = "verified" if self.reproducer.verified else "NOT verified"
+            parts.append(f"reproducer: {self.script} ({verified})")
         if self.draft:
             parts.append(f"issue draft: {self.draft}")
         return "; ".join(parts)
@@ -201,7 +190,7 @@ class Machine:
     """One machine (by its numeric key) and the cells that ran on it."""
 
     key: str
-    facts: Optional[Dict[str, Any]]
+    facts: Optional[Mapping[str, Any]]
     cells: List[str]
     columns: List[Tuple[str, str]]
 
@@ -212,7 +201,7 @@ class Machine:
 
 @dataclasses.dataclass
 class RunModel:
-    records: List[Dict[str, Any]]
+    records: List[CellRecord]
     hazard_probes: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
     unreadable: List[Unreadable] = dataclasses.field(default_factory=list)
     _causes: Optional[List[Cause]] = dataclasses.field(default=None, repr=False)
@@ -227,42 +216,39 @@ class RunModel:
         several): each once, with its cells and (session, version) columns."""
         found: Dict[str, Machine] = {}
         for r in self.records:
-            facts = r.get("machine")
-            key = (facts or {}).get("key") or "unknown"
-            machine = found.setdefault(key, Machine(key, facts, [], []))
-            machine.cells.append(r["id"])
-            column = (r["cell"]["session"]["name"], r["cell"]["paddle"])
-            if column not in machine.columns:
-                machine.columns.append(column)
+            key = r.machine_key or "unknown"
+            machine = found.setdefault(key, Machine(key, r.machine or None, [], []))
+            machine.cells.append(r.id)
+            if r.column not in machine.columns:
+                machine.columns.append(r.column)
         return list(found.values())
 
     # -- counts and grid ---------------------------------------------------------
-    def verdict_counts(self, records: Optional[Sequence[Dict[str, Any]]] = None) -> Dict[Status, int]:
-        return dict(collections.Counter(Status.of(r["verdict"]["status"]) for r in (records or self.records)))
+    def verdict_counts(self, records: Optional[Sequence[CellRecord]] = None) -> Dict[Status, int]:
+        return dict(collections.Counter(r.verdict.status for r in (records or self.records)))
 
     @property
     def columns(self) -> List[Tuple[str, str]]:
         """(session, Paddle version) pairs with records, sessions in matrix order of appearance."""
-        seen = {(r["cell"]["session"]["name"], r["cell"]["paddle"]) for r in self.records}
+        seen = {r.column for r in self.records}
         return sorted(seen, key=lambda c: (c[0], version_order(c[1])))
 
     @property
     def rows(self) -> List[Tuple[str, str]]:
         """(model, mode) pairs with records."""
-        return sorted({(r["cell"]["model"]["name"], r["cell"]["mode"]) for r in self.records})
+        return sorted({(r.model, r.mode) for r in self.records})
 
-    def glance(self) -> Dict[Tuple[str, str], Dict[Tuple[str, str], Dict[str, Any]]]:
+    def glance(self) -> Dict[Tuple[str, str], Dict[Tuple[str, str], Verdict]]:
         """(model, mode) -> (session, version) -> the cell's verdict."""
-        grid: Dict[Tuple[str, str], Dict[Tuple[str, str], Dict[str, Any]]] = collections.defaultdict(dict)
+        grid: Dict[Tuple[str, str], Dict[Tuple[str, str], Verdict]] = collections.defaultdict(dict)
         for r in self.records:
-            cell = r["cell"]
-            grid[(cell["model"]["name"], cell["mode"])][(cell["session"]["name"], cell["paddle"])] = r["verdict"]
+            grid[(r.model, r.mode)][r.column] = r.verdict
         return grid
 
-    def by_session(self) -> Dict[Tuple[str, str], List[Dict[str, Any]]]:
-        groups: Dict[Tuple[str, str], List[Dict[str, Any]]] = collections.defaultdict(list)
+    def by_session(self) -> Dict[Tuple[str, str], List[CellRecord]]:
+        groups: Dict[Tuple[str, str], List[CellRecord]] = collections.defaultdict(list)
         for r in self.records:
-            groups[(r["cell"]["session"]["name"], r["cell"]["paddle"])].append(r)
+            groups[r.column].append(r)
         return dict(sorted(groups.items(), key=lambda kv: (kv[0][0], version_order(kv[0][1]))))
 
     # -- findings -------------------------------------------------------------------
@@ -299,45 +285,44 @@ class RunModel:
     def numeric_failures(self) -> List[NumericFailure]:
         found = []
         for r in self.records:
-            bisect = (r.get("analysis") or {}).get("bisect") or {}
-            for stage in map(StageResult.from_dict, r["stages"]):
+            bisect = r.analysis.get("bisect")
+            for stage in r.stages:
                 if stage.status is not Status.FAIL:
                     continue
-                worst = stage.worst
-                found.append(NumericFailure(cell_place(r), stage.name, str(worst.get("output", "-")),
-                                            worst.get("max_abs"), worst.get("ref_absmax"), worst.get("cosine"),
-                                            list(bisect.get("culprits") or []) if bisect.get("stage") == stage.name else [],
-                                            Diagnosis.of(r, stage.name)))
+                worst = stage.worst or Comparison((), "", 0.0, 0.0, Status.FAIL)
+                culprits = list(bisect.get("culprits") or []) if bisect is not None and bisect.stage == stage.name else []
+                found.append(NumericFailure(r.id, stage.name, worst.output or "-", worst.max_abs, worst.ref_absmax,
+                                            worst.cosine, culprits, Diagnosis.of(r, stage.name)))
         return found
 
     def diagnosis(self, cause: Cause) -> Optional[Diagnosis]:
         """Where a stage that raised this cause was localized, from that stage's own analysis
         (one with a verified reproducer first); else why its stages were not analysed."""
-        found = [d for r in self.records if r["id"] in cause.places
-                 for stage in cause.stages.get(r["id"], [None])
+        found = [d for r in self.records if r.id in cause.places
+                 for stage in cause.stages.get(r.id, [None])
                  for d in [Diagnosis.of(r, stage)] if d is not None]
         analysed = [d for d in found if not d.not_analysed]
-        return (next((d for d in analysed if d.reproducer and d.reproducer.get("verified")), None)
+        return (next((d for d in analysed if d.reproducer and d.reproducer.verified), None)
                 or (analysed[0] if analysed else found[0] if found else None))
 
     def version_span(self, hit: Iterable[str]) -> Optional[VersionSpan]:
         """Across versions, where the cells ``hit`` (record ids) show a cause and where the same
         cells ran without it; None when they ran at one version only."""
         hit = set(hit)
-        by_id = {r["id"]: r for r in self.records}
-        triples = {_triple(by_id[i]) for i in hit if i in by_id}
-        weights = {_triple(by_id[i]): _weights(by_id[i]) for i in hit if i in by_id}
+        by_id = {r.id: r for r in self.records}
+        triples = {by_id[i].triple for i in hit if i in by_id}
+        weights = {by_id[i].triple: by_id[i].weights for i in hit if i in by_id}
         appears, without, other = set(), {}, set()
         for r in self.records:
-            if _triple(r) not in triples:
+            if r.triple not in triples:
                 continue
-            version = r["cell"]["paddle"]
-            if r["id"] in hit:
+            version = r.version
+            if r.id in hit:
                 appears.add(version)
-            elif weights.get(_triple(r)) not in (None, _weights(r)):
+            elif weights.get(r.triple) not in (None, r.weights):
                 other.add(version)
             else:
-                passed = Status.of((r.get("verdict") or {}).get("status")) is Status.PASS
+                passed = r.verdict.status is Status.PASS
                 without[version] = without.get(version, True) and passed
         without = {v: ok for v, ok in without.items() if v not in appears}
         if len(appears | set(without) | other) < 2:
@@ -348,11 +333,11 @@ class RunModel:
 
     def numeric_span(self, failure: NumericFailure) -> Optional[VersionSpan]:
         """``version_span`` of a numeric failure: the same cell failing on numbers at the same stage."""
-        place = next((r for r in self.records if r["id"] == failure.place), None)
+        place = next((r for r in self.records if r.id == failure.place), None)
         if place is None:
             return None
-        return self.version_span(r["id"] for r in self.records if _triple(r) == _triple(place) and any(
-            s["name"] == failure.stage and Status.of(s["status"]) is Status.FAIL for s in stage_results(r)))
+        return self.version_span(r.id for r in self.records if r.triple == place.triple and any(
+            s.name == failure.stage and s.status is Status.FAIL for s in r.ladder))
 
     def harness_gaps(self) -> List["HarnessGap"]:
         """Every place the harness could not test (``untestable``: a setup, stage, shape or
@@ -360,22 +345,22 @@ class RunModel:
         from the findings: none of them says anything about Paddle."""
         gaps = []
         for r in self.records:
-            for stage in stage_results(r):
-                if Status.of(stage.get("status")) is Status.UNTESTABLE:
-                    gaps.append(HarnessGap(r["id"], stage["name"], stage.get("message", "")))
+            for stage in r.ladder:
+                if stage.status is Status.UNTESTABLE:
+                    gaps.append(HarnessGap(r.id, stage.name, stage.message))
                     continue  # its message names the shape, if one made it so
-                for shape in stage.get("shapes") or []:
-                    if Status.of(shape.get("status")) is Status.UNTESTABLE:
-                        gaps.append(HarnessGap(r["id"], f"{stage['name']} at {shape.get('label')}", shape.get("message", "")))
-            for kind, entry in (r.get("analysis") or {}).items():
-                if Status.of(entry.get("status")) is Status.UNTESTABLE:
-                    gaps.append(HarnessGap(r["id"], f"{kind} of {entry.get('stage')}", entry.get("message", "")))
+                for shape in stage.shapes:
+                    if shape.status is Status.UNTESTABLE:
+                        gaps.append(HarnessGap(r.id, f"{stage.name} at {shape.label}", shape.message))
+            for entry in r.analysis:
+                if entry.status is Status.UNTESTABLE:
+                    gaps.append(HarnessGap(r.id, f"{entry.kind} of {entry.stage}", entry.message))
                 for what, trials in (("pieces", entry.get("trials") or []),
                                      ("one-op programs", (entry.get("isolation") or {}).get("tried") or [])):
                     # a vacuous piece (no op of its own) is nothing the harness failed to build
                     unbuilt = [t for t in trials if t.get("untestable") and not t.get("vacuous")]
                     if unbuilt:
-                        gaps.append(HarnessGap(r["id"], f"{kind} of {entry.get('stage')}",
+                        gaps.append(HarnessGap(r.id, f"{entry.kind} of {entry.stage}",
                                                f"{len(unbuilt)} of {len(trials)} {what} could not be built or run "
                                                f"alone; first: {', '.join(unbuilt[0]['members'])}: {unbuilt[0].get('note', '')}"))
         return gaps
@@ -383,29 +368,20 @@ class RunModel:
     def skipped_shapes(self) -> List[Tuple[str, str, str]]:
         """(cell, shape, why) of every shape variant a cell did not run because its dygraph model
         raised there: listed in the findings, never dropped."""
-        return [(r["id"], v["label"], v.get("message", "")) for r in self.records
-                for v in (r["setup"].get("shape_variants") or []) if Status.of(v.get("status")) is Status.SKIP]
+        return [(r.id, v["label"], v.get("message", "")) for r in self.records
+                for v in (r.setup.get("shape_variants") or []) if Status.of(v.get("status")) is Status.SKIP]
 
     def stage_counts(self) -> Dict[Status, int]:
-        return dict(collections.Counter(Status.of(s["status"]) for r in self.records for s in stage_results(r)))
+        return dict(collections.Counter(s.status for r in self.records for s in r.ladder))
 
 
-def _triple(record: Dict[str, Any]) -> Tuple[str, str, str]:
-    cell = record["cell"]
-    return cell["session"]["name"], cell["mode"], cell["model"]["name"]
-
-
-def _weights(record: Dict[str, Any]) -> Optional[str]:
-    return ((record.get("setup") or {}).get("weights") or {}).get("sha256")
-
-
-def _worded(records: Iterable[Dict[str, Any]]):
+def _worded(records: Iterable[CellRecord]):
     for r in records:
-        for finding in r["setup"].get("findings") or []:
-            yield "finding", f"{finding['finding']}; workaround beside it: {finding['workaround']}", r["id"]
-        for stage in map(StageResult.from_dict, stage_results(r)):
+        for finding in r.setup.get("findings") or []:
+            yield "finding", f"{finding['finding']}; workaround beside it: {finding['workaround']}", r.id
+        for stage in r.ladder:
             if stage.status in (Status.ERROR, Status.CRASH, Status.TIMEOUT):
-                yield stage.status.value, stage.message, r["id"], stage.name
+                yield stage.status.value, stage.message, r.id, stage.name
 
 
 def load_hazard_probes(results: Path) -> List[Dict[str, Any]]:

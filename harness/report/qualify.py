@@ -43,6 +43,7 @@ except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib  # type: ignore[no-redef]
 
 from ..shared.errors import UserError
+from ..shared.record_model import CellRecord
 from ..shared.records import Unreadable
 from ..shared.vocab import Status
 from .model import RunModel
@@ -57,12 +58,11 @@ class Known:
     stage: Optional[str] = None
     link: Optional[str] = None
 
-    def matches(self, record: Dict[str, Any]) -> bool:
-        return fnmatch.fnmatchcase(record["id"], self.cell)
+    def matches(self, record: CellRecord) -> bool:
+        return fnmatch.fnmatchcase(record.id, self.cell)
 
-    def expects(self, record: Dict[str, Any]) -> bool:
-        stage = record["verdict"].get("first_failing_stage")
-        return self.matches(record) and (self.stage is None or self.stage == stage)
+    def expects(self, record: CellRecord) -> bool:
+        return self.matches(record) and (self.stage is None or self.stage == record.verdict.first_failing_stage)
 
 
 def load_known(path: Optional[Path]) -> List[Known]:
@@ -152,8 +152,8 @@ def qualify(model: RunModel, known: Sequence[Known], required: Sequence[str], st
             partial: bool = False, optional: Sequence[str] = ()) -> Qualification:
     blocking, expected, unexpected, skipped, unrun = [], [], [], [], []
     needed = set(required)
-    for record in sorted(model.records, key=lambda r: r["id"]):
-        status = Status.of(record["verdict"]["status"])
+    for record in sorted(model.records, key=lambda r: r.id):
+        status = record.verdict.status
         entry = next((k for k in known if k.expects(record)), None)
         matched = next((k for k in known if k.matches(record)), None)
         line = _line(record)
@@ -162,26 +162,25 @@ def qualify(model: RunModel, known: Sequence[Known], required: Sequence[str], st
                 expected.append(f"{line} — known: {entry.reason}" + (f" ({entry.link})" if entry.link else ""))
             else:
                 blocking.append(line)
-        elif status is Status.SKIP and record["id"] in needed and record["cell"]["session"]["name"] not in optional:
+        elif status is Status.SKIP and record.id in needed and record.session not in optional:
             unrun.append(line)
         elif status is Status.SKIP:
             skipped.append(line)
         elif matched:
-            unexpected.append(f"{record['id']} passed; known entry {matched.cell!r} ({matched.reason}) can go")
+            unexpected.append(f"{record.id} passed; known entry {matched.cell!r} ({matched.reason}) can go")
     stale = [k for k in known if not any(k.matches(r) for r in model.records)]
-    present = {r["id"] for r in model.records}
+    present = {r.id for r in model.records}
     missing = [cell for cell in required if cell not in present]
     hazards = [f"{h.kind}: {h.message} (probed in {', '.join(h.places)})" for h in model.hazards()]
     return Qualification(blocking, expected, unexpected, stale, skipped, missing, hazards, strict,
                          list(model.unreadable), len(required), partial, unrun)
 
 
-def _line(record: Dict[str, Any]) -> str:
-    verdict = record["verdict"]
-    stage = verdict.get("first_failing_stage")
-    where = f" at {stage}" if stage else ""
-    message = " ".join(str(verdict.get("message", "")).split())[:160]
-    return f"{record['id']}: {verdict['status']}{where}" + (f": {message}" if message else "")
+def _line(record: CellRecord) -> str:
+    verdict = record.verdict
+    where = f" at {verdict.first_failing_stage}" if verdict.first_failing_stage else ""
+    message = " ".join(verdict.message.split())[:160]
+    return f"{record.id}: {verdict.status}{where}" + (f": {message}" if message else "")
 
 
 def render(result: Qualification, limit: int = 8) -> str:

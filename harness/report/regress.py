@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 from tabulate import tabulate
@@ -25,11 +26,12 @@ from ..shared.causes import Cause, group
 from ..shared.compare import Tolerance, compare_tol, worst
 from ..shared.errors import UserError
 from ..shared.records import atomic_write_text
-from ..shared.results import StageResult
+from ..shared.record_model import CellRecord, StageRecord
+from ..shared.records import Unreadable
 from ..shared.spec import OUTPUTS
 from ..shared.vocab import Status, Transition
 from ..shared.spec import version_order
-from .model import RunModel, stage_results
+from .model import RunModel
 from ..shared.notes import clip, fmt_number
 from ..shared.runfolder import RunFolder
 
@@ -38,30 +40,23 @@ TRANSITIONS = (Transition.REGRESSED, Transition.STILL_FAILING, Transition.FIXED,
                Transition.STILL_PASS)
 
 
-def cell_key(record: Dict[str, Any]) -> Tuple[str, str, str]:
-    cell = record["cell"]
-    return cell["session"]["name"], cell["mode"], cell["model"]["name"]
-
-
-def index(records: Sequence[Dict[str, Any]]) -> Dict[Tuple[str, str, str], Dict[str, Dict[str, Any]]]:
+def index(records: Sequence[CellRecord]) -> Dict[Tuple[str, str, str], Dict[str, CellRecord]]:
     """(session, mode, model) -> {paddle version: record}."""
-    by_key: Dict[Tuple[str, str, str], Dict[str, Dict[str, Any]]] = collections.defaultdict(dict)
+    by_key: Dict[Tuple[str, str, str], Dict[str, CellRecord]] = collections.defaultdict(dict)
     for record in records:
-        by_key[cell_key(record)][record["cell"]["paddle"]] = record
+        by_key[record.triple][record.version] = record
     return by_key
 
 
-def _stage_map(record: Optional[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
-    return {} if record is None else {s["name"]: s for s in stage_results(record)}
+def _stage_map(record: Optional[CellRecord]) -> Dict[str, StageRecord]:
+    return {} if record is None else {s.name: s for s in record.ladder}
 
 
-def transition(base: Optional[Dict[str, Any]], head: Optional[Dict[str, Any]]) -> Transition:
+def transition(base: Optional[StageRecord], head: Optional[StageRecord]) -> Transition:
     """A skipped stage counts as not run: it can only appear (`new`) or disappear (`gone`).
     ``vacuous`` and ``noop`` say nothing either way: they count as not failing."""
-    b = StageResult.from_dict(base).status if base else None
-    h = StageResult.from_dict(head).status if head else None
-    b = b if b is not None and b.ran else None
-    h = h if h is not None and h.ran else None
+    b = base.status if base is not None and base.status.ran else None
+    h = head.status if head is not None and head.status.ran else None
     if b is None and h is None:
         return Transition.SKIPPED
     if b is None:
@@ -77,10 +72,10 @@ def transition(base: Optional[Dict[str, Any]], head: Optional[Dict[str, Any]]) -
     return Transition.STILL_FAILING
 
 
-def drift(base: Optional[Dict[str, Any]], head: Optional[Dict[str, Any]]) -> Tuple[str, bool]:
+def drift(base: Optional[StageRecord], head: Optional[StageRecord]) -> Tuple[str, bool]:
     """'base -> head' of the worst output's max abs, flagged when it grew 10x or more."""
-    b = ((base or {}).get("worst") or {}).get("max_abs")
-    h = ((head or {}).get("worst") or {}).get("max_abs")
+    b = base.worst.max_abs if base is not None and base.worst is not None else None
+    h = head.worst.max_abs if head is not None and head.worst is not None else None
     if b is None or h is None:
         return "", False
     text = f"{b:.3g} -> {h:.3g}"
@@ -90,7 +85,27 @@ def drift(base: Optional[Dict[str, Any]], head: Optional[Dict[str, Any]]) -> Tup
     return (text + f" (x{h / b:.0f})" if grew else text), grew
 
 
-def regression_rows(records: Sequence[Dict[str, Any]], base: str, head: str) -> List[Dict[str, Any]]:
+@dataclasses.dataclass(frozen=True)
+class RegressionRow:
+    """One stage of one cell from a base Paddle version to a head version. ``cell`` has ``{v}``
+    where the version goes."""
+
+    cell: str
+    stage: str
+    base: str
+    head: str
+    transition: Transition
+    drift: str = ""
+    drift_flag: bool = False
+    message: str = ""
+    apart: str = ""
+
+
+def _cell_pattern(key: Tuple[str, str, str]) -> str:
+    return "/".join((key[0], "{v}", key[1], key[2]))
+
+
+def regression_rows(records: Sequence[CellRecord], base: str, head: str) -> List[RegressionRow]:
     rows = []
     for key, by_version in sorted(index(records).items()):
         if base not in by_version and head not in by_version:
@@ -101,66 +116,59 @@ def regression_rows(records: Sequence[Dict[str, Any]], base: str, head: str) -> 
         for name in names:
             b, h = b_stages.get(name), h_stages.get(name)
             text, flagged = drift(b, h)
-            rows.append({
-                "cell": "/".join((key[0], "{v}", key[1], key[2])),
-                "stage": name,
-                "base": str(b["status"]) if b else "-",
-                "head": str(h["status"]) if h else "-",
-                "transition": transition(b, h),
-                "drift": text,
-                "drift_flag": flagged,
-                "message": (h or {}).get("message", "") if h and Status.of(h["status"]).blocks else "",
-                "apart": apart,
-            })
+            rows.append(RegressionRow(
+                cell=_cell_pattern(key), stage=name, base=str(b.status) if b else "-", head=str(h.status) if h else "-",
+                transition=transition(b, h), drift=text, drift_flag=flagged,
+                message=h.message if h is not None and h.blocks else "", apart=apart))
     return rows
 
 
-def machine_key(record: Optional[Dict[str, Any]]) -> Optional[str]:
-    return ((record or {}).get("machine") or {}).get("key")
-
-
-def weights_sha(record: Optional[Dict[str, Any]]) -> Optional[str]:
-    return (((record or {}).get("setup") or {}).get("weights") or {}).get("sha256")
-
-
-def _apart(base: Optional[Dict[str, Any]], head: Optional[Dict[str, Any]]) -> str:
+def _apart(base: Optional[CellRecord], head: Optional[CellRecord]) -> str:
     """What makes a base/head pair of records not a comparison of Paddle versions alone: other
     weights (a sharded run whose shards trained their own), another machine (bf16/int8 kernels
     follow the CPU)."""
     if base is None or head is None:
         return ""
     notes = []
-    if weights_sha(base) and weights_sha(head) and weights_sha(base) != weights_sha(head):
+    if base.weights and head.weights and base.weights != head.weights:
         notes.append("other weights")
-    if machine_key(base) != machine_key(head):
+    if base.machine_key != head.machine_key:
         notes.append("other machine")
     return ", ".join(notes)
 
 
-def weights_rows(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+@dataclasses.dataclass(frozen=True)
+class WeightsRow:
+    """A (mode, model) and the weights' sha256 each Paddle version computed with."""
+
+    mode: str
+    model: str
+    versions: Mapping[str, List[str]]
+
+    @property
+    def identical(self) -> bool:
+        return len({h for hashes in self.versions.values() for h in hashes}) == 1
+
+
+def weights_rows(records: Sequence[CellRecord]) -> List[WeightsRow]:
     """Per (mode, model): the weights' sha256 each Paddle version computed with. One hash across
     versions is the premise of every cross-version comparison."""
     found: Dict[Tuple[str, str], Dict[str, set]] = collections.defaultdict(lambda: collections.defaultdict(set))
     for record in records:
-        sha = weights_sha(record)
-        if sha:
-            found[(record["cell"]["mode"], record["cell"]["model"]["name"])][record["cell"]["paddle"]].add(sha)
-    rows = []
-    for (mode, model), by_version in sorted(found.items()):
-        hashes = set().union(*by_version.values())
-        rows.append({"mode": mode, "model": model,
-                     "versions": {v: sorted(h) for v, h in sorted(by_version.items(), key=lambda kv: version_order(kv[0]))},
-                     "identical": len(hashes) == 1})
-    return rows
+        if record.weights:
+            found[(record.mode, record.model)][record.version].add(record.weights)
+    return [WeightsRow(mode, model, {v: sorted(h) for v, h in sorted(by_version.items(),
+                                                                      key=lambda kv: version_order(kv[0]))})
+            for (mode, model), by_version in sorted(found.items())]
 
 
-def machine_summary(records: Sequence[Dict[str, Any]], base: str, head: str) -> List[str]:
+def machine_summary(records: Sequence[CellRecord], base: str, head: str) -> List[str]:
     """The machines the base and head records came from, when they are not one machine."""
     from ..shared.machine import label
 
     sides = {}
     for side, version in (("base", base), ("head", head)):
-        sides[side] = {machine_key(r): r.get("machine") for r in records if r["cell"]["paddle"] == version}
+        sides[side] = {r.machine_key: r.machine for r in records if r.version == version}
     if set(sides["base"]) == set(sides["head"]) and len(sides["base"]) == 1:
         return []
     lines = ["Records of this pair come from different machines: a transition in a bf16 or int8 stage may be "
@@ -171,11 +179,11 @@ def machine_summary(records: Sequence[Dict[str, Any]], base: str, head: str) -> 
     return lines
 
 
-def versions_in(records: Sequence[Dict[str, Any]]) -> List[str]:
-    return sorted({r["cell"]["paddle"] for r in records}, key=version_order)
+def versions_in(records: Sequence[CellRecord]) -> List[str]:
+    return sorted({r.version for r in records}, key=version_order)
 
 
-def pick_pairs(records: Sequence[Dict[str, Any]], base: Optional[str], head: Optional[str]) -> List[Tuple[str, str]]:
+def pick_pairs(records: Sequence[CellRecord], base: Optional[str], head: Optional[str]) -> List[Tuple[str, str]]:
     versions = versions_in(records)
     if not versions:
         raise UserError("no result records to compare; run sessions at two Paddle versions first.")
@@ -202,46 +210,50 @@ def pick_pairs(records: Sequence[Dict[str, Any]], base: Optional[str], head: Opt
 
 # -- agreement across versions (same weights, same inputs) ---------------------
 
-def _work_dir(record: Dict[str, Any]) -> Path:
-    return Path(record["_path"]).with_suffix("")
-
-
 def _load_npz(path: Path) -> Optional[List[np.ndarray]]:
     return OUTPUTS.load(path) if path.exists() else None
 
 
-def agreement_rows(records: Sequence[Dict[str, Any]], reference: str) -> List[Dict[str, Any]]:
+@dataclasses.dataclass(frozen=True)
+class AgreementRow:
+    """One version's dygraph or inference outputs against the reference version's, same weights."""
+
+    cell: str
+    version: str
+    reference: str
+    what: str
+    status: Status
+    note: str = ""
+    max_abs: Optional[float] = None
+    max_rel: Optional[float] = None
+
+
+def agreement_rows(records: Sequence[CellRecord], reference: str) -> List[AgreementRow]:
     """Each version's outputs against the reference version's, for cells with the same weights."""
     rows = []
     for key, by_version in sorted(index(records).items()):
         ref = by_version.get(reference)
-        if ref is None or Status.of(ref["setup"].get("status")) is not Status.PASS:
+        if ref is None or not ref.setup.passed:
             continue
-        ref_sha = (ref["setup"].get("weights") or {}).get("sha256")
-        tol = ref["cell"]["tolerances"]["fp32"]
+        tol = Tolerance.of(ref.cell.tolerances["fp32"])
         for version, record in sorted(by_version.items(), key=lambda kv: version_order(kv[0])):
-            if version == reference or Status.of(record["setup"].get("status")) is not Status.PASS:
+            if version == reference or not record.setup.passed:
                 continue
-            sha = (record["setup"].get("weights") or {}).get("sha256")
             for what, name in (("dygraph", "dygraph.npz"), ("inference", "baseline.npz")):
-                row = {"cell": "/".join((key[0], "{v}", key[1], key[2])), "version": version,
-                       "reference": reference, "what": what}
-                if sha is None or sha != ref_sha:
-                    row.update(status="skip", note="different weights (no shared checkpoint)")
-                    rows.append(row)
+                row = functools.partial(AgreementRow, _cell_pattern(key), version, reference, what)
+                if record.weights is None or record.weights != ref.weights:
+                    rows.append(row(Status.SKIP, "different weights (no shared checkpoint)"))
                     continue
-                a, b = _load_npz(_work_dir(ref) / name), _load_npz(_work_dir(record) / name)
+                a, b = _load_npz(ref.work_dir / name), _load_npz(record.work_dir / name)
                 if a is None or b is None:
-                    row.update(status="skip", note=f"no {what} outputs in one of the two cells")
+                    rows.append(row(Status.SKIP, f"no {what} outputs in one of the two cells"))
                 elif len(a) != len(b):
-                    row.update(status="fail", note=f"{len(a)} outputs vs {len(b)}")
+                    rows.append(row(Status.FAIL, f"{len(a)} outputs vs {len(b)}"))
                 else:
-                    stats = [compare_tol(x, y, Tolerance.of(tol)) for x, y in zip(a, b)]
-                    bad = [s for s in stats if Status.of(s["status"]).blocks]
+                    stats = [compare_tol(x, y, tol) for x, y in zip(a, b)]
                     w = worst(stats)
-                    row.update(status=Status.FAIL if bad else Status.PASS, max_abs=w.get("max_abs"),
-                               max_rel=w.get("max_rel"), note=w.get("note", ""))
-                rows.append(row)
+                    rows.append(row(Status.FAIL if any(s.blocks for s in stats) else Status.PASS, w.note if w else "",
+                                    w.max_abs if w else None, w.max_rel if w else None))
     return rows
 
 
@@ -251,47 +263,47 @@ def agreement_rows(records: Sequence[Dict[str, Any]], reference: str) -> List[Di
 class PairReport:
     base: str
     head: str
-    rows: List[Dict[str, Any]]
+    rows: List[RegressionRow]
     machines: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def counts(self) -> Dict[Transition, int]:
-        return dict(collections.Counter(r["transition"] for r in self.rows))
+        return dict(collections.Counter(r.transition for r in self.rows))
 
     @property
-    def regressed(self) -> List[Dict[str, Any]]:
-        return [r for r in self.rows if r["transition"] is Transition.REGRESSED]
+    def regressed(self) -> List[RegressionRow]:
+        return [r for r in self.rows if r.transition is Transition.REGRESSED]
 
     def causes(self) -> List[Cause]:
         """What the regressed and still-failing stages of the head say, one line per cause."""
-        return group((r["head"], r["message"], r["cell"].format(v=self.head))
-                     for r in self.rows if r["message"] and r["transition"] in (Transition.REGRESSED, Transition.STILL_FAILING))
+        return group((r.head, r.message, r.cell.format(v=self.head))
+                     for r in self.rows if r.message and r.transition in (Transition.REGRESSED, Transition.STILL_FAILING))
 
-    def numeric(self) -> List[Dict[str, Any]]:
+    def numeric(self) -> List[RegressionRow]:
         """Error growth: stages that ran on both sides and whose worst max abs grew 10x or more,
         or that went from pass to fail on numbers."""
-        return [r for r in self.rows if r["drift_flag"] or (r["transition"] is Transition.REGRESSED and r["head"] == "fail")]
+        return [r for r in self.rows if r.drift_flag or (r.transition is Transition.REGRESSED and r.head == "fail")]
 
 
 @dataclasses.dataclass
 class CrossVersion:
     pairs: List[PairReport]
-    agreement: List[Dict[str, Any]]
-    portability: List[Dict[str, Any]]
-    weights: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
-    unreadable: List[Any] = dataclasses.field(default_factory=list)
+    agreement: List[AgreementRow]
+    portability: List[Mapping[str, Any]]
+    weights: List[WeightsRow] = dataclasses.field(default_factory=list)
+    unreadable: List[Unreadable] = dataclasses.field(default_factory=list)
     spans: List[Tuple[str, str]] = dataclasses.field(default_factory=list)  # (cause, the versions it appears at)
 
     @property
-    def weights_differ(self) -> List[Dict[str, Any]]:
-        return [w for w in self.weights if not w["identical"]]
+    def weights_differ(self) -> List[WeightsRow]:
+        return [w for w in self.weights if not w.identical]
 
     @property
     def regressed(self) -> int:
         return sum(len(p.regressed) for p in self.pairs)
 
 
-def compute(model: RunModel, pairs: List[Tuple[str, str]], portability: List[Dict[str, Any]]) -> CrossVersion:
+def compute(model: RunModel, pairs: List[Tuple[str, str]], portability: List[Mapping[str, Any]]) -> CrossVersion:
     return CrossVersion([PairReport(b, h, regression_rows(model.records, b, h), machine_summary(model.records, b, h))
                          for b, h in pairs],
                         agreement_rows(model.records, pairs[0][1]), portability, weights_rows(model.records),
@@ -328,8 +340,8 @@ def render(report: CrossVersion, fmt: str) -> str:
         out.append("These (mode, model) pairs were not computed with one checkpoint, so their cross-version rows "
                    "compare weights as well as Paddle versions (rows marked 'other weights'); run the shards "
                    "from one checkpoint folder (see ci/github-actions.yml).")
-        out.extend(f"{bullet}{w['mode']} · {w['model']}: " + "; ".join(
-            f"{v} {', '.join(h[:12] for h in hs)}" for v, hs in w["versions"].items()) for w in report.weights_differ)
+        out.extend(f"{bullet}{w.mode} · {w.model}: " + "; ".join(
+            f"{v} {', '.join(h[:12] for h in hs)}" for v, hs in w.versions.items()) for w in report.weights_differ)
     if report.spans:
         out.append(heading("Where each cause appears across versions (same cells, same weights)"))
         out.extend(f"{bullet}{cause} — {words}" for cause, words in report.spans)
@@ -337,7 +349,7 @@ def render(report: CrossVersion, fmt: str) -> str:
         counts = pair.counts
         out.append(heading(f"Paddle {pair.base} -> {pair.head}"))
         out.append(", ".join(f"{counts.get(t, 0)} {t}" for t in TRANSITIONS) +
-                   f"; {sum(r['drift_flag'] for r in pair.rows)} with error growth >= {DRIFT_FACTOR:g}x")
+                   f"; {sum(r.drift_flag for r in pair.rows)} with error growth >= {DRIFT_FACTOR:g}x")
         out.extend(pair.machines)
         causes = pair.causes()
         if causes:
@@ -348,11 +360,11 @@ def render(report: CrossVersion, fmt: str) -> str:
         numeric = pair.numeric()
         if numeric:
             out.append(f"Numeric regressions ({len(numeric)}):")
-            out.extend(f"{bullet}{r['cell'].format(v=f'{pair.base}->{pair.head}')} {r['stage']}: {r['base']} -> "
-                       f"{r['head']}, max abs {r['drift'] or '-'}" for r in numeric)
-        rows = sorted(pair.rows, key=lambda r: (order.get(r["transition"], 99), r["cell"], r["stage"]))
-        table = [[r["cell"].format(v=f"{pair.base}->{pair.head}"), r["stage"], r["base"], r["head"], str(r["transition"]),
-                  ("! " if r["drift_flag"] else "") + r["drift"], r.get("apart", ""), clip(r["message"], 100)]
+            out.extend(f"{bullet}{r.cell.format(v=f'{pair.base}->{pair.head}')} {r.stage}: {r.base} -> "
+                       f"{r.head}, max abs {r.drift or '-'}" for r in numeric)
+        rows = sorted(pair.rows, key=lambda r: (order.get(r.transition, 99), r.cell, r.stage))
+        table = [[r.cell.format(v=f"{pair.base}->{pair.head}"), r.stage, r.base, r.head, str(r.transition),
+                  ("! " if r.drift_flag else "") + r.drift, r.apart, clip(r.message, 100)]
                  for r in rows]
         out.append("")
         out.append(tabulate(table, headers=["cell", "stage", pair.base, pair.head, "transition", "max abs drift",
@@ -360,15 +372,15 @@ def render(report: CrossVersion, fmt: str) -> str:
     if report.agreement:
         head = report.pairs[0].head
         out.append(heading(f"Same weights, same inputs: each version against Paddle {head}"))
-        out.append(tabulate([[r["cell"].format(v=r["version"]), r["what"], str(r["status"]), fmt_number(r.get("max_abs")),
-                              fmt_number(r.get("max_rel")), r.get("note", "")] for r in report.agreement],
+        out.append(tabulate([[r.cell.format(v=r.version), r.what, str(r.status), fmt_number(r.max_abs),
+                              fmt_number(r.max_rel), r.note] for r in report.agreement],
                             headers=["cell", "outputs", "status", "max abs", "max rel", "note"], tablefmt=fmt))
     if report.weights:
         out.append(heading("Weights per (mode, model) and version (sha256)"))
-        versions = sorted({v for w in report.weights for v in w["versions"]}, key=version_order)
-        out.append(tabulate([[f"{w['mode']} · {w['model']}", *[", ".join(h[:12] for h in w["versions"].get(v, [])) or "-"
-                                                             for v in versions],
-                              "identical" if w["identical"] else "DIFFER"] for w in report.weights],
+        versions = sorted({v for w in report.weights for v in w.versions}, key=version_order)
+        out.append(tabulate([[f"{w.mode} · {w.model}", *[", ".join(h[:12] for h in w.versions.get(v, [])) or "-"
+                                                         for v in versions],
+                              "identical" if w.identical else "DIFFER"] for w in report.weights],
                             headers=["mode · model", *versions, "across versions"], tablefmt=fmt))
     if report.portability:
         out.append(heading("Artifact portability: exported by X, run by Y"))
@@ -376,7 +388,7 @@ def render(report: CrossVersion, fmt: str) -> str:
     return "\n".join(out)
 
 
-def portability_table(port: List[Dict[str, Any]], fmt: str) -> str:
+def portability_table(port: List[Mapping[str, Any]], fmt: str) -> str:
     exporters = sorted({p["exported_by"] for p in port}, key=version_order)
     loaders = sorted({p["loaded_by"] for p in port}, key=version_order)
     cells: Dict[Tuple[str, str], List[str]] = collections.defaultdict(list)

@@ -13,9 +13,10 @@ from typing import Any, Dict, List, Sequence
 from tabulate import tabulate
 
 from ..shared.causes import Cause, cause_of
-from ..shared.records import atomic_write_text, located
+from ..shared.record_model import CellRecord
+from ..shared.records import atomic_write_text
 from ..shared.vocab import SETUP, STATUS_ORDER, Status
-from .model import RunModel, stage_results
+from .model import RunModel
 from ..shared.notes import analysis_note, analysis_outcome, clip, evidence_note, fmt_number, stage_note, task_note
 
 STAGE_HEADERS = ["cell", "stage", "status", "max abs", "max rel", "the model says", "evidence", "note"]
@@ -27,34 +28,35 @@ def _cause_labels(causes: Sequence[Cause]) -> Dict[str, str]:
     return {c.key: f"C{i}" for i, c in enumerate(causes, 1)}
 
 
-def stage_rows(model: RunModel, records: Sequence[Dict[str, Any]], max_note: int = 110) -> List[List[str]]:
+def stage_rows(model: RunModel, records: Sequence[CellRecord], max_note: int = 110) -> List[List[str]]:
     labels = _cause_labels(model.causes())
     rows = []
     for record in records:
-        first = record["verdict"].get("first_failing_stage")
-        unrun = record["verdict"].get("skipped_stage")  # the session's own stage: the cell's skip
-        for stage in stage_results(record):
-            worst = stage.get("worst") or {}
+        first = record.verdict.first_failing_stage
+        unrun = record.verdict.skipped_stage  # the session's own stage: the cell's skip
+        for stage in record.ladder:
+            worst = stage.worst
             note = stage_note(stage)
-            label = labels.get(cause_of(stage.get("message", ""))) if Status.of(stage["status"]) in (
+            label = labels.get(cause_of(stage.message)) if stage.status in (
                 Status.ERROR, Status.CRASH, Status.TIMEOUT) else None
             if label:
                 note = f"[{label}] {note}"
-            if stage["name"] == first and stage["name"] != SETUP:
+            if stage.name == first and stage.name != SETUP:
                 note = f"FIRST FAILURE; {note}" if note else "FIRST FAILURE"
-            elif stage["name"] == unrun:
+            elif stage.name == unrun:
                 note = f"SESSION NOT RUN; {note}" if note else "SESSION NOT RUN"
-            rows.append([record["id"], stage["name"], str(stage["status"]), fmt_number(worst.get("max_abs")),
-                         fmt_number(worst.get("max_rel")), task_note(stage), evidence_note(stage), clip(note, max_note)])
-        for kind, result in (record.get("analysis") or {}).items():
-            rows.append([record["id"], f"> {kind}", analysis_outcome(kind, result), "-", "-", "", "",
-                         clip(analysis_note(kind, result), max_note)])
-            if result.get("script"):  # a path is never cut: its own row
-                rows.append([record["id"], "", "", "", "", "", "", str(located(record, result["script"]))])
+            rows.append([record.id, stage.name, str(stage.status), fmt_number(worst.max_abs if worst else None),
+                         fmt_number(worst.max_rel if worst else None), task_note(stage), evidence_note(stage),
+                         clip(note, max_note)])
+        for entry in record.analysis:
+            rows.append([record.id, f"> {entry.kind}", analysis_outcome(entry), "-", "-", "", "",
+                         clip(analysis_note(entry), max_note)])
+            if entry.get("script"):  # a path is never cut: its own row
+                rows.append([record.id, "", "", "", "", "", "", str(record.located(entry.get("script")))])
     return rows
 
 
-def summary_line(model: RunModel, records: Sequence[Dict[str, Any]]) -> str:
+def summary_line(model: RunModel, records: Sequence[CellRecord]) -> str:
     counts = model.verdict_counts(records)
     return f"{len(records)} cells: " + ", ".join(f"{counts[s]} {s}" for s in STATUS_ORDER if counts.get(s))
 
@@ -136,7 +138,7 @@ def unreadable_lines(model: RunModel, fmt: str = "text") -> List[str]:
             *(f"{bullet}{u}" for u in model.unreadable)]
 
 
-def terminal_table(model: RunModel, records: Sequence[Dict[str, Any]] = ()) -> str:
+def terminal_table(model: RunModel, records: Sequence[CellRecord] = ()) -> str:
     records = list(records or model.records)
     table = tabulate(stage_rows(model, records), headers=STAGE_HEADERS, tablefmt="simple")
     findings = findings_lines(model) + unreadable_lines(model)
@@ -156,8 +158,8 @@ def glance_table(model: RunModel) -> str:
             if verdict is None:
                 cells.append("-")
                 continue
-            stage = verdict.get("first_failing_stage")
-            cells.append(f"{verdict['status']}" + (f" @{stage}" if stage else ""))
+            stage = verdict.first_failing_stage
+            cells.append(f"{verdict.status}" + (f" @{stage}" if stage else ""))
         body.append([f"{row[0]} · {row[1]}", *cells])
     return tabulate(body, headers=["model · mode", *[f"{s} {v}" for s, v in columns]], tablefmt="github")
 
@@ -172,7 +174,7 @@ def markdown_report(model: RunModel, title: str) -> str:
     if findings:
         lines += ["## Findings", "", *findings, ""]
     for (session, version), group in model.by_session().items():
-        paddle = next((r["paddle"] for r in group if r.get("paddle")), None) or {}
+        paddle = next((r.paddle for r in group if r.paddle), None) or {}
         lines += [f"## {session} · Paddle {version}", ""]
         if paddle:
             lines += [f"Paddle {paddle.get('version')} (commit {str(paddle.get('commit'))[:12]}, "
@@ -185,16 +187,16 @@ def markdown_report(model: RunModel, title: str) -> str:
     return "\n".join(lines)
 
 
-def output_rows(records: Sequence[Dict[str, Any]]) -> List[List[str]]:
+def output_rows(records: Sequence[CellRecord]) -> List[List[str]]:
     rows = []
     for record in records:
-        for stage in record["stages"]:
-            for label, stats in (stage.get("outputs") or {}).items():
+        for stage in record.stages:
+            for label, stats in stage.outputs.items():
                 rows.append([
-                    record["id"], stage["name"], label, stats.get("predictor_name", "-"), str(stats["status"]),
-                    f"{stats.get('mismatched')}/{stats.get('total')}", fmt_number(stats.get("max_abs")),
-                    fmt_number(stats.get("max_rel")), fmt_number(stats.get("cosine")), fmt_number(stats.get("ref_absmax")),
-                    fmt_number(stats.get("atol")), fmt_number(stats.get("rtol")), fmt_number(stats.get("scaled_atol")),
+                    record.id, stage.name, label, stats.predictor_name or "-", str(stats.status),
+                    f"{stats.mismatched}/{stats.total}", fmt_number(stats.max_abs),
+                    fmt_number(stats.max_rel), fmt_number(stats.cosine), fmt_number(stats.ref_absmax),
+                    fmt_number(stats.atol), fmt_number(stats.rtol), fmt_number(stats.scaled_atol or None),
                 ])
     return rows
 

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 from tabulate import tabulate
 
-from ..shared.compare import describe_tolerance
+from ..shared.compare import Tolerance, describe_tolerance
 from ..shared.records import atomic_write_text
 from ..shared.notes import fmt_number
 from ..shared.vocab import Status
@@ -58,7 +58,7 @@ def summary_line(result: Dict[str, Any]) -> str:
     first = result.get("first_divergence")
     bad = sum(Status.of(r["status"]) is not Status.PASS for r in rows)
     parts = [f"{len(rows)} tensors compared ({result['pairs']} matched of {result['base_tensors']} base / "
-             f"{result['test_tensors']} test), {bad} out of {describe_tolerance(result)}, "
+             f"{result['test_tensors']} test), {bad} out of {describe_tolerance(Tolerance.of(result))}, "
              f"{len(result['unmatched'])} unmatched"]
     parts.append(f"first divergence: #{first['index']} {first['op']} {first['name']} (max rel {_f(first['max_rel'])})"
                  if first else "first divergence: none")
@@ -161,7 +161,7 @@ def _draw(plt: Any, path: Path, result: Dict[str, Any], title: str) -> Path:
     fig, ax = plt.subplots(figsize=(10, 4))
     ax.semilogy(xs, ys, marker=".", linewidth=0.8, label="worst |diff| / tolerance band")
     ax.axhline(1.0, color="grey", linestyle="--", linewidth=0.8,
-               label=f"tolerance ({describe_tolerance(result)})")
+               label=f"tolerance ({describe_tolerance(Tolerance.of(result))})")
     first = result.get("first_divergence")
     if first:
         ax.axvline(first["index"], color="red", linewidth=1.0)

@@ -42,6 +42,7 @@ from ..matrix.sessions import NoxSession, SessionKind, cell_environment, nox_ses
 from ..shared.errors import UserError
 from .runner import Progress
 from .scheduler import Job, JobKind, Scheduler, estimate, read_times, write_times
+from ..shared.record_model import CellRecord
 from ..shared.records import cell_record_path, load_record, write_record
 from ..shared.spec import CellSpec
 from ..shared.runfolder import RunFolder
@@ -54,7 +55,7 @@ class Plan:
     environments: Dict[str, Any]  # key -> sessions.Environment
     labels: Dict[str, str]  # key -> folder label (paddle version)
     cells: List[CellSpec]  # every selected cell, recorded or not, in nox's order
-    recorded: Dict[str, Dict[str, Any]]
+    recorded: Dict[str, CellRecord]
     left_out: List[str]  # one line per selected session the pool does not run, and why
     loaders: List[str]  # the Paddle versions whose portability loads were selected
 
@@ -115,9 +116,8 @@ def _loads(loaders: Dict[str, str], cells: List[CellSpec], results: Path, option
                  and (not options.models or spec.model_name in options.models)}
     if loaders and results.is_dir():
         for record in load_records(results):
-            cell = record["cell"]
-            if cell["session"]["name"] == "cpu_fp32" and (not options.models or cell["model"]["name"] in options.models):
-                exporters.setdefault(record["id"], cell["paddle"])
+            if record.session == "cpu_fp32" and (not options.models or record.model in options.models):
+                exporters.setdefault(record.id, record.version)
     jobs = []
     for loader, env_key in loaders.items():
         for cell_id, exporter in exporters.items():
@@ -137,7 +137,7 @@ class PoolOptions:
 
 
 def run_job(job: Job, matrix: Matrix, results: Path, launcher: Any, force: bool,
-            say: Callable[[str], Any]) -> Optional[Dict[str, Any]]:
+            say: Callable[[str], Any]) -> "CellRecord | Dict[str, Any] | None":
     """One job to its end; what it produced (a record, a load's result, a probe), or None for a
     load whose cell did not export."""
     from ..artefacts.portability import port_record, portable
@@ -241,7 +241,7 @@ def _remarkable(job: Job, result: Optional[Dict[str, Any]]) -> bool:
 
     if result is None or job.kind is JobKind.HAZARDS:
         return job.kind is JobKind.HAZARDS
-    status = result["verdict"]["status"] if job.kind is JobKind.CELL else result.get("status")
+    status = result.verdict.status if isinstance(result, CellRecord) else result.get("status")
     return Status.of(status) not in (Status.PASS, Status.SKIP)
 
 
@@ -384,8 +384,8 @@ def report(results: Path, run_name: str, the_plan: Plan, produced: Dict[str, Any
     print(short_summary(model, f"Paddle qualification · run {run_name}"))
     print(f"report: {out}   html: {page}   junit: {folder.report('xml')}")
     records = dict(the_plan.recorded)
-    records.update({k: v for k, v in produced.items() if v is not None and "verdict" in v})
-    cells_ok = all(Status.of(records[spec.id]["verdict"]["status"]) in (Status.PASS, Status.SKIP)
+    records.update({k: v for k, v in produced.items() if isinstance(v, CellRecord)})
+    cells_ok = all(records[spec.id].verdict.status in (Status.PASS, Status.SKIP)
                    for spec in the_plan.cells if spec.id in records)
     loads = [json.loads(path.read_text(encoding="utf-8")) for loader in the_plan.loaders
              for path in results.glob(f"portability/*/{loader}/*/*/*.json")]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 from .. import __version__
+from ..shared.record_model import CellRecord
 from ..shared.spec import CellSpec
 
 UNREADABLE = "unreadable:"
@@ -85,9 +86,9 @@ def digest(spec: CellSpec) -> Dict[str, str]:
     }
 
 
-def why_redo(record: Dict[str, Any], now: Dict[str, str]) -> Optional[str]:
+def why_redo(record: CellRecord, now: Dict[str, str]) -> Optional[str]:
     """Why a cell's record no longer describes what is on disk, or None when it still does."""
-    then = (record.get("cell") or {}).get("produced_by")
+    then = record.cell.produced_by
     if not isinstance(then, dict):
         return "its record does not say what produced it (an older harness)"
     changed = [CHANGES.get(part, f"{part} changed") for part, value in now.items()

@@ -24,7 +24,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from . import provenance
@@ -32,9 +32,9 @@ from ..matrix import Matrix
 from ..launch import INTERRUPT, Interrupted, Launcher, LocalLauncher, Outcome, run_child, supervise
 from ..shared.vocab import IMPORT_ORDER_MODES
 from ..shared.errors import UserError
-from ..shared.results import StageResult
+from ..shared.record_model import Analyses, CellRecord, StageRecord, Verdict
 from ..shared.spec import DEFAULTS, CellSpec
-from ..shared.records import (RECORD_SCHEMA, Journal, atomic_write_json, cell_record_path, cell_work_dir,
+from ..shared.records import (Journal, atomic_write_json, cell_record_path, cell_work_dir,
                              load_record, write_record)
 from ..shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status, verdict_status
 from ..shared.runfolder import RunFolder
@@ -50,7 +50,7 @@ def _restart_cap(spec: CellSpec) -> int:
     return len(spec.stages) + EXTRA_LAUNCHES
 
 
-def run_cell(spec: CellSpec, results: Path, launcher: Launcher) -> Dict[str, Any]:
+def run_cell(spec: CellSpec, results: Path, launcher: Launcher) -> CellRecord:
     """Run one cell to the end (through crashes and timeouts) and return its record."""
     started = time.time()
     work = cell_work_dir(results, spec.id)
@@ -69,9 +69,7 @@ def run_cell(spec: CellSpec, results: Path, launcher: Launcher) -> Dict[str, Any
     finally:
         for folder in shared:
             launcher.reclaim(folder)
-    record = build_record(spec, journal.finished(), launches, time.time() - started, launcher)
-    record["cpu_seconds"] = cpu
-    return record
+    return build_record(spec, journal.finished(), launches, time.time() - started, launcher, cpu)
 
 
 def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journal,
@@ -123,7 +121,7 @@ def _ended_badly(outcome: Outcome, stage: str, timeout: float) -> Dict[str, Any]
 
 
 def build_record(spec: CellSpec, finished: Dict[str, Dict[str, Any]], launches: int,
-                 seconds: float, launcher: Launcher) -> Dict[str, Any]:
+                 seconds: float, launcher: Launcher, cpu_seconds: Optional[float] = None) -> CellRecord:
     setup = finished.get(SETUP, {"status": Status.CRASH, "message": "the worker never reported"})
     stages = [dict(result, name=name) for name, result in finished.items()
               if name != SETUP and not name.startswith(ANALYSIS_PREFIX)]
@@ -135,24 +133,16 @@ def build_record(spec: CellSpec, finished: Dict[str, Dict[str, Any]], launches: 
             message = f"setup {setup_status}" if setup_status is not Status.PASS else "not reached"
             stages.append({"name": name, "status": Status.SKIP, "message": message})
     _render_tensor_report(analysis)
-    return {
-        "schema": RECORD_SCHEMA,
-        "harness": __version__,
-        "id": spec.id,
-        "cell": spec.to_dict(),
-        "paddle": setup.get("paddle"),
-        "machine": _machine(setup, stages),
-        "inputs": {"seed": spec.seed, "arrays": setup.get("inputs")},
-        "setup": {k: v for k, v in setup.items() if k not in ("paddle", "machine")},
-        "stages": stages,
-        "verdict": verdict_of(setup, stages, spec.session_stage),
-        "analysis": analysis,
-        "launches": launches,
-        "launcher": launcher.kind,
-        "runner": launcher.describe(fresh=_imports_before_paddle(spec)),
-        "seconds": round(seconds, 3),
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+    setup_record = StageRecord.from_dict({k: v for k, v in setup.items() if k not in ("paddle", "machine")}, SETUP)
+    stage_records = tuple(StageRecord.from_dict(s) for s in stages)
+    return CellRecord(
+        id=spec.id, cell=spec, setup=setup_record, stages=stage_records,
+        verdict=verdict_of(setup_record, stage_records, spec.session_stage), analysis=Analyses.from_dict(analysis),
+        paddle=setup.get("paddle") or {}, machine=_machine(setup, stages),
+        inputs={"seed": spec.seed, "arrays": setup.get("inputs")}, harness=__version__, launches=launches,
+        launcher=launcher.kind, runner=launcher.describe(fresh=_imports_before_paddle(spec)),
+        seconds=round(seconds, 3), finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        cpu_seconds=cpu_seconds)
 
 
 def _machine(setup: Dict[str, Any], stages: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -183,38 +173,27 @@ def _render_tensor_report(analysis: Dict[str, Dict[str, Any]]) -> None:
     diff["summary"] = tensor_report.summary_line(result)
 
 
-def verdict_of(setup: Dict[str, Any], stages: List[Dict[str, Any]], session_stage: Optional[str] = None) -> Dict[str, Any]:
+def verdict_of(setup: StageRecord, stages: Sequence[StageRecord], session_stage: Optional[str] = None) -> Verdict:
     """The first blocking stage in ladder order; else vacuous; else pass; else skip (noop and
     skip stages never make a pass). A cell whose session's own stage (``session_stage``: the
     backend at the session's precision) was skipped did not run its session: ``skip`` with that
     stage's reason, never ``pass`` on the strength of the stages before it."""
     from ..shared.notes import stage_note
 
-    setup_result = StageResult.from_dict(setup, SETUP)
-    if not setup_result.passed:
-        return {"status": setup_result.status, "first_failing_stage": SETUP, "message": setup_result.message}
-    results = [StageResult.from_dict(s) for s in stages]
-    status = verdict_status(r.status for r in results)
+    if not setup.passed:
+        return Verdict(setup.status, SETUP, setup.message)
+    status = verdict_status(s.status for s in stages)
     if status is None:
-        return {"status": Status.SKIP, "first_failing_stage": None,
-                "message": next((r.message for r in results if r.message), "")}
-    own = next((r for r in results if r.name == session_stage), None)
+        return Verdict(Status.SKIP, None, next((s.message for s in stages if s.message), ""))
+    own = next((s for s in stages if s.name == session_stage), None)
     if status is Status.PASS and own is not None and own.status is Status.SKIP:
-        return {"status": Status.SKIP, "first_failing_stage": None, "skipped_stage": own.name,
-                "message": f"{own.name} skipped: {own.message}" if own.message else f"{own.name} skipped"}
+        return Verdict(Status.SKIP, None, f"{own.name} skipped: {own.message}" if own.message else f"{own.name} skipped",
+                       skipped_stage=own.name)
     if status is Status.PASS:
-        return {"status": Status.PASS, "first_failing_stage": None, "message": "",
-                **_task_of(own.raw if own is not None else None)}
-    first = next(r for r in results if r.status is status)
-    return {"status": status, "first_failing_stage": first.name, "message": stage_note(first.raw),
-            **_task_of(first.raw)}
-
-
-def _task_of(stage: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-    """The stage's verdict in the model's terms (tokens, classes, detections), when it has one:
-    beside the status, never deciding it."""
-    task = (stage or {}).get("task")
-    return {"task": task} if task else {}
+        # The stage's verdict in the model's terms (tokens, classes, detections): beside the status, never deciding it.
+        return Verdict(Status.PASS, None, "", task=own.task if own is not None else None)
+    first = next(s for s in stages if s.status is status)
+    return Verdict(status, first.name, stage_note(first), task=first.task)
 
 
 def hazards_path(results: Path, version: str, device: str) -> Path:
@@ -301,7 +280,7 @@ class CellRuns:
 
 
 def run_session(matrix: Matrix, session: str, version: str, *, results: Path, runs: CellRuns = CellRuns(),
-                modes: Optional[List[str]] = None, models: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+                modes: Optional[List[str]] = None, models: Optional[List[str]] = None) -> List[CellRecord]:
     """Every cell of one session at one Paddle version, up to ``runs.jobs`` at once; returns the
     records (old and new) in the matrix's order."""
     if runs.checkpoints is not None:
@@ -338,10 +317,10 @@ def seed_checkpoints(source: Path, target: Path, progress=print) -> int:
 
 
 def recorded_or_todo(cells: List[CellSpec], results: Path, force: bool,
-                     progress: Callable[[str], Any] = print) -> Tuple[Dict[str, Dict[str, Any]], List[CellSpec]]:
+                     progress: Callable[[str], Any] = print) -> Tuple[Dict[str, CellRecord], List[CellSpec]]:
     """The cells whose records still describe them (by id), and the specs of the others (with
     what produced them), each said in one line: recorded earlier, or redone and why."""
-    records: Dict[str, Dict[str, Any]] = {}
+    records: Dict[str, CellRecord] = {}
     todo = []
     for spec in cells:
         spec = spec.replace(produced_by=provenance.digest(spec))
@@ -349,7 +328,7 @@ def recorded_or_todo(cells: List[CellSpec], results: Path, force: bool,
         record = load_record(path) if path.exists() and not force else None
         why = provenance.why_redo(record, spec.produced_by) if record is not None else None
         if record is not None and why is None:
-            progress(f"[harness] {spec.id}: {record['verdict']['status']} (recorded earlier; --force reruns)")
+            progress(f"[harness] {spec.id}: {record.verdict.status} (recorded earlier; --force reruns)")
             records[spec.id] = record
         else:
             if why:
@@ -358,7 +337,7 @@ def recorded_or_todo(cells: List[CellSpec], results: Path, force: bool,
     return records, todo
 
 
-def run_cells(cells: List[CellSpec], *, results: Path, runs: CellRuns = CellRuns()) -> List[Dict[str, Any]]:
+def run_cells(cells: List[CellSpec], *, results: Path, runs: CellRuns = CellRuns()) -> List[CellRecord]:
     """Cells from their specs, up to ``runs.jobs`` at once, each record written as it ends; cells
     with a record are skipped unless ``runs.force``. The records (old and new) in the cells' order."""
     launcher = runs.launcher or LocalLauncher()
@@ -366,7 +345,7 @@ def run_cells(cells: List[CellSpec], *, results: Path, runs: CellRuns = CellRuns
     records, todo = recorded_or_todo(cells, results, runs.force, progress)
     board = Progress(len(cells), len(records), results, progress)
 
-    def one(spec: CellSpec) -> Dict[str, Any]:
+    def one(spec: CellSpec) -> CellRecord:
         board.started(spec.id)
         record = write_record(results, run_cell(spec, results, launcher))
         board.finished(spec.id, record)
@@ -377,7 +356,7 @@ def run_cells(cells: List[CellSpec], *, results: Path, runs: CellRuns = CellRuns
         try:
             for future in concurrent.futures.as_completed(futures):
                 record = future.result()
-                records[record["id"]] = record
+                records[record.id] = record
         except BaseException:
             # Bad input or an interrupt: every running child is stopped (its cell writes no record:
             # it is redone next time), finished cells keep their records.
@@ -419,8 +398,8 @@ class Progress:
             self.running[cell_id] = time.monotonic()
         self.say(f"[harness] {cell_id}: running")
 
-    def finished(self, cell_id: str, record: Dict[str, Any]) -> None:
-        self.ended(cell_id, f"{record['verdict']['status']} in {record['seconds']:.1f} s")
+    def finished(self, cell_id: str, record: CellRecord) -> None:
+        self.ended(cell_id, f"{record.verdict.status} in {record.seconds:.1f} s")
 
     def ended(self, key: str, said: str, remarkable: bool = True) -> None:
         """One finished job (a cell, or the pool's probes and loads) and what it came to; every

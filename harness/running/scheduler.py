@@ -120,7 +120,7 @@ def read_times(envs_root: Path, run: Path) -> Dict[str, float]:
     from ..shared.records import load_records
 
     if run.is_dir():
-        times.update({r["id"]: float(r["seconds"]) for r in load_records(run) if r.get("seconds")})
+        times.update({r.id: r.seconds for r in load_records(run) if r.seconds})
     return times
 
 

@@ -27,7 +27,11 @@ from typing import Any, Dict, List, Mapping, Optional
 import numpy as np
 
 from .errors import HarnessFailure
+from .record_model import Comparison, worst
 from .vocab import Status
+
+__all__ = ["Comparison", "NothingCompared", "Tolerance", "compare_all", "compare_arrays", "compare_tol", "cosine",
+           "describe_tolerance", "worst"]
 
 
 class NothingCompared(HarnessFailure):
@@ -69,53 +73,45 @@ def tolerance_band(ref: np.ndarray, atol: float, rtol: float) -> np.ndarray:
     return atol + rtol * np.abs(ref)
 
 
-def compare_tol(ref: np.ndarray, got: np.ndarray, tol: Tolerance) -> Dict[str, Any]:
+def compare_tol(ref: np.ndarray, got: np.ndarray, tol: Tolerance) -> Comparison:
     """``compare_arrays`` at a ``Tolerance``."""
     return compare_arrays(ref, got, tol.atol, tol.rtol, tol.scaled_atol)
 
 
-def describe_tolerance(stats: Dict[str, Any]) -> str:
-    text = f"atol {stats.get('atol'):g} rtol {stats.get('rtol'):g}"
-    if stats.get("scaled_atol"):
-        text += f" scaled_atol {stats['scaled_atol']:g}"
+def describe_tolerance(compared: Comparison) -> str:
+    text = f"atol {compared.atol:g} rtol {compared.rtol:g}"
+    if compared.scaled_atol:
+        text += f" scaled_atol {compared.scaled_atol:g}"
     return text
 
 
 def compare_arrays(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float,
-                   scaled_atol: float = 0.0) -> Dict[str, Any]:
+                   scaled_atol: float = 0.0) -> Comparison:
     """Error statistics of ``got`` against ``ref`` and whether it is within tolerance."""
     ref = np.asarray(ref)
     got = np.asarray(got)
-    stats: Dict[str, Any] = {"shape": list(ref.shape), "dtype": str(ref.dtype), "atol": float(atol), "rtol": float(rtol)}
-    if scaled_atol:
-        stats["scaled_atol"] = float(scaled_atol)
+    base = Comparison(shape=tuple(ref.shape), dtype=str(ref.dtype), atol=float(atol), rtol=float(rtol),
+                      scaled_atol=float(scaled_atol or 0.0), status=Status.FAIL)
     if ref.shape != got.shape:
-        return _shape_mismatch(stats, ref, got)
+        return dataclasses.replace(base, note=f"shape mismatch: expected {list(ref.shape)}, got {list(got.shape)}",
+                                   got_shape=tuple(got.shape), total=int(ref.size), mismatched=int(ref.size))
     if not (np.issubdtype(ref.dtype, np.floating) or np.issubdtype(ref.dtype, np.complexfloating)):
-        return _compare_exact(stats, ref, got)
-    return _compare_float(stats, ref, got, atol, rtol, scaled_atol)
+        return _compare_exact(base, ref, got)
+    return _compare_float(base, ref, got, atol, rtol, scaled_atol)
 
 
-def _shape_mismatch(stats: Dict[str, Any], ref: np.ndarray, got: np.ndarray) -> Dict[str, Any]:
-    stats.update(status=Status.FAIL, note=f"shape mismatch: expected {list(ref.shape)}, got {list(got.shape)}",
-                 got_shape=list(got.shape), total=int(ref.size), mismatched=int(ref.size), max_abs=None,
-                 max_rel=None, cosine=None, vacuous=False)
-    return stats
-
-
-def _compare_exact(stats: Dict[str, Any], ref: np.ndarray, got: np.ndarray) -> Dict[str, Any]:
+def _compare_exact(base: Comparison, ref: np.ndarray, got: np.ndarray) -> Comparison:
     """Integer and boolean outputs (counts, indices, masks) match only exactly."""
     a, b = ref.astype(np.float64), got.astype(np.float64)
     diff = np.abs(a - b)
     mismatched = int(np.count_nonzero(ref != got))
-    stats.update(total=int(ref.size), mismatched=mismatched, max_abs=float(diff.max()) if ref.size else 0.0,
-                 max_rel=_max_rel(diff, np.abs(a)), cosine=cosine(a, b), vacuous=False, exact=True,
-                 status=Status.PASS if mismatched == 0 else Status.FAIL)
-    return stats
+    return dataclasses.replace(base, total=int(ref.size), mismatched=mismatched,
+                               max_abs=float(diff.max()) if ref.size else 0.0, max_rel=_max_rel(diff, np.abs(a)),
+                               cosine=cosine(a, b), exact=True, status=Status.PASS if mismatched == 0 else Status.FAIL)
 
 
-def _compare_float(stats: Dict[str, Any], ref: np.ndarray, got: np.ndarray, atol: float, rtol: float,
-                   scaled_atol: float) -> Dict[str, Any]:
+def _compare_float(base: Comparison, ref: np.ndarray, got: np.ndarray, atol: float, rtol: float,
+                   scaled_atol: float) -> Comparison:
     a = ref.astype(np.float64)
     b = got.astype(np.float64)
     total = int(ref.size)
@@ -127,9 +123,10 @@ def _compare_float(stats: Dict[str, Any], ref: np.ndarray, got: np.ndarray, atol
     diff = np.zeros_like(a)
     diff[finite] = np.abs(a[finite] - b[finite])
     finite_ref = np.abs(a[np.isfinite(a)])
+    effective = None
     if scaled_atol and finite_ref.size:
         atol = atol + scaled_atol * float(finite_ref.max())
-        stats["atol_effective"] = atol
+        effective = atol
     band = tolerance_band(a[finite], atol, rtol)
     within = np.zeros(a.shape, dtype=bool)
     within[finite] = diff[finite] <= band
@@ -142,26 +139,26 @@ def _compare_float(stats: Dict[str, Any], ref: np.ndarray, got: np.ndarray, atol
     # The comparison cannot fail if zeros everywhere would still pass.
     vacuous = bool(total) and finite_ref.size == total and bool(
         np.all(finite_ref <= tolerance_band(finite_ref, atol, rtol)))
-    stats.update(
-        total=total, mismatched=mismatched,
+    ref_absmax = float(finite_ref.max()) if finite_ref.size else None
+    note = ""
+    if mismatched:
+        status = Status.FAIL
+    elif vacuous:
+        status = Status.VACUOUS
+        note = (f"vacuous: reference |max| {ref_absmax:.3g} lies inside atol {atol:g}"
+                f"{' (with scaled_atol)' if scaled_atol else ''}"
+                f" + rtol {rtol:g}*|ref|; an all-zero output would pass")
+    else:
+        status = Status.PASS
+    return dataclasses.replace(
+        base, total=total, mismatched=mismatched,
         max_abs=float(diff[finite].max()) if np.any(finite) else None,
         max_rel=_max_rel(diff[finite], np.abs(a[finite])),
-        cosine=cosine(a[finite], b[finite]),
-        ref_absmax=float(finite_ref.max()) if finite_ref.size else None,
+        cosine=cosine(a[finite], b[finite]), ref_absmax=ref_absmax,
         nan_ref=int(np.count_nonzero(nan_a)), nan_got=int(np.count_nonzero(nan_b)),
         inf_ref=int(np.count_nonzero(inf_a)), inf_got=int(np.count_nonzero(inf_b)),
-        vacuous=vacuous, tol_ratio=float(ratios.max()) if ratios.size else None,
-    )
-    if mismatched:
-        stats["status"] = Status.FAIL
-    elif vacuous:
-        stats["status"] = Status.VACUOUS
-        stats["note"] = (f"vacuous: reference |max| {stats['ref_absmax']:.3g} lies inside atol {atol:g}"
-                         f"{' (with scaled_atol)' if scaled_atol else ''}"
-                         f" + rtol {rtol:g}*|ref|; an all-zero output would pass")
-    else:
-        stats["status"] = Status.PASS
-    return stats
+        vacuous=vacuous, tol_ratio=float(ratios.max()) if ratios.size else None, atol_effective=effective,
+        status=status, note=note)
 
 
 def _max_rel(diff: np.ndarray, ref_abs: np.ndarray) -> "float | None":
@@ -187,28 +184,8 @@ def cosine(a: np.ndarray, b: np.ndarray) -> "float | None":
     return float(np.dot(a, b) / (na * nb))
 
 
-def worst(outputs: "Dict[str, Dict[str, Any]] | List[Dict[str, Any]]") -> Dict[str, Any]:
-    """The worst output, one rule everywhere (stage notes, regression drift, portability): a
-    failing one first, then the one furthest past (or least inside) its tolerance band
-    (``tol_ratio``, which honours per-output tolerances), then the largest max abs."""
-    items = list(outputs.items()) if isinstance(outputs, dict) else [(str(i), o) for i, o in enumerate(outputs)]
-    if not items:
-        return {}
-
-    def badness(item):
-        stats = item[1]
-        return (Status.of(stats.get("status")) is not Status.PASS, _num(stats.get("tol_ratio")), _num(stats.get("max_abs")))
-
-    label, stats = max(items, key=badness)
-    return dict(stats, output=label)
-
-
-def _num(value: Any) -> float:
-    return -1.0 if value is None else float(value)
-
-
 def compare_all(expected: List[np.ndarray], got: List[np.ndarray], tolerances: "Tolerance | List[Tolerance]",
-                what: str = "the outputs") -> List[Dict[str, Any]]:
+                what: str = "the outputs") -> List[Comparison]:
     """``compare_tol`` over paired outputs; raises ``NothingCompared`` when there is nothing to pair
     (no tensor on a side) or the counts differ — a comparison of nothing cannot fail."""
     if not expected or not got:

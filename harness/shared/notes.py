@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Optional
 
-from .compare import describe_tolerance
+from .compare import Comparison, describe_tolerance
+from .record_model import AnalysisEntry, Outcome, StageRecord
 from ..runtimes import REGISTRY
 from .vocab import Status
 
@@ -22,44 +23,40 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def worst_output_note(worst: Dict[str, Any]) -> str:
+def worst_output_note(worst: Optional[Comparison]) -> str:
     """Which output failed and by how much, or the comparison's own note (vacuous, shape)."""
-    if not worst:
+    if worst is None:
         return ""
-    if worst.get("note"):
-        return f"{worst.get('output')}: {worst['note']}"
-    return (f"{worst.get('output')}: {worst.get('mismatched')}/{worst.get('total')} out of "
-            f"{describe_tolerance(worst)}")
+    if worst.note:
+        return f"{worst.output}: {worst.note}"
+    return f"{worst.output}: {worst.mismatched}/{worst.total} out of {describe_tolerance(worst)}"
 
 
-def stage_note(stage: Dict[str, Any]) -> str:
+def stage_note(stage: StageRecord) -> str:
     """What a person needs to know about one stage result, in one line."""
-    status = Status.of(stage.get("status"))
     parts = []
-    worst = stage.get("worst") or {}
-    if status in (Status.FAIL, Status.VACUOUS) and worst:
-        parts.append(worst_output_note(worst))
-    if stage.get("message"):
-        parts.append(str(stage["message"]))
+    if stage.status in (Status.FAIL, Status.VACUOUS) and stage.worst is not None:
+        parts.append(worst_output_note(stage.worst))
+    if stage.message:
+        parts.append(stage.message)
     if stage.get("traced_at"):
-        parts.append(f"traced at {stage['traced_at'][-1]}")
-    if status is Status.CRASH and stage.get("stderr_tail"):
-        last = [ln for ln in stage["stderr_tail"].splitlines() if ln.strip()][-1:]
+        parts.append(f"traced at {stage.get('traced_at')[-1]}")
+    if stage.status is Status.CRASH and stage.get("stderr_tail"):
+        last = [ln for ln in stage.get("stderr_tail").splitlines() if ln.strip()][-1:]
         if last:
             parts.append(f"stderr: {last[0].strip()[:160]}")
     return "; ".join(parts)
 
 
-def task_note(stage: Dict[str, Any]) -> str:
+def task_note(stage: StageRecord) -> str:
     """The stage's verdict in the model's terms ("tokens agree 16/16, top-5 overlap 0.97"), or ''."""
-    task = stage.get("task") or {}
-    return str(task.get("summary") or "")
+    return str((stage.task or {}).get("summary") or "")
 
 
-def evidence_note(stage: Dict[str, Any]) -> str:
+def evidence_note(stage: StageRecord) -> str:
     """What a stage ran, in the words of its runtime's descriptor (the stage record names its
     runtime); Paddle Inference's: the passes its build ran and the ops it executed."""
-    evidence = stage.get("evidence") or {}
+    evidence = stage.evidence
     if not evidence:
         return ""
     own = REGISTRY.evidence_note(stage.get("runtime"), evidence)
@@ -68,64 +65,58 @@ def evidence_note(stage: Dict[str, Any]) -> str:
     return f"{len(evidence.get('passes') or [])} passes, {evidence.get('ops', '?')} ops"
 
 
-def analysis_outcome(kind: str, result: Dict[str, Any]) -> str:
+def analysis_outcome(entry: AnalysisEntry) -> str:
     """What an analysis step came to, in one word or two (the status column of its row): ``pass``
     only says that the step ran, which reads as "the diff passed"."""
-    status = Status.of(result.get("status"))
-    if status is not Status.PASS:
-        return str(status.value)
-    if kind == "reduce":
-        if result.get("op_call"):
-            return "isolated"
-        return "localized" if result.get("path") or result.get("members") else "whole model"
-    if kind == "reproducer":
-        return "verified" if result.get("verified") else "NOT verified"
-    if kind in ("bisect", "exclude"):
-        if result.get("culprits"):
-            return "found"
-        return str(result.get("outcome") or "not found").replace("-", " ")
-    return str(result.get("outcome") or "done")
+    if entry.status is not Status.PASS:
+        return str(entry.status.value)
+    if entry.kind == "reduce":
+        if entry.get("op_call"):
+            return Outcome.ISOLATED.value
+        return (Outcome.LOCALIZED if entry.get("path") or entry.get("members") else Outcome.WHOLE_MODEL).value
+    if entry.kind == "reproducer":
+        return "verified" if entry.get("verified") else "NOT verified"
+    if entry.kind in ("bisect", "exclude"):
+        if entry.get("culprits"):
+            return Outcome.FOUND.value
+        return str(entry.outcome or Outcome.NOT_FOUND.value).replace("-", " ")
+    return str(entry.outcome or "done")
 
 
-def analysis_note(kind: str, result: Dict[str, Any]) -> str:
-    stage = result.get("stage") or "?"
-    status = Status.of(result.get("status"))
+def analysis_note(entry: AnalysisEntry) -> str:
+    kind, stage, status, get = entry.kind, entry.stage or "?", entry.status, entry.get
     if status in (Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.UNTESTABLE):
-        return f"{kind} of {stage}: {result.get('message', '')}"
+        return f"{kind} of {stage}: {entry.message}"
+    if status is Status.SKIP and kind in ("bisect", "reduce"):
+        return f"{stage}: {entry.message}"
     if kind == "bisect":
-        if status is Status.SKIP:
-            return f"{stage}: {result.get('message', '')}"
-        space = REGISTRY.search_space(str(result.get("kind")))
-        what = space.what if space else result.get("kind")
-        culprits = " + ".join(", ".join(s) for s in [result.get("culprits") or []] + (result.get("also_fixed_by") or [])
-                              if s) or "none"
-        follow = f" + {result['follow_up_builds']} to look for another" if result.get("follow_up_builds") else ""
-        text = (f"{stage}: culprit {what}: {culprits} ({result.get('builds')} builds over "
-                f"{result.get('candidates')} candidates{follow})")
-        return text + (f"; {result['message']}" if result.get("message") else "")
+        space = REGISTRY.search_space(str(get("kind")))
+        what = space.what if space else get("kind")
+        culprits = " + ".join(", ".join(s) for s in [get("culprits") or []] + (get("also_fixed_by") or []) if s) or "none"
+        follow = f" + {get('follow_up_builds')} to look for another" if get("follow_up_builds") else ""
+        text = f"{stage}: culprit {what}: {culprits} ({get('builds')} builds over {get('candidates')} candidates{follow})"
+        return text + (f"; {entry.message}" if entry.message else "")
     if kind == "triage":
-        return f"{stage}: {result.get('outcome')}: {result.get('meaning', '')}"
+        return f"{stage}: {entry.outcome}: {get('meaning', '')}"
     if kind == "reduce":
-        if status is Status.SKIP:
-            return f"{stage}: {result.get('message', '')}"
-        where = ", ".join(result.get("members") or []) or result.get("path") or "the whole model"
-        together = len(result.get("ops") or []) > 1
-        op = (f"; ops {result['op']} together" if together else
-              f"; op {result['op']}" + (" alone" if result.get("op_call") else "") if result.get("op") else "")
-        runs = (result.get("isolation") or {}).get("runs")
-        return (f"{stage}: {where} ({result.get('layer')}){op}; {result.get('halving_exports', result.get('sub_exports'))} "
-                f"sub-exports (budget {result.get('budget')}) + {result.get('finer_exports', 0)} finer"
+        where = ", ".join(get("members") or []) or get("path") or "the whole model"
+        together = len(get("ops") or []) > 1
+        op = (f"; ops {get('op')} together" if together else
+              f"; op {get('op')}" + (" alone" if get("op_call") else "") if get("op") else "")
+        runs = (get("isolation") or {}).get("runs")
+        return (f"{stage}: {where} ({get('layer')}){op}; {get('halving_exports', get('sub_exports'))} "
+                f"sub-exports (budget {get('budget')}) + {get('finer_exports', 0)} finer"
                 + (f" + {runs} op programs" if runs else ""))
     if kind == "exclude":
-        return f"{stage}: {result.get('verdict') or result.get('message') or result.get('outcome')}"
+        return f"{stage}: {entry.verdict or entry.message or entry.outcome}"
     if kind == "reproducer":
-        state = "verified" if result.get("verified") else (f"NOT verified (exit {result.get('exit')}: "
-                                                           f"{clip(result.get('last_line', ''), 120)})")
+        state = "verified" if get("verified") else (f"NOT verified (exit {get('exit')}: "
+                                                    f"{clip(get('last_line', ''), 120)})")
         return f"{stage}: {state}"
     if kind == "diff":
-        first = result.get("first_divergence")
+        first = get("first_divergence")
         where = (f"first divergence at #{first['index']} {first['op']} {first['name']}" if first
-                 else result.get("outcome") or "no tensor diverges")
-        files = result.get("files") or {}
-        return f"{stage} vs baseline: {where}; table: {files.get('xlsx') or files.get('csv') or result.get('result')}"
-    return str(result.get("message", ""))
+                 else entry.outcome or "no tensor diverges")
+        files = get("files") or {}
+        return f"{stage} vs baseline: {where}; table: {files.get('xlsx') or files.get('csv') or get('result')}"
+    return entry.message

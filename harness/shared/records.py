@@ -10,7 +10,7 @@ Layout of one run (``results/<run>/``)::
 
 Records move with their run folder (a CI artefact, a merged shard, a copy elsewhere): every path a
 record holds to a file of its run is written relative to the run folder (``write_record``), and
-whoever reads one resolves it against the folder the record was read from (``located``).
+whoever reads one resolves it against the folder the record was read from (``CellRecord.located``).
 
 The journal is the cell side's running account: one JSON line when a stage starts and
 one when it ends, flushed and fsynced, so a process that dies mid-stage still tells the
@@ -26,11 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
+from .record_model import SCHEMA, CellRecord
 from .runfolder import NOT_SESSION_FOLDERS, RunFolder
 
-# 2: stages follow deployment profiles, carry evidence, vacuous/noop are statuses, no workaround
-# variants. Records of schema 1 are not read (rerun the session).
-RECORD_SCHEMA = 2
+# What each schema changed, and which are read: ``record_model``'s docstring.
+RECORD_SCHEMA = SCHEMA
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -97,24 +97,13 @@ def run_relative(value: Any, run: Path) -> Any:
     return value
 
 
-def write_record(results: Path, record: Dict[str, Any]) -> Dict[str, Any]:
+def write_record(results: Path, record: CellRecord) -> CellRecord:
     """Write a cell's record under run folder ``results``, its paths relative to that folder; the
-    record as written, with the in-memory ``_path`` and ``_run`` that ``located`` reads."""
-    path = cell_record_path(results, record["id"])
-    kept = run_relative({k: v for k, v in record.items() if not k.startswith("_")}, Path(results))
+    record as written, located there (``CellRecord.located`` resolves its paths)."""
+    path = cell_record_path(results, record.id)
+    kept = run_relative(record.to_dict(), Path(results))
     atomic_write_json(path, kept)
-    return dict(kept, _path=str(path), _run=str(Path(results).resolve()))
-
-
-def located(record: Dict[str, Any], value: "str | Path | None") -> Optional[Path]:
-    """A path a record holds, as a path this process can open: relative ones against the run folder
-    the record was read from (records written before paths were relative hold absolute ones)."""
-    if not value:
-        return None
-    path = Path(value)
-    if path.is_absolute() or not record.get("_run"):
-        return path
-    return Path(record["_run"]) / path
+    return CellRecord.from_dict(kept, path=path, run=Path(results).resolve())
 
 
 def cell_work_dir(results: Path, cell_id: str) -> Path:
@@ -190,9 +179,9 @@ def is_record_place(results: Path, path: Path) -> bool:
             and parts[-1] != "hazards.json")
 
 
-def scan_records(results: Path) -> Tuple[List[Dict[str, Any]], List[Unreadable]]:
+def scan_records(results: Path) -> Tuple[List[CellRecord], List[Unreadable]]:
     """Every cell record of a run folder, and every file in a record's place that is not a
-    readable record of this schema (truncated, another schema, not a record), with the reason."""
+    readable record (truncated, an unread schema, not a record), with the reason."""
     results = Path(results)
     records, unreadable = [], []
     for path in sorted(results.rglob("*.json")):
@@ -206,18 +195,18 @@ def scan_records(results: Path) -> Tuple[List[Dict[str, Any]], List[Unreadable]]
     return records, unreadable
 
 
-def load_records(results: Path) -> List[Dict[str, Any]]:
+def load_records(results: Path) -> List[CellRecord]:
     """The readable records only: for tools that add to a run (resume, portability, benches).
     Readers that conclude something from a run use ``scan_records``."""
     return scan_records(results)[0]
 
 
-def load_record(path: Path) -> Optional[Dict[str, Any]]:
-    """One cell record, or None when the file is not a complete record of this schema."""
+def load_record(path: Path) -> Optional[CellRecord]:
+    """One cell record, or None when the file is not a complete record of a schema this harness reads."""
     return read_record(path)[0]
 
 
-def read_record(path: Path) -> Tuple[Optional[Dict[str, Any]], str]:
+def read_record(path: Path) -> Tuple[Optional[CellRecord], str]:
     """(record, "") or (None, why it is not one)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -232,9 +221,10 @@ def read_record(path: Path) -> Tuple[Optional[Dict[str, Any]], str]:
                       f"short, torn or edited); delete it and rerun the cell")
     if not isinstance(data, dict) or "cell" not in data:
         return None, "JSON but not a cell record (no 'cell')"
-    if data.get("schema") != RECORD_SCHEMA:
-        return None, (f"record schema {data.get('schema')!r}, this harness reads {RECORD_SCHEMA}; "
-                      f"rerun the cell with this harness")
-    data["_path"] = str(path)
-    data["_run"] = str(Path(path).resolve().parents[3])  # <run>/<session>/<paddle>/<mode>/<model>.json
-    return data, ""
+    try:
+        # <run>/<session>/<paddle>/<mode>/<model>.json
+        return CellRecord.from_dict(data, path=Path(path), run=Path(path).resolve().parents[3]), ""
+    except ValueError as exc:
+        return None, f"{exc}; rerun the cell with this harness"
+    except (KeyError, TypeError) as exc:
+        return None, f"a record without its part {exc}: edited or written by another tool; delete it and rerun the cell"

@@ -159,7 +159,7 @@ def run_tipc(plan: Plan, *, matrix: Matrix, sessions: List[str], results: Path, 
         "mirrors": plan.driver.script, "mode": plan.mode, "model_name": plan.model_name,
         "python": python, "config_python": plan.config_python, "differences": list(DIFFERENCES),
         "commands": [r.as_dict() for r in chain],
-        "cells": [{"id": r["id"], "verdict": r["verdict"], "tipc": r["cell"].get("tipc")} for r in records],
+        "cells": [{"id": r.id, "verdict": r.verdict.to_dict(), "tipc": r.cell.tipc} for r in records],
         "seconds": {"chain": round(chain_s, 3), "verification": round(verify_s, 3)},
     }
     atomic_write_json(plan.log_path / "tipc.json", summary)

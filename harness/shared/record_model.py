@@ -1,0 +1,598 @@
+"""A cell's record as types, converted at the JSON edge only.
+
+The cell side and the runner write a record with ``CellRecord.to_dict`` (plain JSON, the keys
+records have always had); every reader (the runner's resume, the reports, regress, qualify,
+portability, merge) reads it back with ``CellRecord.from_dict`` and works on these frozen types,
+never on keys. A part the types do not model yet (an analysis's own bookkeeping) rides along in
+its type's ``extra`` so that a record read and written again loses nothing.
+
+Schemas (``schema`` in every record):
+
+* 3 — this one. A stage's ``worst`` keeps the tensor's shape in ``shape`` and the input shape it
+  was met at in ``at_shape``.
+* 2 — read through the same loader: a ``worst`` whose ``shape`` was a shape label (schema 2 wrote
+  the label over the tensor's shape when a stage failed at another input shape) has it moved to
+  ``at_shape``. Nothing else changed.
+* 1 and older — stages before deployment profiles and evidence: not read (rerun the cell).
+
+Standard library only (the cell side imports it inside any Paddle environment).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+
+from .spec import CellSpec
+from .vocab import SETUP, Status, Word
+
+SCHEMA = 3
+READABLE_SCHEMAS = (2, 3)
+
+
+class Outcome(Word):
+    """What an analysis found (its ``status`` says whether it ran): one vocabulary for the
+    reduction, the op isolation, the op exclusion and the culprit search."""
+
+    LOCALIZED = "localized"          # a piece smaller than the model reproduces
+    WHOLE_MODEL = "whole model"      # no piece smaller than the model reproduces alone
+    ISOLATED = "isolated"            # one op (or a run of ops) reproduces alone
+    NOT_FOUND = "not found"
+    NOT_RUN = "not run"
+    KNOB_IGNORED = "knob ignored"    # the runtime ignored the lever the search needs (read from a run)
+    NO_EFFECT = "no effect"
+    FOUND = "found"
+    NOT_A_CULPRIT_SET = "not-a-culprit-set"
+    UNRESOLVED = "unresolved"
+
+    @classmethod
+    def of(cls, value: "str | Outcome | None") -> Optional["Outcome"]:
+        try:
+            return cls(value) if value is not None else None
+        except ValueError:
+            return None
+
+
+def _optional_float(value: Any) -> Optional[float]:
+    return None if value is None else float(value)
+
+
+def _rest(data: Mapping[str, Any], known: Tuple[str, ...]) -> Mapping[str, Any]:
+    """The keys of ``data`` a type does not model: kept so that a record read and written again is the same."""
+    return {k: v for k, v in data.items() if k not in known and not k.startswith("_")}
+
+
+# -- one output compared with its reference ---------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """``compare_arrays``'s answer for one output: the error statistics and the status.
+
+    ``output`` (the output's label), ``predictor_name`` and ``at_shape`` (the input shape's label) are
+    set where a comparison is named: a stage's outputs and its worst."""
+
+    shape: Tuple[int, ...]
+    dtype: str
+    atol: float
+    rtol: float
+    status: Status
+    scaled_atol: float = 0.0
+    total: int = 0
+    mismatched: int = 0
+    max_abs: Optional[float] = None
+    max_rel: Optional[float] = None
+    cosine: Optional[float] = None
+    ref_absmax: Optional[float] = None
+    nan_ref: int = 0
+    nan_got: int = 0
+    inf_ref: int = 0
+    inf_got: int = 0
+    vacuous: bool = False
+    tol_ratio: Optional[float] = None
+    note: str = ""
+    exact: bool = False
+    got_shape: Optional[Tuple[int, ...]] = None
+    atol_effective: Optional[float] = None
+    output: Optional[str] = None
+    predictor_name: Optional[str] = None
+    at_shape: Optional[str] = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASS
+
+    @property
+    def blocks(self) -> bool:
+        return self.status.blocks
+
+    @property
+    def relative_to_scale(self) -> Optional[float]:
+        """The worst element's error as a fraction of the reference's largest magnitude."""
+        if self.max_abs is None or not self.ref_absmax:
+            return None
+        return self.max_abs / self.ref_absmax
+
+    def named(self, **names: Any) -> "Comparison":
+        return dataclasses.replace(self, **names)
+
+    _ALWAYS = ("shape", "dtype", "atol", "rtol")
+    _FLOAT_ONLY = ("ref_absmax", "nan_ref", "nan_got", "inf_ref", "inf_got", "tol_ratio")
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype, "atol": self.atol, "rtol": self.rtol}
+        if self.scaled_atol:
+            out["scaled_atol"] = self.scaled_atol
+        out.update(total=self.total, mismatched=self.mismatched, max_abs=self.max_abs, max_rel=self.max_rel,
+                   cosine=self.cosine)
+        if not self.exact and self.got_shape is None:  # the float comparison's own statistics
+            out.update({k: getattr(self, k) for k in self._FLOAT_ONLY})
+        out["vacuous"] = self.vacuous
+        out["status"] = self.status
+        for key in ("note", "exact", "got_shape", "atol_effective", "predictor_name", "output", "at_shape"):
+            value = getattr(self, key)
+            if value:
+                out[key] = list(value) if key == "got_shape" else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Comparison":
+        shape, at_shape = data.get("shape"), data.get("at_shape")
+        if isinstance(shape, str):  # schema 2 wrote the input shape's label over the tensor's shape
+            shape, at_shape = (), at_shape or shape
+        return cls(
+            shape=tuple(shape or ()), dtype=str(data.get("dtype", "")), atol=float(data.get("atol", 0.0)),
+            rtol=float(data.get("rtol", 0.0)), status=Status.of(data.get("status")),
+            scaled_atol=float(data.get("scaled_atol") or 0.0), total=int(data.get("total") or 0),
+            mismatched=int(data.get("mismatched") or 0), max_abs=_optional_float(data.get("max_abs")),
+            max_rel=_optional_float(data.get("max_rel")), cosine=_optional_float(data.get("cosine")),
+            ref_absmax=_optional_float(data.get("ref_absmax")), nan_ref=int(data.get("nan_ref") or 0),
+            nan_got=int(data.get("nan_got") or 0), inf_ref=int(data.get("inf_ref") or 0),
+            inf_got=int(data.get("inf_got") or 0), vacuous=bool(data.get("vacuous")),
+            tol_ratio=_optional_float(data.get("tol_ratio")), note=str(data.get("note") or ""),
+            exact=bool(data.get("exact")),
+            got_shape=tuple(data["got_shape"]) if data.get("got_shape") is not None else None,
+            atol_effective=_optional_float(data.get("atol_effective")), output=data.get("output"),
+            predictor_name=data.get("predictor_name"), at_shape=at_shape)
+
+
+def worst(comparisons: "Mapping[str, Comparison] | List[Comparison]") -> Optional[Comparison]:
+    """The worst output, one rule everywhere (stage notes, regression drift, portability): a
+    failing one first, then the one furthest past (or least inside) its tolerance band
+    (``tol_ratio``, which honours per-output tolerances), then the largest max abs. Named by its
+    output's label (its index for a list)."""
+    items = (list(comparisons.items()) if isinstance(comparisons, Mapping)
+             else [(str(i), c) for i, c in enumerate(comparisons)])
+    if not items:
+        return None
+
+    def badness(item: Tuple[str, Comparison]) -> Tuple[bool, float, float]:
+        c = item[1]
+        return (not c.passed, _num(c.tol_ratio), _num(c.max_abs))
+
+    label, found = max(items, key=badness)
+    return found.named(output=label)
+
+
+def _num(value: Optional[float]) -> float:
+    return -1.0 if value is None else float(value)
+
+
+# -- a stage ----------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class ShapeResult:
+    """A stage run at one of the cell's other input shapes, against its own reference there."""
+
+    index: int
+    label: str
+    status: Status
+    message: str = ""
+    reference: Optional[str] = None
+    worst: Optional[Comparison] = None
+    outputs: Mapping[str, Comparison] = dataclasses.field(default_factory=dict)
+    task: Optional[Mapping[str, Any]] = None
+
+    @property
+    def blocks(self) -> bool:
+        return self.status.blocks
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"index": self.index, "label": self.label, "status": self.status}
+        if self.reference is not None:
+            out["reference"] = self.reference
+        if self.worst is not None:
+            out["worst"] = self.worst.to_dict()
+        if self.outputs:
+            out["outputs"] = {k: c.to_dict() for k, c in self.outputs.items()}
+        if self.task:
+            out["task"] = dict(self.task)
+        if self.message:
+            out["message"] = self.message
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ShapeResult":
+        return cls(index=int(data.get("index", 0)), label=str(data.get("label", "")),
+                   status=Status.of(data.get("status")), message=str(data.get("message") or ""),
+                   reference=data.get("reference"),
+                   worst=Comparison.from_dict(data["worst"]) if data.get("worst") else None,
+                   outputs={k: Comparison.from_dict(v) for k, v in (data.get("outputs") or {}).items()},
+                   task=data.get("task") or None)
+
+
+@dataclasses.dataclass(frozen=True)
+class StageRecord:
+    """One stage's result (and a cell's setup, read as a stage named ``setup``): its status and
+    message, its outputs' comparisons and the worst of them, its evidence, the other shapes."""
+
+    name: str
+    status: Status
+    message: str = ""
+    outputs: Mapping[str, Comparison] = dataclasses.field(default_factory=dict)
+    worst: Optional[Comparison] = None
+    evidence: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    shapes: Tuple[ShapeResult, ...] = ()
+    task: Optional[Mapping[str, Any]] = None
+    failing_shape: Optional[int] = None
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    _KNOWN = ("name", "status", "message", "outputs", "worst", "evidence", "config", "shapes", "task", "failing_shape")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], name: Optional[str] = None) -> "StageRecord":
+        per_output = data.get("outputs")
+        # A setup entry's "outputs" lists the dygraph output labels (kept as they are); a stage's compares them.
+        compared = isinstance(per_output, Mapping)
+        known = cls._KNOWN if compared or per_output is None else tuple(k for k in cls._KNOWN if k != "outputs")
+        return cls(name=name or str(data.get("name", "?")), status=Status.of(data.get("status")),
+                   message=str(data.get("message") or ""),
+                   outputs={label: Comparison.from_dict(stats) for label, stats in per_output.items()} if compared else {},
+                   worst=Comparison.from_dict(data["worst"]) if data.get("worst") else None,
+                   evidence=data.get("evidence") or {}, config=data.get("config") or {},
+                   shapes=tuple(ShapeResult.from_dict(s) for s in data.get("shapes") or []),
+                   task=data.get("task") or None, failing_shape=data.get("failing_shape"), extra=_rest(data, known))
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = dict(self.extra)
+        out["status"] = self.status
+        if self.message:
+            out["message"] = self.message
+        if self.config:
+            out["config"] = dict(self.config)
+        if self.evidence:
+            out["evidence"] = dict(self.evidence)
+        if self.outputs:
+            out["outputs"] = {k: c.to_dict() for k, c in self.outputs.items()}
+        if self.worst is not None:
+            out["worst"] = self.worst.to_dict()
+        if self.task:
+            out["task"] = dict(self.task)
+        if self.shapes:
+            out["shapes"] = [s.to_dict() for s in self.shapes]
+        if self.failing_shape is not None:
+            out["failing_shape"] = self.failing_shape
+        if self.name != SETUP:
+            out["name"] = self.name
+        return out
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A part no type models yet (timings, lever, reference, the setup's export...)."""
+        return self.extra.get(key, default)
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASS
+
+    @property
+    def blocks(self) -> bool:
+        return self.status.blocks
+
+    @property
+    def failing_outputs(self) -> Tuple[Comparison, ...]:
+        return tuple(c.named(output=label) for label, c in self.outputs.items() if c.blocks)
+
+
+# -- the verdict ------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """A cell's one status (``runner.verdict_of``): its first blocking stage, else untestable,
+    vacuous, pass; skip when the session's own stage did not run. ``task`` says it in the model's terms."""
+
+    status: Status
+    first_failing_stage: Optional[str] = None
+    message: str = ""
+    skipped_stage: Optional[str] = None
+    task: Optional[Mapping[str, Any]] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"status": self.status, "first_failing_stage": self.first_failing_stage,
+                               "message": self.message}
+        if self.skipped_stage:
+            out["skipped_stage"] = self.skipped_stage
+        if self.task:
+            out["task"] = dict(self.task)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
+        return cls(status=Status.of(data.get("status")), first_failing_stage=data.get("first_failing_stage"),
+                   message=str(data.get("message") or ""), skipped_stage=data.get("skipped_stage"),
+                   task=data.get("task") or None)
+
+    @property
+    def blocks(self) -> bool:
+        return self.status.blocks
+
+
+# -- the analyses of a cell's first failure ---------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class AnalysisEntry:
+    """One analysis of a failing stage (``triage``, ``bisect``, ``exclude``, ``reduce``,
+    ``reproducer``, ``diff``...): whether it ran (``status``), of which stage, what it found
+    (``outcome``), and its own parts (``extra``, read with ``get``)."""
+
+    kind: str
+    status: Status
+    stage: Optional[str] = None
+    outcome: Optional[str] = None
+    message: str = ""
+    verdict: str = ""
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    _KNOWN = ("status", "stage", "outcome", "message", "verdict")
+
+    @classmethod
+    def from_dict(cls, kind: str, data: Mapping[str, Any]) -> "AnalysisEntry":
+        outcome = data.get("outcome")
+        return cls(kind=kind, status=Status.of(data.get("status")), stage=data.get("stage"),
+                   outcome=str(outcome) if outcome is not None else None, message=str(data.get("message") or ""),
+                   verdict=str(data.get("verdict") or ""), extra=_rest(data, cls._KNOWN))
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"status": self.status}
+        if self.outcome is not None:
+            out["outcome"] = self.outcome
+        out.update(self.extra)
+        if self.stage is not None or "stage" in self.extra:
+            out["stage"] = self.stage
+        if self.message:
+            out["message"] = self.message
+        if self.verdict:
+            out["verdict"] = self.verdict
+        return out
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.extra.get(key, default)
+
+    @property
+    def found(self) -> Optional[Outcome]:
+        return Outcome.of(self.outcome)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reduction:
+    """The smallest piece that reproduces a stage's failure, and its op (``analysis.reduce``)."""
+
+    entry: AnalysisEntry
+
+    @property
+    def localized(self) -> bool:
+        return self.entry.status is Status.PASS
+
+    @property
+    def path(self) -> str:
+        return str(self.entry.get("path") or "")
+
+    @property
+    def members(self) -> List[str]:
+        return list(self.entry.get("members") or [])
+
+    @property
+    def layer(self) -> str:
+        return str(self.entry.get("layer") or "")
+
+    @property
+    def op(self) -> str:
+        return str(self.entry.get("op") or "")
+
+    @property
+    def op_call(self) -> str:
+        return str(self.entry.get("op_call") or "")
+
+    @property
+    def own_op_types(self) -> List[str]:
+        return list(self.entry.get("own_op_types") or [])
+
+    @property
+    def fusion(self) -> List[str]:
+        return list(self.entry.get("fusion") or [])
+
+    @property
+    def trials(self) -> List[Mapping[str, Any]]:
+        return list(self.entry.get("trials") or [])
+
+    @property
+    def isolation_tried(self) -> List[Mapping[str, Any]]:
+        return list((self.entry.get("isolation") or {}).get("tried") or [])
+
+
+@dataclasses.dataclass(frozen=True)
+class Reproducer:
+    """The script that replays a failure with Paddle's own API (``analysis.reproducer``): its path
+    relative to the run folder, and whether running it once reproduced the failure."""
+
+    entry: AnalysisEntry
+
+    @property
+    def script(self) -> Optional[str]:
+        return self.entry.get("script")
+
+    @property
+    def verified(self) -> bool:
+        return bool(self.entry.get("verified"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Analyses:
+    """Every analysis of a cell, by kind, in the order they ran."""
+
+    entries: Mapping[str, AnalysisEntry] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Optional[Mapping[str, Any]]) -> "Analyses":
+        return cls({kind: AnalysisEntry.from_dict(kind, entry) for kind, entry in (data or {}).items()
+                    if isinstance(entry, Mapping)})
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {kind: entry.to_dict() for kind, entry in self.entries.items()}
+
+    def __iter__(self) -> Iterator[AnalysisEntry]:
+        return iter(self.entries.values())
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def get(self, kind: str) -> Optional[AnalysisEntry]:
+        return self.entries.get(kind)
+
+    @property
+    def reduction(self) -> Optional[Reduction]:
+        entry = self.entries.get("reduce")
+        return Reduction(entry) if entry is not None else None
+
+    @property
+    def reproducer(self) -> Optional[Reproducer]:
+        entry = self.entries.get("reproducer")
+        return Reproducer(entry) if entry is not None else None
+
+    def localized_stage(self) -> Optional[str]:
+        """The stage the cell reduced (its reduction's, else its reproducer's)."""
+        for kind in ("reduce", "reproducer"):
+            entry = self.entries.get(kind)
+            if entry is not None and entry.stage:
+                return entry.stage
+        return None
+
+
+# -- the record -------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class CellRecord:
+    """One cell's result record: what ran (the spec, Paddle, the machine), its setup and stages,
+    its verdict and analyses, and where it was read from (``path``, ``run``: never written)."""
+
+    id: str
+    cell: CellSpec
+    setup: StageRecord
+    stages: Tuple[StageRecord, ...]
+    verdict: Verdict
+    analysis: Analyses = Analyses()
+    paddle: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    machine: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    inputs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    harness: str = ""
+    launches: int = 0
+    launcher: str = ""
+    runner: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    seconds: float = 0.0
+    finished_at: str = ""
+    cpu_seconds: Optional[float] = None
+    schema: int = SCHEMA
+    path: Optional[Path] = None
+    run: Optional[Path] = None
+
+    # -- the JSON edge
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {
+            "schema": SCHEMA, "harness": self.harness, "id": self.id, "cell": self.cell.to_dict(),
+            "paddle": dict(self.paddle) if self.paddle else None, "machine": dict(self.machine),
+            "inputs": dict(self.inputs), "setup": self.setup.to_dict(), "stages": [s.to_dict() for s in self.stages],
+            "verdict": self.verdict.to_dict(), "analysis": self.analysis.to_dict(), "launches": self.launches,
+            "launcher": self.launcher, "runner": dict(self.runner), "seconds": self.seconds,
+            "finished_at": self.finished_at,
+        }
+        if self.cpu_seconds is not None:
+            out["cpu_seconds"] = self.cpu_seconds
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: Optional[Path] = None, run: Optional[Path] = None) -> "CellRecord":
+        """A record of a readable schema (``READABLE_SCHEMAS``); ``ValueError`` names why not."""
+        schema = data.get("schema")
+        if schema not in READABLE_SCHEMAS:
+            raise ValueError(f"record schema {schema!r}, this harness reads {', '.join(map(str, READABLE_SCHEMAS))}")
+        return cls(
+            id=str(data["id"]), cell=CellSpec.from_dict(data["cell"]),
+            setup=StageRecord.from_dict(data.get("setup") or {}, SETUP),
+            stages=tuple(StageRecord.from_dict(s) for s in data.get("stages") or []),
+            verdict=Verdict.from_dict(data.get("verdict") or {}), analysis=Analyses.from_dict(data.get("analysis")),
+            paddle=data.get("paddle") or {}, machine=data.get("machine") or {}, inputs=data.get("inputs") or {},
+            harness=str(data.get("harness") or ""), launches=int(data.get("launches") or 0),
+            launcher=str(data.get("launcher") or ""), runner=data.get("runner") or {},
+            seconds=float(data.get("seconds") or 0.0), finished_at=str(data.get("finished_at") or ""),
+            cpu_seconds=_optional_float(data.get("cpu_seconds")), schema=int(schema), path=path, run=run)
+
+    # -- what readers ask
+    @property
+    def session(self) -> str:
+        return self.cell.session.name
+
+    @property
+    def version(self) -> str:
+        return self.cell.paddle
+
+    @property
+    def mode(self) -> str:
+        return self.cell.mode
+
+    @property
+    def model(self) -> str:
+        return self.cell.model_name
+
+    @property
+    def triple(self) -> Tuple[str, str, str]:
+        """(session, mode, model): the same cell at another Paddle version."""
+        return self.session, self.mode, self.model
+
+    @property
+    def column(self) -> Tuple[str, str]:
+        """(session, Paddle version): the report's columns."""
+        return self.session, self.version
+
+    @property
+    def weights(self) -> Optional[str]:
+        """The trained weights' sha256: the premise of every cross-version comparison."""
+        return (self.setup.get("weights") or {}).get("sha256")
+
+    @property
+    def machine_key(self) -> Optional[str]:
+        return self.machine.get("key")
+
+    @property
+    def ladder(self) -> Tuple[StageRecord, ...]:
+        """The stages; a cell whose setup did not pass shows as its setup entry."""
+        if self.verdict.first_failing_stage == SETUP:
+            return (self.setup,)
+        return self.stages
+
+    def stage(self, name: str) -> Optional[StageRecord]:
+        return next((s for s in self.ladder if s.name == name), None)
+
+    @property
+    def work_dir(self) -> Optional[Path]:
+        """The cell's work folder (beside the record file)."""
+        return self.path.with_suffix("") if self.path is not None else None
+
+    def located(self, value: "str | Path | None") -> Optional[Path]:
+        """A path the record holds, as a path this process can open: relative ones against the run
+        folder the record was read from (records written before paths were relative hold absolute ones)."""
+        if not value:
+            return None
+        where = Path(value)
+        if where.is_absolute() or self.run is None:
+            return where
+        return self.run / where
