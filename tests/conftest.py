@@ -149,6 +149,24 @@ def run_harness(*args: str, cwd: Optional[Path] = None, timeout: float = 900,
                           capture_output=True, text=True, timeout=timeout)
 
 
+def as_record(data: dict, run: Optional[Path] = None):
+    """A record a test writes as the part of the JSON it is about, the rest of a cell spec filled in,
+    read as the harness reads every record (``CellRecord.from_dict``)."""
+    from harness.shared.record_model import SCHEMA, CellRecord
+
+    cell = dict(data.get("cell") or {})
+    session = dict(cell.pop("session", None) or {})
+    name = session.get("name", "cpu_fp32")
+    spec = {"id": data["id"], "stages": [], "paddle": "3.3.1", "mode": "normal", "mode_requires_device": None,
+            "mode_packages": [], "model": {"name": "net"}, "tolerances": {"fp32": {"atol": 1e-4, "rtol": 1e-4}},
+            "output_tolerances": {}, "seed": 0, "train_steps": 1, "reference_threads": 1, "deploy_threads": 1, **cell,
+            "session": {"name": name, "device": name.split("_")[0], "backend": "native", "precision": "fp32", **session}}
+    full = {"schema": SCHEMA, "setup": {"status": "pass"}, "stages": [], "verdict": {"status": "pass"},
+            **{k: v for k, v in data.items() if not k.startswith("_")}, "cell": spec}
+    path = Path(data["_path"]) if data.get("_path") else None
+    return CellRecord.from_dict(full, path=path, run=run)
+
+
 def load_record(results: Path, cell_id: str) -> dict:
     """A cell's record with its run-relative paths resolved as a reader resolves them
     (``records.located``): each names a file this process can open."""

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from harness.report import regress
+from harness.shared.record_model import StageRecord
 from harness.shared.vocab import Transition
 from harness.shared.errors import UserError
 
-from .conftest import NOX, load_record, nox_run, one_line_error, run_harness
+from .conftest import NOX, as_record, load_record, nox_run, one_line_error, run_harness
 from .conftest import CHROMIUM, chromium
 
 OLD = "2.6.2"
@@ -20,8 +21,8 @@ OLD = "2.6.2"
 def _stage(name, status, max_abs=None):
     stage = {"name": name, "status": status}
     if max_abs is not None:
-        stage["worst"] = {"max_abs": max_abs}
-    return stage
+        stage["worst"] = {"max_abs": max_abs, "status": status}
+    return StageRecord.from_dict(stage)
 
 
 @pytest.mark.parametrize("base, head, expected", [
@@ -44,10 +45,10 @@ def test_drift_is_flagged_at_ten_times_and_from_exact():
 
 
 def _record(version, *stages):
-    return {"id": f"cpu_onednn_bf16/{version}/normal/net",
-            "cell": {"session": {"name": "cpu_onednn_bf16"}, "mode": "normal", "model": {"name": "net"},
-                     "paddle": version, "tolerances": {"fp32": {"atol": 1e-4, "rtol": 1e-4}}},
-            "verdict": {"first_failing_stage": None}, "stages": list(stages)}
+    return as_record({"id": f"cpu_onednn_bf16/{version}/normal/net",
+                      "cell": {"session": {"name": "cpu_onednn_bf16"}, "mode": "normal", "model": {"name": "net"},
+                               "paddle": version, "tolerances": {"fp32": {"atol": 1e-4, "rtol": 1e-4}}},
+                      "verdict": {"first_failing_stage": None}, "stages": [s.to_dict() for s in stages]})
 
 
 def test_vacuous_and_noop_count_as_not_failing_and_regressions_open_the_report():
@@ -57,10 +58,8 @@ def test_vacuous_and_noop_count_as_not_failing_and_regressions_open_the_report()
 
     base = _record("2.6.2", _stage("baseline", "pass", 0.0), _stage("onednn_bf16", "pass", 2.3))
     head = _record("3.3.1", _stage("baseline", "pass", 0.0), _stage("onednn_bf16", "fail", 8.8))
-    for r in (base, head):
-        r["setup"] = {"status": "pass"}
     report = regress.compute(RunModel([base, head]), [("2.6.2", "3.3.1")], [])
-    assert [r["stage"] for r in report.pairs[0].numeric()] == ["onednn_bf16"]
+    assert [r.stage for r in report.pairs[0].numeric()] == ["onednn_bf16"]
     text = regress.render(report, "simple")
     assert text.index("Numeric regressions (1)") < text.index("transition")
     assert "2.3 -> 8.8" in text
@@ -110,16 +109,16 @@ def test_regression_report_from_real_records(two_versions):
     rows = regress.regression_rows(
         __import__("harness.shared.records", fromlist=["x"]).load_records(two_versions["results"] / "default"),
         OLD, two_versions["head"])
-    by = {(r["cell"].split("/")[-1], r["stage"]): r for r in rows}
-    assert by[("resnet", "baseline")]["transition"] == "still pass"
+    by = {(r.cell.split("/")[-1], r.stage): r for r in rows}
+    assert by[("resnet", "baseline")].transition == "still pass"
     # memory is a stage of legacy programs only: under PIR it is skipped, so it is "gone".
-    assert by[("resnet", "memory")]["transition"] == "gone"
+    assert by[("resnet", "memory")].transition == "gone"
     # Every regressed row carries the head's own message and makes the exit code 1.
-    regressed = [r for r in rows if r["transition"] == "regressed"]
+    regressed = [r for r in rows if r.transition == "regressed"]
     assert (proc.returncode == 1) == bool(regressed)
     for row in regressed:
-        assert row["message"], row
-        assert row["cell"].split("/")[-1] in proc.stdout
+        assert row.message, row
+        assert row.cell.split("/")[-1] in proc.stdout
     report = (two_versions["results"] / "default" / "regression.md").read_text()
     assert f"Paddle {OLD} -> {two_versions['head']}" in report
     assert "Same weights, same inputs" in report
@@ -129,15 +128,15 @@ def test_versions_agree_on_the_same_weights_or_say_by_how_much(two_versions):
     from harness.shared.records import load_records
 
     rows = regress.agreement_rows(load_records(two_versions["results"] / "default"), two_versions["head"])
-    resnet = [r for r in rows if r["cell"].endswith("/resnet") and r["version"] == OLD]
-    assert {r["what"] for r in resnet} == {"dygraph", "inference"}
+    resnet = [r for r in rows if r.cell.endswith("/resnet") and r.version == OLD]
+    assert {r.what for r in resnet} == {"dygraph", "inference"}
     for row in resnet:
         # Two Paddle versions may compute the same weights differently: either is a result, and
         # the status must agree with the numbers (checked next).
-        assert row["status"] in ("pass", "fail")
-        assert row["max_abs"] is not None
-        if row["status"] == "pass":
-            assert row["max_abs"] <= 1e-3
+        assert row.status in ("pass", "fail")
+        assert row.max_abs is not None
+        if row.status == "pass":
+            assert row.max_abs <= 1e-3
 
 
 def test_artifact_portability_both_ways(two_versions):

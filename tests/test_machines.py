@@ -20,7 +20,7 @@ from harness.report.tables import machine_lines
 from harness.shared.machine import describe, has, label, numeric_key
 from harness.shared.records import scan_records
 
-from .conftest import ROOT, matrix_text, one_line_error, run_harness
+from .conftest import as_record, ROOT, matrix_text, one_line_error, run_harness
 
 
 # -- pure logic ----------------------------------------------------------------------
@@ -42,8 +42,8 @@ def test_the_machine_block_names_cpu_flags_cores_os_and_a_key_of_what_changes_nu
 
 def _record(cell_id, status="pass", machine_key="m1", sha="w1", stages=None):
     session, version, mode, model = cell_id.split("/")
-    return {
-        "id": cell_id, "schema": 2, "_path": f"/nonexistent/{cell_id}.json",
+    return as_record({
+        "id": cell_id, "_path": f"/nonexistent/{cell_id}.json",
         "cell": {"session": {"name": session}, "paddle": version, "mode": mode, "model": {"name": model},
                  "tolerances": {"fp32": {"atol": 1e-4, "rtol": 1e-4}}},
         "machine": {"cpu": f"CPU {machine_key}", "flags": ["avx2"], "onednn": {"isa": machine_key},
@@ -51,7 +51,7 @@ def _record(cell_id, status="pass", machine_key="m1", sha="w1", stages=None):
         "setup": {"status": "pass", "weights": {"sha256": sha}},
         "stages": stages or [{"name": "baseline", "status": status}],
         "verdict": {"status": status, "first_failing_stage": None if status == "pass" else "baseline"},
-    }
+    })
 
 
 def test_reports_show_each_machine_once_and_every_machine_of_a_merged_run():
@@ -69,20 +69,20 @@ def test_regress_says_when_a_comparison_crosses_machines_or_weights():
                _record("cpu_fp32/3.3.1/normal/a", status="fail", machine_key="m2", sha="w2"),
                _record("cpu_fp32/2.6.2/normal/b", sha="w3"), _record("cpu_fp32/3.3.1/normal/b", sha="w3")]
     report = compute(RunModel(records), [("2.6.2", "3.3.1")], [])
-    rows = {r["cell"]: r for r in report.pairs[0].rows}
-    assert rows["cpu_fp32/{v}/normal/a"]["apart"] == "other weights, other machine"
-    assert rows["cpu_fp32/{v}/normal/b"]["apart"] == ""  # same weights, same machine
+    rows = {r.cell: r for r in report.pairs[0].rows}
+    assert rows["cpu_fp32/{v}/normal/a"].apart == "other weights, other machine"
+    assert rows["cpu_fp32/{v}/normal/b"].apart == ""  # same weights, same machine
     text = render(report, "github")
     assert "Records of this pair come from different machines" in text
     assert "Different weights across versions" in text and "normal · a: 2.6.2 w1; 3.3.1 w2" in text
-    weights = {(w["mode"], w["model"]): w["identical"] for w in report.weights}
+    weights = {(w.mode, w.model): w.identical for w in report.weights}
     assert weights == {("normal", "a"): False, ("normal", "b"): True}
 
 
 def test_same_machine_and_weights_say_nothing_extra():
     records = [_record("cpu_fp32/2.6.2/normal/b", sha="w3"), _record("cpu_fp32/3.3.1/normal/b", sha="w3")]
     report = compute(RunModel(records), [("2.6.2", "3.3.1")], [])
-    assert report.pairs[0].machines == [] and report.pairs[0].rows[0]["apart"] == ""
+    assert report.pairs[0].machines == [] and report.pairs[0].rows[0].apart == ""
     assert "Different weights" not in render(report, "simple")
 
 
@@ -98,7 +98,7 @@ def test_qualify_blocks_on_missing_cells_unless_partial_and_names_itself():
 
 def test_files_in_a_records_place_that_are_not_records_are_listed_with_the_reason(tmp_path):
     run = tmp_path / "run"
-    good = _record("cpu_fp32/3.3.1/normal/a")
+    good = _record("cpu_fp32/3.3.1/normal/a").to_dict()
     places = {"cpu_fp32/3.3.1/normal/a.json": json.dumps(good),
               "cpu_fp32/3.3.1/normal/cut.json": json.dumps(good)[:300],
               "cpu_fp32/3.3.1/normal/old.json": json.dumps(dict(good, schema=1)),
@@ -112,7 +112,7 @@ def test_files_in_a_records_place_that_are_not_records_are_listed_with_the_reaso
         (run / rel).parent.mkdir(parents=True, exist_ok=True)
         (run / rel).write_text(text)
     records, unreadable = scan_records(run)
-    assert [r["id"] for r in records] == ["cpu_fp32/3.3.1/normal/a"]
+    assert [r.id for r in records] == ["cpu_fp32/3.3.1/normal/a"]
     reasons = {os.path.basename(u.path): u.reason for u in unreadable}
     assert set(reasons) == {"cut.json", "old.json", "list.json"}
     assert reasons["cut.json"].startswith("not valid JSON") and "300 bytes" in reasons["cut.json"]

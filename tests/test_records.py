@@ -6,8 +6,12 @@ import json
 
 from harness.launch import Outcome
 from harness.running.runner import _ended_badly, verdict_of
+from harness.shared.compare import Comparison
+from harness.shared.record_model import SCHEMA, StageRecord
 from harness.shared.records import Journal
 from harness.shared.vocab import Status
+
+from .conftest import as_record
 
 
 def test_journal_tells_which_stage_was_running_and_ignores_a_torn_line(tmp_path):
@@ -38,30 +42,33 @@ def test_a_dead_worker_is_recorded_before_the_journal_is_written(tmp_path):
 
 
 def _stage(name, status, **extra):
-    return {"name": name, "status": status, **extra}
+    return StageRecord.from_dict({"name": name, "status": status, **extra})
+
+
+SETUP_PASSED = StageRecord.from_dict({"status": "pass"}, "setup")
 
 
 def test_verdict_is_the_first_blocking_stage_else_vacuous_else_pass():
-    setup = {"status": "pass"}
-    worst = {"output": "logits", "mismatched": 3, "total": 10, "atol": 1e-4, "rtol": 1e-4}
+    worst = {"output": "logits", "mismatched": 3, "total": 10, "atol": 1e-4, "rtol": 1e-4, "status": "fail"}
     stages = [_stage("baseline", "pass"), _stage("memory", "skip", message="no lever"),
               _stage("ir", "fail", worst=worst), _stage("cpu_fp32", "error", message="boom")]
-    verdict = verdict_of(setup, stages)
-    assert verdict["status"] is Status.FAIL and verdict["first_failing_stage"] == "ir"
-    assert "logits: 3/10 out of atol" in verdict["message"]
-    assert verdict_of(setup, [_stage("baseline", "pass"), _stage("ir", "noop")])["status"] is Status.PASS
-    assert verdict_of(setup, [_stage("baseline", "vacuous"), _stage("ir", "pass")])["status"] is Status.VACUOUS
-    skipped = verdict_of(setup, [_stage("baseline", "skip", message="no GPU"), _stage("ir", "noop")])
-    assert skipped == {"status": Status.SKIP, "first_failing_stage": None, "message": "no GPU"}
-    assert verdict_of({"status": "crash", "message": "SIGSEGV"}, [])["first_failing_stage"] == "setup"
-    assert json.loads(json.dumps(verdict))["status"] == "fail"
+    verdict = verdict_of(SETUP_PASSED, stages)
+    assert verdict.status is Status.FAIL and verdict.first_failing_stage == "ir"
+    assert "logits: 3/10 out of atol" in verdict.message
+    assert verdict_of(SETUP_PASSED, [_stage("baseline", "pass"), _stage("ir", "noop")]).status is Status.PASS
+    assert verdict_of(SETUP_PASSED, [_stage("baseline", "vacuous"), _stage("ir", "pass")]).status is Status.VACUOUS
+    skipped = verdict_of(SETUP_PASSED, [_stage("baseline", "skip", message="no GPU"), _stage("ir", "noop")])
+    assert skipped.to_dict() == {"status": Status.SKIP, "first_failing_stage": None, "message": "no GPU"}
+    crashed = StageRecord.from_dict({"status": "crash", "message": "SIGSEGV"}, "setup")
+    assert verdict_of(crashed, []).first_failing_stage == "setup"
+    assert json.loads(json.dumps(verdict.to_dict()))["status"] == "fail"
 
 
-def test_a_setup_entry_reads_as_a_stage_result():
-    from harness.shared.results import StageResult
-
-    setup = StageResult.from_dict({"status": "pass", "outputs": ["bbox", "scores"]}, "setup")
-    assert setup.passed and setup.outputs == ()
+def test_a_setup_entry_reads_as_a_stage_result_and_writes_back_as_it_was():
+    entry = {"status": "pass", "outputs": ["bbox", "scores"], "export": {"format": "pir"}}
+    setup = StageRecord.from_dict(entry, "setup")
+    assert setup.passed and setup.outputs == {} and setup.get("outputs") == ["bbox", "scores"]
+    assert json.loads(json.dumps(setup.to_dict())) == entry
 
 
 def test_a_low_precision_stage_whose_ops_ran_in_float_is_noop_not_pass():
@@ -69,13 +76,14 @@ def test_a_low_precision_stage_whose_ops_ran_in_float_is_noop_not_pass():
     from harness.shared.backends import DeployOptions, plan_by_name, plan_stages
 
     plan = plan_by_name(plan_stages("cpu", "onednn", "int8", "legacy", DeployOptions(), quantized=True))["onednn_int8"]
-    outputs = {"output": {"status": Status.PASS}}
+    outputs = {"output": Comparison((1,), "float32", 0.0, 0.0, Status.PASS)}
     evidence = {"passes": ["a"], "analysis_passes": [], "op_sequence_sha1": "x", "output_dtypes": {"float32": 30}}
     baseline = {"evidence": dict(evidence, passes=[], op_sequence_sha1="y")}
     assert stage_status(plan, outputs, evidence, baseline) is Status.NOOP
     ran = dict(evidence, output_dtypes={"float32": 12, "uint8": 13})
     assert stage_status(plan, outputs, ran, baseline) is Status.PASS
-    assert stage_status(plan, {"output": {"status": Status.FAIL}}, evidence, baseline) is Status.FAIL
+    failed = {"output": Comparison((1,), "float32", 0.0, 0.0, Status.FAIL)}
+    assert stage_status(plan, failed, evidence, baseline) is Status.FAIL
 
 
 def test_a_missing_interpreter_is_said_before_any_work(tmp_path):
@@ -86,30 +94,31 @@ def test_a_missing_interpreter_is_said_before_any_work(tmp_path):
 
 
 def test_a_cell_whose_session_stage_skipped_reads_skip_with_that_stage_s_reason():
-    setup = {"status": "pass"}
+    setup = SETUP_PASSED
     ran = [_stage("baseline", "pass"), _stage("ir", "pass")]
     unrun = ran + [_stage("onednn_bf16", "skip", message="this CPU does not support bfloat16")]
     verdict = verdict_of(setup, unrun, "onednn_bf16")
-    assert verdict == {"status": Status.SKIP, "first_failing_stage": None, "skipped_stage": "onednn_bf16",
-                       "message": "onednn_bf16 skipped: this CPU does not support bfloat16"}
-    assert verdict_of(setup, ran + [_stage("onednn_bf16", "pass")], "onednn_bf16")["status"] is Status.PASS
+    assert verdict.to_dict() == {"status": Status.SKIP, "first_failing_stage": None, "skipped_stage": "onednn_bf16",
+                                 "message": "onednn_bf16 skipped: this CPU does not support bfloat16"}
+    assert verdict_of(setup, ran + [_stage("onednn_bf16", "pass")], "onednn_bf16").status is Status.PASS
     # A failure before it is still the verdict; a skipped lever stage is not the session's own.
     failed = [_stage("baseline", "fail", worst={})] + unrun[1:]
-    assert verdict_of(setup, failed, "onednn_bf16")["status"] is Status.FAIL
+    assert verdict_of(setup, failed, "onednn_bf16").status is Status.FAIL
     lever = [_stage("baseline", "pass"), _stage("memory", "skip", message="no lever"), _stage("cpu_fp32", "pass")]
-    assert verdict_of(setup, lever, "cpu_fp32")["status"] is Status.PASS
+    assert verdict_of(setup, lever, "cpu_fp32").status is Status.PASS
 
 
 def test_records_hold_run_relative_paths_that_resolve_wherever_the_run_folder_goes(tmp_path, monkeypatch):
-    from harness.shared.records import located, read_record, run_relative, write_record
+    from harness.shared.records import read_record, run_relative, write_record
 
     run = tmp_path / "results" / "xv"
     monkeypatch.chdir(tmp_path)  # the run started here with the default relative results/
     cell = "cpu_fp32/3.3.1/normal/m"
-    record = {"schema": 2, "id": cell, "cell": {"matrix": "/elsewhere/matrix.toml"},
-              "setup": {"export": {"program": f"results/xv/{cell}/export/model.json", "format": "pir"}},
-              "analysis": {"reproducer": {"script": str(run / cell / "reproducer" / "repro.py"),
-                                          "message": "raised at results/xv/x.py"}}}
+    record = as_record({"id": cell, "cell": {"matrix": "/elsewhere/matrix.toml"},
+                        "setup": {"status": "pass",
+                                  "export": {"program": f"results/xv/{cell}/export/model.json", "format": "pir"}},
+                        "analysis": {"reproducer": {"status": "pass", "script": str(run / cell / "reproducer" / "repro.py"),
+                                                    "message": "raised at results/xv/x.py"}}})
     for made in (run / cell / "export" / "model.json", run / cell / "reproducer" / "repro.py"):
         made.parent.mkdir(parents=True)
         made.write_text("")
@@ -120,14 +129,14 @@ def test_records_hold_run_relative_paths_that_resolve_wherever_the_run_folder_go
     assert written["cell"]["matrix"] == "/elsewhere/matrix.toml"  # outside the run: as it was
     assert written["analysis"]["reproducer"]["message"] == "raised at results/xv/x.py"  # names no file: words
     assert written["setup"]["export"]["format"] == "pir" and "_run" not in written
-    assert located(kept, kept["analysis"]["reproducer"]["script"]) == run.resolve() / cell / "reproducer" / "repro.py"
+    assert kept.located(kept.analysis.reproducer.script) == run.resolve() / cell / "reproducer" / "repro.py"
     moved = tmp_path / "artefact" / "xv"
     moved.parent.mkdir()
     run.rename(moved)
     again, why = read_record(moved / f"{cell}.json")
-    assert why == "" and located(again, again["setup"]["export"]["program"]) == moved.resolve() / cell / "export" / "model.json"
+    assert why == "" and again.located(again.setup.get("export")["program"]) == moved.resolve() / cell / "export" / "model.json"
     # A record written before paths were relative holds absolute ones: read as they are.
-    assert located(again, "/old/place/repro.py").as_posix() == "/old/place/repro.py"
+    assert again.located("/old/place/repro.py").as_posix() == "/old/place/repro.py"
     assert run_relative({"a": [str(moved / cell / "export")]}, moved) == {"a": [f"{cell}/export"]}
 
 
@@ -142,3 +151,33 @@ def test_every_session_of_the_shipped_matrix_names_its_own_stage_in_its_ladder()
     for name, session in shipped.sessions.items():
         spec = next(iter(shipped.expand(name, session.versions[0])))
         assert isinstance(spec, CellSpec) and spec.session_stage == spec.stages[-1], (name, spec.stages)
+
+
+def test_a_record_of_the_previous_schema_reads_through_the_same_loader(tmp_path):
+    """Schema 2 wrote a failing shape's label over the worst output's tensor shape; read back, the
+    label is in ``at_shape`` and the record writes as this schema, nothing else lost."""
+    from harness.shared.records import read_record, write_record
+
+    cell = "cpu_onednn_fp32/3.3.1/normal/m"
+    worst = {"shape": "image=1x3x32x32", "dtype": "float32", "atol": 1e-4, "rtol": 1e-4, "total": 8, "mismatched": 2,
+             "max_abs": 0.5, "max_rel": 0.1, "cosine": 0.99, "status": "fail", "output": "logits"}
+    old = as_record({"id": cell}).to_dict()
+    old.update(schema=2, stages=[{"name": "onednn_fp32", "status": "fail", "failing_shape": 1, "worst": worst,
+                                  "lever": "enable_mkldnn()", "timings": {"run": 0.1}}],
+               verdict={"status": "fail", "first_failing_stage": "onednn_fp32", "message": "at image=1x3x32x32"})
+    path = tmp_path / "run" / f"{cell}.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(old))
+    record, why = read_record(path)
+    assert why == "" and record.schema == 2
+    stage = record.stage("onednn_fp32")
+    assert stage.worst.at_shape == "image=1x3x32x32" and stage.worst.shape == () and stage.worst.max_abs == 0.5
+    assert stage.get("lever") == "enable_mkldnn()" and stage.failing_shape == 1
+    again = write_record(tmp_path / "run", record)
+    written = json.loads(path.read_text())
+    assert written["schema"] == SCHEMA == 3 and again.schema == SCHEMA
+    assert written["stages"][0]["worst"]["at_shape"] == "image=1x3x32x32" and written["stages"][0]["worst"]["shape"] == []
+    assert written["stages"][0]["timings"] == {"run": 0.1} and written["verdict"] == old["verdict"]
+    old["schema"] = 1
+    path.write_text(json.dumps(old))
+    assert read_record(path)[0] is None and "schema 1" in read_record(path)[1]

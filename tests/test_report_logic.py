@@ -13,10 +13,13 @@ from harness.report.model import RunModel
 from harness.report.tables import markdown_report, short_summary, terminal_table
 from harness.running.runner import verdict_of
 from harness.shared.causes import cause_of, group
+from harness.shared.record_model import StageRecord
 from harness.shared.records import Unreadable
 from harness.shared.spec import OUTPUTS
 from harness.shared.vocab import (Reference, Stage, Status, backend_stage_name, cell_id, session_name,
                                   verdict_status)
+
+from .conftest import as_record
 
 DATA = Path(__file__).parent / "data"
 
@@ -36,13 +39,19 @@ def test_verdict_rules():
     assert verdict_status([Status.PASS, Status.FAIL, Status.ERROR]) is Status.FAIL
     assert verdict_status([Status.PASS, Status.VACUOUS]) is Status.VACUOUS
     assert verdict_status([Status.NOOP, Status.SKIP]) is None
-    setup = {"status": "pass"}
-    assert verdict_of(setup, [{"name": "baseline", "status": "pass"}, {"name": "ir", "status": "noop"}])["status"] is Status.PASS
-    only_noop = verdict_of(setup, [{"name": "ir", "status": "noop", "message": "same program"}])
-    assert only_noop["status"] is Status.SKIP and only_noop["message"] == "same program"
-    failed = verdict_of(setup, [{"name": "baseline", "status": "pass"}, {"name": "ir", "status": "error", "message": "E"}])
-    assert failed["status"] is Status.ERROR and failed["first_failing_stage"] == "ir"
-    assert verdict_of({"status": "error", "message": "boom"}, [])["first_failing_stage"] == "setup"
+    def stages(*entries):
+        return [StageRecord.from_dict(e) for e in entries]
+
+    setup = StageRecord.from_dict({"status": "pass"}, "setup")
+    passed = stages({"name": "baseline", "status": "pass"}, {"name": "ir", "status": "noop"})
+    assert verdict_of(setup, passed).status is Status.PASS
+    only_noop = verdict_of(setup, stages({"name": "ir", "status": "noop", "message": "same program"}))
+    assert only_noop.status is Status.SKIP and only_noop.message == "same program"
+    failed = verdict_of(setup, stages({"name": "baseline", "status": "pass"},
+                                      {"name": "ir", "status": "error", "message": "E"}))
+    assert failed.status is Status.ERROR and failed.first_failing_stage == "ir"
+    errored = StageRecord.from_dict({"status": "error", "message": "boom"}, "setup")
+    assert verdict_of(errored, []).first_failing_stage == "setup"
 
 
 def test_causes_are_counted_once_whatever_varies_between_occurrences():
@@ -53,22 +62,22 @@ def test_causes_are_counted_once_whatever_varies_between_occurrences():
     assert [(c.kind, c.count, c.places) for c in causes] == [("error", 3, ["c1", "c2"]), ("crash", 1, ["c3"])]
 
 
-def _record(model, stages, verdict):
-    return {"id": f"cpu_fp32/3.3.1/normal/{model}", "schema": 2,
+def _record(model, stages, verdict, setup=None):
+    return as_record({"id": f"cpu_fp32/3.3.1/normal/{model}",
             "cell": {"session": {"name": "cpu_fp32"}, "paddle": "3.3.1", "mode": "normal", "model": {"name": model}},
             "machine": {"cpu": "Test CPU <x>", "flags": ["avx2"], "onednn": {"isa": "avx2", "version": "3.6"},
                         "cores": 2, "usable_cores": 2, "key": "k1"},
-            "paddle": {"version": "3.3.1", "commit": "abc"}, "setup": {"status": "pass"},
-            "stages": stages, "verdict": verdict, "analysis": {}}
+            "paddle": {"version": "3.3.1", "commit": "abc"}, "setup": {"status": "pass", **(setup or {})},
+            "stages": stages, "verdict": verdict, "analysis": {}})
 
 
 @pytest.fixture
 def model():
-    ok = _record("ok", [{"name": "baseline", "status": "pass", "worst": {"max_abs": 1e-6}}],
-                 {"status": "pass", "first_failing_stage": None})
-    ok["setup"]["shape_variants"] = [{"index": 1, "label": "image=1x3x97x97", "status": "skip",
-                                      "message": "the dygraph model cannot take this shape: ValueError: concat"},
-                                     {"index": 2, "label": "image=1x3x16x16", "status": "pass"}]
+    variants = [{"index": 1, "label": "image=1x3x97x97", "status": "skip",
+                 "message": "the dygraph model cannot take this shape: ValueError: concat"},
+                {"index": 2, "label": "image=1x3x16x16", "status": "pass"}]
+    ok = _record("ok", [{"name": "baseline", "status": "pass", "worst": {"max_abs": 1e-6, "status": "pass"}}],
+                 {"status": "pass", "first_failing_stage": None}, {"shape_variants": variants})
     bad = _record("bad", [{"name": "baseline", "status": "pass"},
                           {"name": "ir", "status": "error", "message": "ValueError: (InvalidArgument) <script>x</script>"}],
                   {"status": "error", "first_failing_stage": "ir", "message": "ValueError"})

@@ -63,6 +63,7 @@ def test_a_lever_that_changes_nothing_makes_the_stage_noop(pir_mobilenet):
     """Under PIR, switch_ir_optim is not what selects passes: a stage built on it runs the
     baseline's program again, and its pass says nothing."""
     from harness.cell.stages import same_program, stage_status
+    from harness.shared.compare import Comparison
     from harness.shared.vocab import Status
 
     api, files, feeds = pir_mobilenet
@@ -73,10 +74,11 @@ def test_a_lever_that_changes_nothing_makes_the_stage_noop(pir_mobilenet):
     assert same_program(evidence, base)
     noop_plan = _plans(files)["ir"].__class__(name="ir", config=switched, precision="fp32", reference="baseline",
                                             lever="switch_ir_optim(True)")
-    outputs = {"output": {"status": Status.PASS}}
+    outputs = {"output": Comparison((1,), "float32", 0.0, 0.0, Status.PASS)}
     assert stage_status(noop_plan, outputs, evidence, {"evidence": base}) is Status.NOOP
     # A failing comparison is never hidden behind noop, and the real lever is not noop.
-    assert stage_status(noop_plan, {"output": {"status": Status.FAIL}}, evidence, {"evidence": base}) is Status.FAIL
+    failed = {"output": Comparison((1,), "float32", 0.0, 0.0, Status.FAIL)}
+    assert stage_status(noop_plan, failed, evidence, {"evidence": base}) is Status.FAIL
     _, ir = _stage(api, files, feeds, _plans(files)["ir"].config)
     assert not same_program(ir, base)
 

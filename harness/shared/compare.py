@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
 from .errors import HarnessFailure
-from .record_model import Comparison, worst
 from .vocab import Status
 
 __all__ = ["Comparison", "NothingCompared", "Tolerance", "compare_all", "compare_arrays", "compare_tol", "cosine",
@@ -67,6 +66,123 @@ class Tolerance:
         if self.scaled_atol:
             out["scaled_atol"] = self.scaled_atol
         return out
+
+
+def _optional_float(value: Any) -> Optional[float]:
+    return None if value is None else float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """``compare_arrays``'s answer for one output: the error statistics and the status.
+
+    ``output`` (the output's label), ``predictor_name`` and ``at_shape`` (the input shape's label) are
+    set where a comparison is named: a stage's outputs and its worst."""
+
+    shape: Tuple[int, ...]
+    dtype: str
+    atol: float
+    rtol: float
+    status: Status
+    scaled_atol: float = 0.0
+    total: int = 0
+    mismatched: int = 0
+    max_abs: Optional[float] = None
+    max_rel: Optional[float] = None
+    cosine: Optional[float] = None
+    ref_absmax: Optional[float] = None
+    nan_ref: int = 0
+    nan_got: int = 0
+    inf_ref: int = 0
+    inf_got: int = 0
+    vacuous: bool = False
+    tol_ratio: Optional[float] = None
+    note: str = ""
+    exact: bool = False
+    got_shape: Optional[Tuple[int, ...]] = None
+    atol_effective: Optional[float] = None
+    output: Optional[str] = None
+    predictor_name: Optional[str] = None
+    at_shape: Optional[str] = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASS
+
+    @property
+    def blocks(self) -> bool:
+        return self.status.blocks
+
+    @property
+    def relative_to_scale(self) -> Optional[float]:
+        """The worst element's error as a fraction of the reference's largest magnitude."""
+        if self.max_abs is None or not self.ref_absmax:
+            return None
+        return self.max_abs / self.ref_absmax
+
+    def named(self, **names: Any) -> "Comparison":
+        return dataclasses.replace(self, **names)
+
+    _ALWAYS = ("shape", "dtype", "atol", "rtol")
+    _FLOAT_ONLY = ("ref_absmax", "nan_ref", "nan_got", "inf_ref", "inf_got", "tol_ratio")
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype, "atol": self.atol, "rtol": self.rtol}
+        if self.scaled_atol:
+            out["scaled_atol"] = self.scaled_atol
+        out.update(total=self.total, mismatched=self.mismatched, max_abs=self.max_abs, max_rel=self.max_rel,
+                   cosine=self.cosine)
+        if not self.exact and self.got_shape is None:  # the float comparison's own statistics
+            out.update({k: getattr(self, k) for k in self._FLOAT_ONLY})
+        out["vacuous"] = self.vacuous
+        out["status"] = self.status
+        for key in ("note", "exact", "got_shape", "atol_effective", "predictor_name", "output", "at_shape"):
+            value = getattr(self, key)
+            if value:
+                out[key] = list(value) if key == "got_shape" else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Comparison":
+        shape, at_shape = data.get("shape"), data.get("at_shape")
+        if isinstance(shape, str):  # schema 2 wrote the input shape's label over the tensor's shape
+            shape, at_shape = (), at_shape or shape
+        return cls(
+            shape=tuple(shape or ()), dtype=str(data.get("dtype", "")), atol=float(data.get("atol", 0.0)),
+            rtol=float(data.get("rtol", 0.0)), status=Status.of(data.get("status")),
+            scaled_atol=float(data.get("scaled_atol") or 0.0), total=int(data.get("total") or 0),
+            mismatched=int(data.get("mismatched") or 0), max_abs=_optional_float(data.get("max_abs")),
+            max_rel=_optional_float(data.get("max_rel")), cosine=_optional_float(data.get("cosine")),
+            ref_absmax=_optional_float(data.get("ref_absmax")), nan_ref=int(data.get("nan_ref") or 0),
+            nan_got=int(data.get("nan_got") or 0), inf_ref=int(data.get("inf_ref") or 0),
+            inf_got=int(data.get("inf_got") or 0), vacuous=bool(data.get("vacuous")),
+            tol_ratio=_optional_float(data.get("tol_ratio")), note=str(data.get("note") or ""),
+            exact=bool(data.get("exact")),
+            got_shape=tuple(data["got_shape"]) if data.get("got_shape") is not None else None,
+            atol_effective=_optional_float(data.get("atol_effective")), output=data.get("output"),
+            predictor_name=data.get("predictor_name"), at_shape=at_shape)
+
+
+def worst(comparisons: "Mapping[str, Comparison] | List[Comparison]") -> Optional[Comparison]:
+    """The worst output, one rule everywhere (stage notes, regression drift, portability): a
+    failing one first, then the one furthest past (or least inside) its tolerance band
+    (``tol_ratio``, which honours per-output tolerances), then the largest max abs. Named by its
+    output's label (its index for a list)."""
+    items = (list(comparisons.items()) if isinstance(comparisons, Mapping)
+             else [(str(i), c) for i, c in enumerate(comparisons)])
+    if not items:
+        return None
+
+    def badness(item: Tuple[str, Comparison]) -> Tuple[bool, float, float]:
+        c = item[1]
+        return (not c.passed, _num(c.tol_ratio), _num(c.max_abs))
+
+    label, found = max(items, key=badness)
+    return found.named(output=label)
+
+
+def _num(value: Optional[float]) -> float:
+    return -1.0 if value is None else float(value)
 
 
 def tolerance_band(ref: np.ndarray, atol: float, rtol: float) -> np.ndarray:

@@ -2,16 +2,19 @@
 
 from harness.report.model import RunModel
 
+from tests.conftest import as_record
 
-def _record(version, status, weights="w1", model="net"):
-    return {"id": f"cpu_onednn_fp32/{version}/normal/{model}",
-            "cell": {"session": {"name": "cpu_onednn_fp32"}, "mode": "normal", "model": {"name": model},
-                     "paddle": version},
-            "setup": {"weights": {"sha256": weights}}, "verdict": {"status": status}, "stages": []}
+
+def _record(version, status, weights="w1", model="net", analysis=None):
+    return as_record({"id": f"cpu_onednn_fp32/{version}/normal/{model}",
+                      "cell": {"session": {"name": "cpu_onednn_fp32"}, "mode": "normal", "model": {"name": model},
+                               "paddle": version},
+                      "setup": {"status": "pass", "weights": {"sha256": weights}}, "verdict": {"status": status},
+                      "stages": [], "analysis": analysis or {}})
 
 
 def _span(records, hit):
-    return RunModel(records).version_span(r["id"] for r in records if r["cell"]["paddle"] in hit)
+    return RunModel(records).version_span(r.id for r in records if r.version in hit)
 
 
 def test_a_cause_from_a_version_on_names_the_first_bad_and_the_last_good():
@@ -37,12 +40,10 @@ def test_other_weights_are_not_compared_and_one_version_says_nothing():
 
 
 def test_one_op_programs_the_harness_could_not_build_are_its_gaps_and_vacuous_pieces_are_not():
-    record = _record("3.3.1", "error")
-    record["setup"]["status"] = "pass"
-    record["analysis"] = {"reduce": {"status": "pass", "stage": "onednn_fp32", "trials": [
+    record = _record("3.3.1", "error", analysis={"reduce": {"status": "pass", "stage": "onednn_fp32", "trials": [
         {"members": ["drop"], "untestable": True, "vacuous": True, "note": "no op of its own"}],
         "isolation": {"tried": [{"members": ["pd_op.linear"], "untestable": True, "note": "could not be exported alone"},
-                                {"members": ["pd_op.relu"], "untestable": False, "note": "runs without raising"}]}}}
+                                {"members": ["pd_op.relu"], "untestable": False, "note": "runs without raising"}]}}})
     gaps = RunModel([record]).harness_gaps()
     assert [g.message for g in gaps] == ["1 of 2 one-op programs could not be built or run alone; first: "
                                          "pd_op.linear: could not be exported alone"]

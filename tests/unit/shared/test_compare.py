@@ -18,7 +18,7 @@ def test_the_reproducers_bound_is_the_comparisons_bound():
     finite = np.isfinite(want)
     outside = int((np.abs(got[finite] - want[finite]) > allowed[finite]).sum())
     stats = compare_tol(want, got, tol)
-    assert outside > 0 and stats["mismatched"] == outside
+    assert outside > 0 and stats.mismatched == outside
 
 
 def test_an_override_changes_only_its_keys_and_round_trips():
