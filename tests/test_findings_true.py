@@ -32,7 +32,7 @@ def test_a_stage_whose_own_files_are_gone_is_untestable_never_a_cause(write_matr
     the resumed worker cannot test the stage; that is the harness's, counted apart, no cause."""
     from harness.launch import LocalLauncher
     from harness.running.runner import build_record
-    from harness.shared.records import Journal, atomic_write_json
+    from harness.shared.records import Journal, write_record
     from harness.shared.spec import CellSpec
 
     matrix = write_matrix({"clean": "tests.factories:clean"})
@@ -48,14 +48,14 @@ def test_a_stage_whose_own_files_are_gone_is_untestable_never_a_cause(write_matr
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert worker.returncode == 0, worker.stderr[-2000:]
     spec = CellSpec.from_dict(json.loads((work / "spec.json").read_text()))
-    record = build_record(spec, Journal(work / "journal.jsonl").finished(), 1, 1.0, LocalLauncher())
-    atomic_write_json(results / "default" / f"{cell}.json", record)
+    record = write_record(results / "default",
+                          build_record(spec, Journal(work / "journal.jsonl").finished(), 1, 1.0, LocalLauncher()))
 
-    baseline = stages_by_name(record)["baseline"]
-    assert baseline["status"] == "untestable"
-    assert "dygraph.npz" in baseline["message"] and "gone or torn" in baseline["message"]
-    assert record["verdict"]["status"] == "untestable"
-    assert "analysis" not in record or not record["analysis"]  # never searched, never reduced
+    baseline = record.stage("baseline")
+    assert baseline.status == "untestable"
+    assert "dygraph.npz" in baseline.message and "gone or torn" in baseline.message
+    assert record.verdict.status == "untestable"
+    assert not record.analysis  # never searched, never reduced
     report = run_harness("report", "--results", str(results))
     assert "Distinct causes" not in report.stdout
     assert "The harness could not test (" in report.stdout and "dygraph.npz" in report.stdout

@@ -54,15 +54,15 @@ def test_the_pool_records_what_the_sessions_record_one_by_one(pooled):
 
 
 def test_weights_are_trained_once_by_the_cell_nox_runs_first_and_cpu_is_measured(pooled):
-    records = {r["id"]: r for r in load_records(pooled["results"])}
+    records = {r.id: r for r in load_records(pooled["results"])}
     for model in MODELS:
-        sources = {cell: r["setup"]["weights"]["source"] for cell, r in records.items() if cell.endswith(f"/{model}")}
+        sources = {cell: r.setup.get("weights")["source"] for cell, r in records.items() if cell.endswith(f"/{model}")}
         trained = [cell for cell, source in sources.items() if source == "trained"]
         assert trained == [next(c for c in sources if c.startswith("cpu_fp32/"))], sources
     # A forked cell's CPU comes from the fork server's wait4: more than nothing, less than its wall
     # time on the cores it could use.
     for record in records.values():
-        assert 0 < record["cpu_seconds"] <= record["seconds"] * 2 + 1, (record["id"], record["cpu_seconds"])
+        assert 0 < record.cpu_seconds <= record.seconds * 2 + 1, (record.id, record.cpu_seconds)
 
 
 def test_hazards_are_probed_once_for_every_session_of_the_version(pooled):

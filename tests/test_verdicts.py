@@ -130,7 +130,7 @@ def test_one_cause_in_many_cells_is_one_line(tmp_path, write_matrix, paddle_vers
 
     model = RunModel.load(results / "default")
     assert [c.count for c in model.causes()] == [sum(
-        1 for r in model.records for s in r["stages"] if s["status"] == "error")]
+        1 for r in model.records for s in r.stages if s.status == "error")]
 
 
 def test_a_truncated_params_file_is_bad_input_for_diff(tmp_path, write_matrix):
