@@ -67,7 +67,7 @@ def test_verdict_is_the_first_blocking_stage_else_vacuous_else_pass():
 def test_a_setup_entry_reads_as_a_stage_result_and_writes_back_as_it_was():
     entry = {"status": "pass", "outputs": ["bbox", "scores"], "export": {"format": "pir"}}
     setup = StageRecord.from_dict(entry, "setup")
-    assert setup.passed and setup.outputs == {} and setup.get("outputs") == ["bbox", "scores"]
+    assert setup.passed and setup.outputs == {} and setup.output_labels == ["bbox", "scores"]
     assert json.loads(json.dumps(setup.to_dict())) == entry
 
 
@@ -78,7 +78,7 @@ def test_a_low_precision_stage_whose_ops_ran_in_float_is_noop_not_pass():
     plan = plan_by_name(plan_stages("cpu", "onednn", "int8", "legacy", DeployOptions(), quantized=True))["onednn_int8"]
     outputs = {"output": Comparison((1,), "float32", 0.0, 0.0, Status.PASS)}
     evidence = {"passes": ["a"], "analysis_passes": [], "op_sequence_sha1": "x", "output_dtypes": {"float32": 30}}
-    baseline = {"evidence": dict(evidence, passes=[], op_sequence_sha1="y")}
+    baseline = dict(evidence, passes=[], op_sequence_sha1="y")
     assert stage_status(plan, outputs, evidence, baseline) is Status.NOOP
     ran = dict(evidence, output_dtypes={"float32": 12, "uint8": 13})
     assert stage_status(plan, outputs, ran, baseline) is Status.PASS

@@ -69,15 +69,15 @@ def test_the_descent_finds_the_planted_layer_within_its_budget(seed):
         return Trial(members=members, reproduces=any(_inside(m, culprit) for m in members))
 
     found = descend(calls, reproduces)
-    assert found["node"] == culprit and found["members"] == [culprit]
+    assert found.node == culprit and found.members == [culprit]
     depth = culprit.count(".") + 2 if culprit else 1  # layers on the path, the model included
-    assert found["depth"] == depth
-    halving = [t for t in found["trials"] if not t.finer]
+    assert found.depth == depth
+    halving = [t for t in found.trials if not t.finer]
     assert len(halving) <= budget(calls[""].leaves, depth), (len(halving), calls[""].leaves, depth)
-    assert found["fine_trials"] == len(asked) - len(halving) <= FINE_LIMIT
+    assert found.fine_trials == len(asked) - len(halving) <= FINE_LIMIT
     # The answer's own sublayers were each tried alone (none reproduces) unless the budget ran out.
     kids = calls[culprit].children
-    if kids and found["fine_trials"] < FINE_LIMIT:
+    if kids and found.fine_trials < FINE_LIMIT:
         assert all([k] in asked for k in kids), (kids, asked)
 
 
@@ -92,12 +92,12 @@ def test_a_failure_that_needs_two_sublayers_together_is_not_pinned_on_either(see
         return Trial(members=members, reproduces=len(held) == 2)
 
     found = descend(calls, reproduces)
-    assert found["node"] == parent
-    assert set(pair) <= {c for m in found["members"] for c in ([m] if m != parent else calls[parent].children)}
-    assert "together" in found["why"] or "no one of its" in found["why"], found["why"]
-    if found["fine_trials"] < FINE_LIMIT:  # ddmin goes down to the pair itself
+    assert found.node == parent
+    assert set(pair) <= {c for m in found.members for c in ([m] if m != parent else calls[parent].children)}
+    assert "together" in found.why or "no one of its" in found.why, found.why
+    if found.fine_trials < FINE_LIMIT:  # ddmin goes down to the pair itself
         whole = sorted(pair) == sorted(calls[parent].children)
-        assert found["members"] == [parent] if whole else sorted(found["members"]) == sorted(pair), (found, pair)
+        assert found.members == [parent] if whole else sorted(found.members) == sorted(pair), (found, pair)
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -115,9 +115,9 @@ def test_a_piece_that_cannot_be_exported_alone_is_looked_into_and_never_taken_as
         return Trial(members=members, reproduces=any(_inside(m, culprit) for m in members))
 
     found = descend(calls, reproduces)
-    assert _inside(found["node"], culprit), (found["node"], culprit, blocked)
-    if found["node"] != culprit:
-        assert "could not be tested alone" in found["why"], found["why"]
+    assert _inside(found.node, culprit), (found.node, culprit, blocked)
+    if found.node != culprit:
+        assert "could not be tested alone" in found.why, found.why
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -134,7 +134,7 @@ def test_a_sublayer_that_reproduces_only_alone_is_found_by_going_finer_than_halv
         return Trial(members=members, reproduces=holds)
 
     found = descend(calls, reproduces)
-    assert found["node"] == culprit, (found["node"], culprit, masker, found["why"])
+    assert found.node == culprit, (found.node, culprit, masker, found.why)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -151,12 +151,12 @@ def test_a_failure_inside_a_member_that_raises_another_cause_first_is_found_insi
         return Trial(members=members, reproduces=any(_inside(m, culprit) for m in members))
 
     found = descend(calls, reproduces)
-    answer = next(t for t in found["trials"] if t.members == found["members"])
+    answer = next(t for t in found.trials if t.members == found.members)
     assert answer.reproduces and not answer.masked, found  # the answer is a piece that reproduced
-    assert any(_inside(m, culprit) for m in found["members"]), found
+    assert any(_inside(m, culprit) for m in found.members), found
     if masker:  # the root's own piece is never tried: a masker below it is gone into
-        assert masker in found["unmasked"] and all(m.startswith(masker + ".") for m in found["members"]), found
-    assert found["depth"] == (found["node"].count(".") + 2 if found["node"] else 1), found
+        assert masker in found.unmasked and all(m.startswith(masker + ".") for m in found.members), found
+    assert found.depth == (found.node.count(".") + 2 if found.node else 1), found
 
 
 def _run(write_matrix, tmp_path, models, session):

@@ -75,10 +75,10 @@ def test_a_lever_that_changes_nothing_makes_the_stage_noop(pir_mobilenet):
     noop_plan = _plans(files)["ir"].__class__(name="ir", config=switched, precision="fp32", reference="baseline",
                                             lever="switch_ir_optim(True)")
     outputs = {"output": Comparison((1,), "float32", 0.0, 0.0, Status.PASS)}
-    assert stage_status(noop_plan, outputs, evidence, {"evidence": base}) is Status.NOOP
+    assert stage_status(noop_plan, outputs, evidence, base) is Status.NOOP
     # A failing comparison is never hidden behind noop, and the real lever is not noop.
     failed = {"output": Comparison((1,), "float32", 0.0, 0.0, Status.FAIL)}
-    assert stage_status(noop_plan, failed, evidence, {"evidence": base}) is Status.FAIL
+    assert stage_status(noop_plan, failed, evidence, base) is Status.FAIL
     _, ir = _stage(api, files, feeds, _plans(files)["ir"].config)
     assert not same_program(ir, base)
 

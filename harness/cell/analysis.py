@@ -23,16 +23,18 @@ from __future__ import annotations
 
 import time
 import traceback
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
 from ..shared.compare import NothingCompared, compare_all
 from ..shared.errors import UserError, raised_at
 from ..shared.search import build_budget, find_alternatives, find_culprits
-from ..shared.vocab import SETUP, Analysis, Probe, Reference, Stage, Status
+from ..shared.record_model import Outcome
+from ..shared.vocab import Analysis, Probe, Reference, Stage, Status
 from . import reduction, reproducer
 from .context import CellContext
+from .ledger import Ledger
 from .registry import runtime
 from .stages import stage_reference
 from .trials import bookkeeping
@@ -40,16 +42,16 @@ from .trials import bookkeeping
 FAILED = (Status.FAIL, Status.ERROR)
 
 
-def analyse(ctx: CellContext, done: Dict[str, Dict[str, Any]]) -> None:
+def analyse(ctx: CellContext, done: Ledger) -> None:
     """Each step journalled as an analysis entry (a crash inside one is recorded like a stage's)."""
     if not ctx.cell.root_cause:
         return
-    ordered = ctx.plan(done[SETUP])
+    ordered = ctx.plan(done.setup)
     plans = {p.name: p for p in ordered}
     baseline = plans.get(Stage.BASELINE.value)
 
-    def status(name: str) -> Status:
-        return Status.of(done.get(name, {}).get("status"))
+    def status(name: str) -> Optional[Status]:
+        return done.status(name)
 
     target = next((p for p in ordered if p.name != Stage.BASELINE.value and status(p.name) in FAILED), None)
     steps: List[Any] = []
@@ -64,8 +66,7 @@ def analyse(ctx: CellContext, done: Dict[str, Dict[str, Any]]) -> None:
     failing = reproducer.first_failing(ordered, done)
     if failing is not None:
         steps.append((Analysis.REDUCE, failing, lambda: reduce(ctx, failing, plans, done)))
-        steps.append((Analysis.REPRODUCER, failing, lambda: reproducer.write_and_verify(
-            ctx, failing, done, (done.get(Analysis.REDUCE.journal_key) or {}).get("piece"))))
+        steps.append((Analysis.REPRODUCER, failing, lambda: reproducer.write_and_verify(ctx, failing, done)))
     for kind, plan, fn in steps:
         if kind.journal_key in done:
             continue
@@ -85,30 +86,29 @@ def analyse(ctx: CellContext, done: Dict[str, Dict[str, Any]]) -> None:
         result["stage"] = plan.name
         result["seconds"] = round(time.perf_counter() - started, 3)
         ctx.journal.finish(kind.journal_key, result)
-        done[kind.journal_key] = result
+        done.add(kind.journal_key, result)
 
 
-def reduce(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan], done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+def reduce(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan], done: Ledger) -> Dict[str, Any]:
     if ctx.cell.captured:
         return {"status": Status.SKIP, "message": "a captured export (TIPC) has no model source here to take apart"}
     if not ctx.mode.reducible:
         return {"status": Status.SKIP,
                 "message": f"train mode {ctx.cell.mode} converts the model when it exports; its sublayers do not "
                            f"export alone the way the cell's program was made"}
-    shape = done[plan.name].get("failing_shape", 0)
-    model, args, how = reduction.model_and_args(ctx, done[SETUP], shape)
+    shape = done.stage(plan.name).failing_shape or 0
+    model, args, how = reduction.model_and_args(ctx, done.setup, shape)
     return dict(reduction.reduce_failure(ctx, plan, plans, done, model, args), model=how)
 
 
-def triage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+def triage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
     """A failed consistency check, split three ways on the same inputs: the Python forward
     (dygraph), the saved program run by Paddle's own executor (``jit.load``), and the inference
     predictor (the baseline stage). Which pair agrees says where it broke."""
-    setup = done[SETUP]
-    stage = done[plan.name]
-    shape = stage.get("failing_shape", 0)
-    labels = setup["outputs"]
-    executor = ctx.saved.run_saved_program(setup["export"], ctx.feeds(shape), setup["signature_order"])
+    setup, stage = done.setup, done.stage(plan.name)
+    shape = stage.failing_shape or 0
+    labels = setup.output_labels
+    executor = ctx.saved.run_saved_program(setup.get("export"), ctx.feeds(shape), setup.get("signature_order"))
     dygraph = ctx.load_outputs(ctx.file("dygraph", shape), labels)
     predictor = (ctx.load_outputs(ctx.file("baseline", shape), labels)
                  if (ctx.work / ctx.file("baseline", shape)).exists() else None)
@@ -137,12 +137,12 @@ def triage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
             "executor_vs_dygraph": vs_dygraph, "executor_vs_predictor": vs_predictor}
 
 
-def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Ledger) -> Dict[str, Any]:
     out = ctx.work / "tensors"
-    shape = done[plan.name].get("failing_shape", 0)  # the shape the stage failed at
+    shape = done.stage(plan.name).failing_shape or 0  # the shape the stage failed at
     try:
         # The baseline is Paddle Inference's; a runtime of its own pairs its tensors with Paddle's.
-        result = runtime(plan.runtime).tensor_diff(done[SETUP]["export"], ctx.feeds(shape), baseline.config,
+        result = runtime(plan.runtime).tensor_diff(done.setup.get("export"), ctx.feeds(shape), baseline.config,
                                                    plan.config, out, ctx.tolerance(plan))
     except NotImplementedError as exc:
         return {"status": Status.SKIP, "message": str(exc)}
@@ -161,23 +161,23 @@ def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Di
     }
 
 
-def failure_probe(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]], messages: List[str],
+def failure_probe(ctx: CellContext, plan: StagePlan, done: Ledger, messages: List[str],
                   shape: int) -> Callable[[Any], Probe]:
     """``probe(config) -> Probe`` for the stage's failure at ``shape``: PASS when the config no
     longer shows it, FAIL when it does, INVALID when it raises something else."""
-    setup = done[SETUP]
+    setup = done.setup
     engine = runtime(plan.runtime)
     feeds = ctx.feeds(shape)
-    labels = setup["outputs"]
-    stage = done[plan.name]
-    raised = Status.of(stage["status"]) is Status.ERROR
-    cause = engine.cause_words(str(stage.get("message", "")))
+    labels = setup.output_labels
+    stage = done.stage(plan.name)
+    raised = stage.status is Status.ERROR
+    cause = engine.cause_words(stage.message)
     _, reference, _ = stage_reference(ctx, plan, labels, shape)
     tolerances = [ctx.tolerance(plan, label) for label in labels]
 
     def probe(config: Any) -> Probe:
         try:
-            session = engine.session(setup["export"], config, feeds, ctx.work / f"{plan.name}.search")
+            session = engine.session(setup.get("export"), config, feeds, ctx.work / f"{plan.name}.search")
             _, got = session.run(feeds)
         except Exception as exc:
             status, message = raised_status(exc)
@@ -200,28 +200,28 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, A
     return probe
 
 
-def bisect(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+def bisect(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
     engine = runtime(plan.runtime)
-    stage = done[plan.name]
+    stage = done.stage(plan.name)
     if plan.search is None:
         return {"status": Status.SKIP, "message": f"{plan.name} ({plan.lever}) has no search space: nothing in it "
                                                   f"to switch off one by one"}
-    items = engine.search_items(plan, stage.get("evidence") or {}, done[Stage.BASELINE.value].get("evidence") or {})
+    items = engine.search_items(plan, stage.evidence, done.evidence(Stage.BASELINE.value))
     items_from = "what the stage's build printed"
-    if not items and Status.of(stage["status"]) is Status.ERROR:
+    if not items and stage.status is Status.ERROR:
         items, items_from = engine.probe_search_items(plan, ctx.work / f"{plan.name}.probe")
     if not items:
         return {"status": Status.SKIP, "message": f"{plan.name} ran nothing of its search space ({plan.search.value}) "
                                                   f"that could be switched off"}
     messages: List[str] = []
-    probe = failure_probe(ctx, plan, done, messages, stage.get("failing_shape", 0))
+    probe = failure_probe(ctx, plan, done, messages, stage.failing_shape or 0)
     def probe_without(disabled: List[str]) -> Probe:
         return probe(engine.without(plan, disabled))
 
     found = find_culprits(items, probe_without)
     budget = build_budget(len(items), max(len(found.culprits), 1))
     also = find_alternatives(items, found.culprits, probe_without) if found.culprits else None
-    raised = Status.of(stage["status"]) is Status.ERROR
+    raised = stage.status is Status.ERROR
     return {
         "status": Status.PASS, "outcome": found.status, "kind": plan.search.value, "candidates": len(items),
         "items_from": items_from,
@@ -240,12 +240,12 @@ def bisect(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -
 NO_OP_TYPE = "__no_op_type__"
 
 
-def exclude_onednn_ops(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+def exclude_onednn_ops(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
     """Op exclusion on oneDNN (``set_mkldnn_op``): measured first, then searched."""
-    stage = done[plan.name]
-    raised = Status.of(stage["status"]) is Status.ERROR
+    stage = done.stage(plan.name)
+    raised = stage.status is Status.ERROR
     types = list(dict.fromkeys(t.split(".", 1)[-1] for t in
-                               (done[Stage.BASELINE.value].get("evidence") or {}).get("op_types") or {}))
+                               done.evidence(Stage.BASELINE.value).get("op_types") or {}))
     types = [t for t in types if not bookkeeping(t)]
     if not types:
         return {"status": Status.SKIP, "message": "the baseline recorded no op types to exclude"}
@@ -254,17 +254,17 @@ def exclude_onednn_ops(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[s
     none_listed = plan.config.replace(onednn_ops=(NO_OP_TYPE,))
     knob = ctx.predictors.onednn_op_list_evidence(none_listed, ctx.work / f"{plan.name}.oplist")
     if knob is not None and knob["onednn_ops_ran"]:
-        return {"status": Status.PASS, "outcome": "knob ignored", "honoured": False, "builds": 1, "evidence": knob,
+        return {"status": Status.PASS, "outcome": Outcome.KNOB_IGNORED, "honoured": False, "builds": 1, "evidence": knob,
                 "message": (f"set_mkldnn_op with no op type listed: {sum(knob['onednn_ops_ran'].values())} of "
                             f"{knob['ops']} ops of a probe conv program still ran as "
                             f"{', '.join(sorted(knob['onednn_ops_ran']))}: this Paddle ignores the oneDNN op list, "
                             f"so no op can be excluded this way")}
     messages: List[str] = []
-    probe = failure_probe(ctx, plan, done, messages, stage.get("failing_shape", 0))
+    probe = failure_probe(ctx, plan, done, messages, stage.failing_shape or 0)
     nothing = probe(none_listed)
     if nothing is not Probe.PASS:
         said = "the probe program ran no oneDNN op" if knob is not None else "legacy op names do not say the kernel"
-        return {"status": Status.PASS, "outcome": "no effect", "honoured": None, "builds": 2, "evidence": knob,
+        return {"status": Status.PASS, "outcome": Outcome.NO_EFFECT, "honoured": None, "builds": 2, "evidence": knob,
                 "message": (f"the failure persists with no op type on set_mkldnn_op's list ({nothing.value}"
                             f"{'; ' + messages[-1] if messages else ''}; {said}): it is not an op's oneDNN kernel "
                             f"that the list can keep off")}

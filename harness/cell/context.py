@@ -13,6 +13,7 @@ from ..shared.backends import DeployOptions, StagePlan, plan_stages
 from ..shared.vocab import QUANTIZED_MODES
 from ..shared.compare import Tolerance
 from ..shared.errors import HarnessFailure
+from ..shared.record_model import StageRecord
 from ..shared.records import Journal
 from ..shared.spec import OUTPUTS, CellSpec
 from ..shared.task import Task, judge
@@ -58,13 +59,13 @@ class CellContext:
 
         return predictor
 
-    def plan(self, setup: Dict[str, Any]) -> List[StagePlan]:
+    def plan(self, setup: StageRecord) -> List[StagePlan]:
         cell = self.cell
         session = cell.session
         options = DeployOptions(reference_threads=cell.reference_threads, deploy_threads=cell.deploy_threads,
                                 trt_workspace_mb=cell.trt_workspace_mb, trt_min_subgraph_size=cell.trt_min_subgraph_size)
         return plan_stages(session.device, session.backend, session.precision,
-                           setup["export"]["format"], options, quantized=cell.mode in QUANTIZED_MODES)
+                           setup.get("export")["format"], options, quantized=cell.mode in QUANTIZED_MODES)
 
     @property
     def task(self) -> Optional[Task]:

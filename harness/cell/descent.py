@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .pieces import Call
 
 # The most trials finer than halves one reduction spends (the answer's layer, where no half reproduces).
 FINE_LIMIT = 24
@@ -75,6 +78,22 @@ class Trial:
         return said
 
 
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """Where the descent stopped: the smallest piece shown to reproduce (``members``: the layer at
+    ``node`` itself, or a group of its sublayers), why there, and every trial it took."""
+
+    node: str
+    members: List[str]
+    depth: int
+    why: str
+    trials: List[Trial]
+    below: List[Trial]  # the answer's sublayers alone, none reproducing, when they cover all of it
+    fine_trials: int
+    fine_limit: int
+    unmasked: List[str]
+
+
 def budget(leaves: int, depth: int) -> int:
     return 2 * math.ceil(math.log2(max(leaves, 1))) + 2 * depth
 
@@ -94,7 +113,7 @@ def parts(paths: List[str], weights: Sequence[int], n: int) -> List[List[str]]:
     return [paths[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
-def split(paths: List[str], calls: Dict[str, Any]) -> Tuple[List[str], List[str]]:
+def split(paths: List[str], calls: Mapping[str, Call]) -> Tuple[List[str], List[str]]:
     """Two contiguous halves (call order) of about equal leaf count."""
     weights = [calls[p].leaves for p in paths]
     total, run, best, cut = sum(weights), 0, None, 1
@@ -107,7 +126,7 @@ def split(paths: List[str], calls: Dict[str, Any]) -> Tuple[List[str], List[str]
 
 
 class Descent:
-    def __init__(self, calls: Dict[str, Any], reproduces: Callable[[List[str]], Trial], fine_limit: int):
+    def __init__(self, calls: Mapping[str, Call], reproduces: Callable[[List[str]], Trial], fine_limit: int):
         self.calls, self.reproduces, self.fine_limit = calls, reproduces, fine_limit
         self.trials: List[Trial] = []
         self.tested: Dict[Tuple[str, ...], Trial] = {}
@@ -161,7 +180,7 @@ class Descent:
                 return group
         return None
 
-    def run(self) -> Dict[str, Any]:
+    def run(self) -> Found:
         node, depth = "", 0
         while True:
             depth += 1
@@ -209,7 +228,7 @@ class Descent:
                 return deeper[0], deeper[1], deeper[2] + 1
         return None
 
-    def _conclude(self, node: str, kids: List[str], group: List[str], depth: int, partial: bool) -> Dict[str, Any]:
+    def _conclude(self, node: str, kids: List[str], group: List[str], depth: int, partial: bool) -> Found:
         """No smaller group than ``group`` reproduces: say why, and whether a trial that said nothing
         leaves the failure possibly inside one of its members."""
         singles = [self.tested.get((k,)) for k in group]
@@ -244,14 +263,13 @@ class Descent:
                    f"them (a fusion)")
         return self._answer(node, members, depth, why, below)
 
-    def _answer(self, node: str, members: List[str], depth: int, why: str, below: List[Trial]) -> Dict[str, Any]:
-        return {"node": node, "members": members, "depth": depth, "why": why, "trials": self.trials,
-                "below": below, "fine_trials": self.fine_spent, "fine_limit": self.fine_limit,
-                "unmasked": list(self.unmasked)}
+    def _answer(self, node: str, members: List[str], depth: int, why: str, below: List[Trial]) -> Found:
+        return Found(node, members, depth, why, self.trials, below, self.fine_spent, self.fine_limit,
+                     list(self.unmasked))
 
 
-def descend(calls: Dict[str, Any], reproduces: Callable[[List[str]], Trial],
-            fine_limit: int = FINE_LIMIT) -> Dict[str, Any]:
+def descend(calls: Mapping[str, Call], reproduces: Callable[[List[str]], Trial],
+            fine_limit: int = FINE_LIMIT) -> Found:
     """Walk down from the model to the smallest piece that reproduces: a called sublayer, or a
     group of its sublayers that reproduces together when no one of them does alone.
 
@@ -260,4 +278,4 @@ def descend(calls: Dict[str, Any], reproduces: Callable[[List[str]], Trial],
     return Descent(calls, reproduces, fine_limit).run()
 
 
-__all__ = ["Trial", "budget", "parts", "split", "descend", "FINE_LIMIT"]
+__all__ = ["Found", "Trial", "budget", "parts", "split", "descend", "FINE_LIMIT"]

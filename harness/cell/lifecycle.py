@@ -30,6 +30,7 @@ from ..shared.spec import CellSpec
 from ..shared.vocab import SETUP, Status
 from . import analysis, setup, stages
 from .context import CellContext
+from .ledger import Ledger
 
 
 class Cell:
@@ -48,7 +49,7 @@ class Cell:
 
     def run(self) -> int:
         ctx = self.ctx
-        done = ctx.journal.finished()
+        done = Ledger(ctx.journal.finished())
         if SETUP not in done:
             ctx.journal.start(SETUP)
             try:
@@ -66,13 +67,13 @@ class Cell:
                     result["traced_at"] = where
             result.setdefault("machine", self.machine())
             ctx.journal.finish(SETUP, result)
-            done[SETUP] = result
-        if Status.of(done[SETUP].get("status")) is not Status.PASS:
-            if done[SETUP].get("user_error"):
-                print(f"error: {done[SETUP]['user_error']}", file=sys.stderr)
+            done.add(SETUP, result)
+        if not done.setup.passed:
+            if done.setup.get("user_error"):
+                print(f"error: {done.setup.get('user_error')}", file=sys.stderr)
                 return EXIT_USER_ERROR
             return EXIT_OK
-        for plan in ctx.plan(done[SETUP]):
+        for plan in ctx.plan(done.setup):
             if plan.name in done:
                 continue
             ctx.journal.start(plan.name)
@@ -85,7 +86,7 @@ class Cell:
                 result = stages.planned(plan, status=status, message=message)
             result.setdefault("seconds", round(time.perf_counter() - started, 4))
             ctx.journal.finish(plan.name, result)
-            done[plan.name] = result
+            done.add(plan.name, result)
         analysis.analyse(ctx, done)
         return EXIT_OK
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -29,10 +29,12 @@ from ..shared.causes import paddle_message
 from ..shared.errors import HarnessFailure, UserError, raised_at
 from ..shared.runtime import StagePlan
 from ..shared.spec import OUTPUTS
-from ..shared.vocab import SETUP, Analysis, Stage, Status
+from ..shared.record_model import Outcome, StageRecord
+from ..shared.vocab import Analysis, Stage, Status
 from . import isolation
 from .context import CellContext
-from .descent import Trial, budget, descend
+from .ledger import Ledger
+from .descent import Found, Trial, budget, descend
 from .pieces import Call, capture, source_path
 from .registry import runtime
 from .setup import read_weights, weights_differ
@@ -49,7 +51,7 @@ def own_op_types(node_types: Dict[str, int], below: Sequence[Trial]) -> List[str
 
 # -- the cell's entry --------------------------------------------------------------------------------
 
-def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan], done: Dict[str, Dict[str, Any]],
+def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan], done: Ledger,
                    model: Any, call_args: List[Any]) -> Dict[str, Any]:
     """Localize the failure of stage ``plan`` to the smallest piece of ``model``, then to one op.
     ``piece`` names the program the reproducer replays (the one-op program, else the smallest
@@ -59,11 +61,10 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
     cannot convert), each is reduced on its own — the first is the record's answer, every one is
     in ``causes`` — and a piece that raises another of the cell's causes first is masked for it."""
     started = time.perf_counter()
-    stage = done[plan.name]
+    stage = done.stage(plan.name)
     calls = capture(ctx.paddle, model, call_args)
     engine = runtime(plan.runtime)
-    failed = Status.of(stage["status"])
-    targets: List[Optional[str]] = list(engine.causes(str(stage.get("message", "")))) if failed is Status.ERROR else []
+    targets: List[Optional[str]] = list(engine.causes(stage.message)) if stage.status is Status.ERROR else []
     known = cell_causes(plans, done)
     results = []
     for k, cause in enumerate(targets or [None]):
@@ -77,15 +78,16 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
     return result
 
 
-def cell_causes(plans: Dict[str, StagePlan], done: Dict[str, Dict[str, Any]]) -> List[str]:
+def cell_causes(plans: Dict[str, StagePlan], done: Ledger) -> List[str]:
     """Every distinct error cause of the cell's stages (at every shape), in the stages' order."""
     found: List[str] = []
     for name, plan in plans.items():
-        stage = done.get(name) or {}
-        messages = [stage] + list(stage.get("shapes") or [])
-        for entry in messages:
-            if Status.of(entry.get("status")) is Status.ERROR and entry.get("message"):
-                found.extend(c for c in runtime(plan.runtime).causes(str(entry["message"])) if c not in found)
+        stage = done.stage(name)
+        if stage is None:
+            continue
+        for status, message in [(stage.status, stage.message)] + [(s.status, s.message) for s in stage.shapes]:
+            if status is Status.ERROR and message:
+                found.extend(c for c in runtime(plan.runtime).causes(message) if c not in found)
     return found
 
 
@@ -98,15 +100,15 @@ def _summary(result: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _reduce_one(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], plan: StagePlan,
-                done: Dict[str, Dict[str, Any]], model: Any, call_args: List[Any]) -> Dict[str, Any]:
-    stage = done[plan.name]
+                done: Ledger, model: Any, call_args: List[Any]) -> Dict[str, Any]:
+    stage = done.stage(plan.name)
     found = descend(calls, trials)
-    members = found["members"]
-    answer = next((t for t in found["trials"] if t.members == members and t.reproduces), None)
+    members = found.members
+    answer = next((t for t in found.trials if t.members == members and t.reproduces), None)
     result = _located(found, calls, answer, plan, stage, trials.tried)
     if trials.cause:
         result["cause"] = trials.cause
-    baseline_types = (done.get(Stage.BASELINE.value, {}).get("evidence") or {}).get("op_types") or {}
+    baseline_types = done.evidence(Stage.BASELINE.value).get("op_types") or {}
     result["op_types"] = dict(answer.op_types if answer is not None else baseline_types)
     result.update(_op_or_fusion(result["op_types"], found, answer, plan, done))
     if answer is not None:
@@ -116,28 +118,28 @@ def _reduce_one(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], p
     return result
 
 
-def _located(found: Dict[str, Any], calls: Dict[str, Call], answer: Optional[Trial], plan: StagePlan,
-             stage: Dict[str, Any], exports: int) -> Dict[str, Any]:
-    node, members = found["node"], found["members"]
+def _located(found: Found, calls: Mapping[str, Call], answer: Optional[Trial], plan: StagePlan,
+             stage: StageRecord, exports: int) -> Dict[str, Any]:
+    node, members = found.node, found.members
     leaves = calls[""].leaves
-    halving = sum(1 for t in found["trials"] if not t.finer)
+    halving = sum(1 for t in found.trials if not t.finer)
     return {
-        "status": Status.PASS, "stage": plan.name, "shape": stage.get("failing_shape", 0),
-        "outcome": "localized" if answer is not None else "whole model",
+        "status": Status.PASS, "stage": plan.name, "shape": stage.failing_shape or 0,
+        "outcome": Outcome.LOCALIZED if answer is not None else Outcome.WHOLE_MODEL,
         "path": node, "members": members if members != [node] else [],
-        "layer": type(calls[node].layer).__name__, "depth": found["depth"], "why_here": found["why"],
-        "sub_exports": exports, "leaves": leaves, "budget": budget(leaves, found["depth"]),
-        "halving_exports": halving, "finer_exports": found["fine_trials"], "finer_budget": found["fine_limit"],
-        "trials": [t.to_dict() for t in found["trials"]],
-        **({"unmasked": found["unmasked"]} if found.get("unmasked") else {}),
+        "layer": type(calls[node].layer).__name__, "depth": found.depth, "why_here": found.why,
+        "sub_exports": exports, "leaves": leaves, "budget": budget(leaves, found.depth),
+        "halving_exports": halving, "finer_exports": found.fine_trials, "finer_budget": found.fine_limit,
+        "trials": [t.to_dict() for t in found.trials],
+        **({"unmasked": found.unmasked} if found.unmasked else {}),
     }
 
 
 def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], model: Any, call_args: List[Any],
-             done: Dict[str, Dict[str, Any]], plan: StagePlan) -> Dict[str, Any]:
+             done: Ledger, plan: StagePlan) -> Dict[str, Any]:
     """The one op that reproduces alone, among those the answer's forward called (PIR programs)."""
-    if program_format(done[SETUP]["export"]["program"]) != PIR:
-        return {"isolation": {"outcome": "not run", "runs": 0,
+    if program_format(done.setup.get("export")["program"]) != PIR:
+        return {"isolation": {"outcome": Outcome.NOT_RUN, "runs": 0,
                               "why": "a one-op program is written with paddle._C_ops, which builds PIR programs only "
                                      "(Paddle >= 3.0); this cell's programs are legacy"}}
     paddle = ctx.paddle
@@ -148,8 +150,9 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
     else:
         forward = lambda: model(*call_args)  # noqa: E731
         holder = model
-    first = ((done.get(Analysis.DIFF.journal_key) or {}).get("first_divergence") or {}).get("op")
-    message = str(done[plan.name].get("message", ""))
+    diff = done.analysis(Analysis.DIFF)
+    first = ((diff.get("first_divergence") if diff is not None else None) or {}).get("op")
+    message = done.stage(plan.name).message
     calls = isolation.record_ops(paddle, forward, [*holder.parameters(), *holder.buffers()])
     ranked, rules = isolation.schedule(calls, message, first)
     types = len({c.name.rstrip("_") for c in ranked})
@@ -183,7 +186,7 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
              f"{rules['chains']} chain(s) of three, nor a run of the forward's ops ({rules['windows']} tried)"
            + (f" ({rules['capped_pairs']} pairs and {rules['capped_chains']} chains beyond the caps not tried)"
               if rules["capped_pairs"] or rules["capped_chains"] else ""))
-    return {"isolation": {"outcome": "not found", "runs": len(tried), "candidates": len(ranked) + len(taken) + len(grouped),
+    return {"isolation": {"outcome": Outcome.NOT_FOUND, "runs": len(tried), "candidates": len(ranked) + len(taken) + len(grouped),
                           "rules": rules, "op_types": types, "tried": tried, "why": why}}
 
 
@@ -234,7 +237,7 @@ def _isolated(found: Tuple[Any, Trial], trials: PieceTrials, tried: List[Dict[st
     if program.held:  # the model's parameters the op read: the reproducer sets them as they were
         held = Path(trial.files["program"]).parent / "held.npz"
         np.savez(held, **program.held)
-    return {"outcome": "isolated", "op": program.op_type, "ops": program.op_types, "op_call": program.describe(),
+    return {"outcome": Outcome.ISOLATED, "op": program.op_type, "ops": program.op_types, "op_call": program.describe(),
             "op_by": ("isolation: this op alone, on the tensors it received in the model, reproduces the failure"
                       if alone else
                       f"isolation: no op reproduces alone; {program.kind}, on the tensors they received in the "
@@ -242,24 +245,25 @@ def _isolated(found: Tuple[Any, Trial], trials: PieceTrials, tried: List[Dict[st
             "piece": {**_replayable(trial, trials.failed),
                       "op_source": str(source_path(Path(trial.files["program"]).parent, isolation.ONE_OP)),
                       "held": str(held) if held else None},
-            "isolation": {"outcome": "isolated", "runs": len(tried), "candidates": candidates,
+            "isolation": {"outcome": Outcome.ISOLATED, "runs": len(tried), "candidates": candidates,
                           "rules": rules, "op_types": types, "tried": tried}}
 
 
-def _op_or_fusion(op_types: Dict[str, int], found: Dict[str, Any], answer: Optional[Trial], plan: StagePlan,
-                  done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+def _op_or_fusion(op_types: Dict[str, int], found: Found, answer: Optional[Trial], plan: StagePlan,
+                  done: Ledger) -> Dict[str, Any]:
     """The answer's own op (by elimination over its sublayers' programs), or the fusion the culprit
     search named when its sublayers do not reproduce alone."""
-    search = done.get(Analysis.BISECT.journal_key) or {}
-    fusions = [c for c in (search.get("culprits") or []) if "fuse" in c and search.get("stage") == plan.name]
-    if fusions and answer is not None and found["below"]:
+    search = done.analysis(Analysis.BISECT)
+    fusions = ([c for c in (search.get("culprits") or []) if "fuse" in c]
+               if search is not None and search.stage == plan.name else [])
+    if fusions and answer is not None and found.below:
         # Its sublayers do not reproduce alone and a fusion pass is the culprit: the failure is
         # the fusion across them, not an op of this layer's own.
         return {"why_here": (f"its sublayers do not reproduce alone and the culprit search names "
                              f"{', '.join(fusions)}: the fusion across its sublayers"), "fusion": fusions}
-    if not found["below"]:
+    if not found.below:
         return {}
-    own = own_op_types(op_types, found["below"])
+    own = own_op_types(op_types, found.below)
     if len(own) != 1:
         return {"own_op_types": own}
     return {"own_op_types": own, "op": own[0],
@@ -278,7 +282,7 @@ def _replayable(answer: Trial, failed: Status) -> Dict[str, Any]:
             "outputs": len(answer.expected or [])}
 
 
-def model_and_args(ctx: CellContext, setup: Dict[str, Any], shape: int) -> Tuple[Any, List[Any], str]:
+def model_and_args(ctx: CellContext, setup: StageRecord, shape: int) -> Tuple[Any, List[Any], str]:
     """The model that was exported, and the dygraph arguments at ``shape``; how it was obtained.
 
     The instance this process trained and exported when it is still here (a factory may not
@@ -292,7 +296,7 @@ def model_and_args(ctx: CellContext, setup: Dict[str, Any], shape: int) -> Tuple
 
     paddle = ctx.paddle
     factory = f"{ctx.where}.factory ({ctx.cell.model['factory']})"
-    weights = read_weights(setup["weights"]["path"])
+    weights = read_weights(setup.get("weights")["path"])
     if ctx.built is not None:
         layer, input_spec = ctx.built
         how = "the instance this process trained and exported"

@@ -25,7 +25,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
@@ -35,8 +35,10 @@ from ..shared.compare import Tolerance
 from ..shared.machine import label
 from ..shared.notes import clip
 from ..shared.spec import OUTPUTS
-from ..shared.vocab import SETUP, Analysis, Status
+from ..shared.record_model import AnalysisEntry, StageRecord
+from ..shared.vocab import Analysis, Status
 from .context import CellContext
+from .ledger import Ledger
 from .registry import runtime
 from .stages import stage_reference
 
@@ -44,21 +46,21 @@ SCRIPT = "repro.py"
 TIMEOUT = 300.0
 
 
-def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]],
-                     piece: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The reproducer of stage ``plan``'s failure: on ``piece`` (the smallest piece the reduction
-    found: its program, inputs and expected outputs) when there is one, else on the whole model."""
+def write_and_verify(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
+    """The reproducer of stage ``plan``'s failure: on the piece the reduction found (the smallest
+    piece: its program, inputs and expected outputs) when there is one, else on the whole model."""
     started = time.perf_counter()
-    setup = done[SETUP]
-    stage = done[plan.name]
-    status = Status.of(stage["status"])
-    shape = stage.get("failing_shape", 0)
+    setup, stage = done.setup, done.stage(plan.name)
+    reduced = done.analysis(Analysis.REDUCE)
+    piece: Optional[Mapping[str, Any]] = reduced.get("piece") if reduced is not None else None
+    status = stage.status
+    shape = stage.failing_shape or 0
     folder = ctx.work / "reproducer"
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     engine = runtime(plan.runtime)
-    files = piece["files"] if piece else setup["export"]
+    files = piece["files"] if piece else setup.get("export")
     feeds = dict(np.load(piece["inputs"])) if piece else ctx.feeds(shape)
     np.savez(folder / "inputs.npz", **feeds)
     build = ""
@@ -82,19 +84,19 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str
             reference = plan.reference  # what the reduction held the piece to, as the stage
             tolerances = [ctx.tolerance(plan).to_dict()] * piece["outputs"]
         else:
-            labels = setup["outputs"]
+            labels = setup.output_labels
             reference, arrays, _ = stage_reference(ctx, plan, labels, shape)  # what the stage was compared with
             OUTPUTS.save(folder / "expected.npz", arrays)
             tolerances = [ctx.tolerance(plan, label).to_dict() for label in labels]
         expected = {"reference": str(reference), "tolerances": tolerances}
     (folder / SCRIPT).write_text(_script(engine.reproducer_imports, run_lines, expected), encoding="utf-8")
     shapes = {name: list(array.shape) for name, array in feeds.items()}
-    where = (done.get(Analysis.REDUCE.journal_key) or {}) if piece else {}
+    where = reduced if piece else None
     (folder / "README.md").write_text(_readme(ctx, plan, setup, stage, shapes, expected, where), encoding="utf-8")
     run = _run(folder, ctx.cell.stage_timeout)
-    verified = _verified(status, engine.cause_words(str(stage.get("message", ""))), run)
+    verified = _verified(status, engine.cause_words(stage.message), run)
     return {"status": Status.PASS, "stage": plan.name, "folder": str(folder), "script": str(folder / SCRIPT),
-            "shape": shape, "program": "piece" if piece else "model", "path": where.get("path"),
+            "shape": shape, "program": "piece" if piece else "model", "path": where.get("path") if where else None,
             "verified": verified, "exit": run["exit"], "last_line": run["last_line"],
             "seconds": round(time.perf_counter() - started, 3)}
 
@@ -170,13 +172,13 @@ def _script(imports: str, run_lines: str, expected: "Dict[str, Any] | None") -> 
         ''') + run_lines + (compare or 'print("ran without error: not reproduced")\n')
 
 
-def _readme(ctx: CellContext, plan: StagePlan, setup: Dict[str, Any], stage: Dict[str, Any],
-            shapes: Dict[str, List[int]], expected: "Dict[str, Any] | None", where: Dict[str, Any]) -> str:
+def _readme(ctx: CellContext, plan: StagePlan, setup: StageRecord, stage: StageRecord,
+            shapes: Dict[str, List[int]], expected: "Dict[str, Any] | None", where: Optional[AnalysisEntry]) -> str:
     paddle_info = setup.get("paddle") or {}
     machine = setup.get("machine")
-    what = (f"Paddle raises: `{clip(stage.get('message', ''), 400)}`" if expected is None else
+    what = (f"Paddle raises: `{clip(stage.message, 400)}`" if expected is None else
             f"The outputs differ from the {expected['reference']} outputs beyond the {plan.precision} tolerance: "
-            f"{clip(stage.get('message', ''), 300)}")
+            f"{clip(stage.message, 300)}")
     return textwrap.dedent(f"""\
         # Reproducer: {ctx.cell.id}, stage `{plan.name}`
 
@@ -194,13 +196,14 @@ def _readme(ctx: CellContext, plan: StagePlan, setup: Dict[str, Any], stage: Dic
         """)
 
 
-def _program_words(setup: Dict[str, Any], where: Dict[str, Any]) -> str:
-    whole = f"`{Path(setup['export']['program']).name}` ({setup['export']['format']})"
-    if (where.get("piece") or {}).get("op_source"):
+def _program_words(setup: StageRecord, where: Optional[AnalysisEntry]) -> str:
+    export = setup.get("export")
+    whole = f"`{Path(export['program']).name}` ({export['format']})"
+    if where is None or not where.get("piece"):
+        return f"the whole model, {whole}"
+    if where.get("piece").get("op_source"):
         return (f"one op alone, `{where.get('op_call')}`, as the model's forward called it (in `{where.get('path') or 'the model'}`); "
                 f"the script builds its program itself (`op/`), no params file")
-    if not where.get("piece"):
-        return f"the whole model, {whole}"
     members = ", ".join(f"`{m}`" for m in where.get("members") or []) or f"`{where.get('path')}`"
     return (f"the smallest piece of the model that reproduces — {members} ({where.get('layer')}), exported alone "
             f"on the inputs it had in the model's dygraph forward; its op types: "
@@ -231,10 +234,10 @@ def _verified(status: Status, key: str, run: Dict[str, Any]) -> bool:
     return bool(key) and key in cause_of(run["output"])
 
 
-def first_failing(plans: List[StagePlan], done: Dict[str, Dict[str, Any]]) -> "StagePlan | None":
+def first_failing(plans: List[StagePlan], done: Ledger) -> "StagePlan | None":
     """The first stage that failed on numbers or raised (the baseline included)."""
     for plan in plans:
-        if Status.of(done.get(plan.name, {}).get("status")) in (Status.FAIL, Status.ERROR):
+        if done.status(plan.name) in (Status.FAIL, Status.ERROR):
             return plan
     return None
 

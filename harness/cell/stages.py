@@ -19,15 +19,16 @@ from ..shared.causes import raised_status
 from ..shared.compare import Comparison, compare_tol, worst
 from ..shared.record_model import ShapeResult
 from ..shared.task import worst_verdict
-from ..shared.vocab import SETUP, Precision, Reference, Stage, Status
+from ..shared.vocab import Precision, Reference, Stage, Status
 from .context import CellContext
+from .ledger import Ledger
 from .registry import runtime
 
 # What a low-precision stage's ops must produce somewhere for the precision to have run.
 LOW_PRECISION_DTYPES = {"int8": ("int8", "uint8"), "bf16": ("bfloat16", "uint16"), "fp16": ("float16",)}
 
 
-def same_program(evidence: Dict[str, Any], reference: Dict[str, Any]) -> bool:
+def same_program(evidence: Mapping[str, Any], reference: Mapping[str, Any]) -> bool:
     """Same passes ran and the same op sequence executed: the two predictors ran one program."""
     keys = ("passes", "analysis_passes", "op_sequence_sha1")
     return all(k in evidence and k in reference for k in keys) and all(evidence[k] == reference[k] for k in keys)
@@ -49,20 +50,19 @@ def unmet(plan: StagePlan) -> Optional[str]:
     return None
 
 
-def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+def run_stage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
     reason = unmet(plan)
     if reason:
         return planned(plan, status=Status.SKIP, message=reason)
-    setup = done[SETUP]
+    setup = done.setup
     feeds = ctx.feeds()
-    labels = setup["outputs"]
-    baseline = done.get(Stage.BASELINE.value, {})
+    labels = setup.output_labels
     reference_name, reference, note = stage_reference(ctx, plan, labels)
 
     variants = [v for v in setup.get("shape_variants") or [] if Status.of(v["status"]) is Status.PASS]
     variant_feeds = [ctx.feeds(v["index"]) for v in variants]
     t = time.perf_counter()
-    session = runtime(plan.runtime).session(setup["export"], plan.config, feeds, ctx.work / plan.name, variant_feeds)
+    session = runtime(plan.runtime).session(setup.get("export"), plan.config, feeds, ctx.work / plan.name, variant_feeds)
     build_s = time.perf_counter() - t
     t = time.perf_counter()
     try:
@@ -87,7 +87,7 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Dict[str, Dict[str, Any]]
     outputs = {label: compare_tol(reference[i], got[i], ctx.tolerance(plan, label)).named(predictor_name=out_names[i])
                for i, label in enumerate(labels)}
     result.update(outputs={k: c.to_dict() for k, c in outputs.items()}, worst=worst(outputs).to_dict(),
-                  status=stage_status(plan, outputs, evidence, baseline))
+                  status=stage_status(plan, outputs, evidence, done.evidence(Stage.BASELINE.value)))
     task = ctx.judge_task(labels, reference, got)
     if task:  # the model's answers beside the tensors: how much the comparison's verdict matters
         result["task"] = task
@@ -168,7 +168,7 @@ def stage_reference(ctx: CellContext, plan: StagePlan, labels: List[str],
 
 
 def stage_status(plan: StagePlan, outputs: Mapping[str, Comparison], evidence: Mapping[str, Any],
-                 baseline: Mapping[str, Any]) -> Status:
+                 baseline_evidence: Mapping[str, Any]) -> Status:
     statuses = {o.status for o in outputs.values()}
     if evidence.get("not_as_claimed"):
         # The runtime says the stage did not run as its name claims (OpenVINO's default bf16 on an
@@ -176,7 +176,7 @@ def stage_status(plan: StagePlan, outputs: Mapping[str, Comparison], evidence: M
         return Status.NOOP
     if Status.FAIL in statuses:
         return Status.FAIL
-    if plan.reference == Reference.BASELINE and same_program(evidence, baseline.get("evidence") or {}):
+    if plan.reference == Reference.BASELINE and same_program(evidence, baseline_evidence):
         return Status.NOOP
     if low_precision_note(plan, evidence):
         return Status.NOOP  # the precision the stage is named after never ran
@@ -185,7 +185,7 @@ def stage_status(plan: StagePlan, outputs: Mapping[str, Comparison], evidence: M
     return Status.PASS
 
 
-def low_precision_note(plan: StagePlan, evidence: Dict[str, Any]) -> str:
+def low_precision_note(plan: StagePlan, evidence: Mapping[str, Any]) -> str:
     """The stage claims a low precision; the op outputs say whether it ran. (TensorRT engines
     hide their layers from the hook: their evidence is the engine op.)"""
     claimed = Precision(plan.precision).value

@@ -24,6 +24,7 @@ from ..shared.compare import NothingCompared, compare_all
 from ..shared.runtime import StagePlan
 from ..shared.vocab import Analysis, Reference, Stage, Status
 from .context import CellContext
+from .ledger import Ledger
 from .descent import Trial
 from .isolation import ONE_OP, Written
 from .pieces import SMALL_INT_INPUT, Call, VacuousPiece, load_piece, load_source, piece_source, specs, unique_tensors
@@ -45,24 +46,25 @@ class PieceTrials:
     counts the exports of each."""
 
     def __init__(self, ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan],
-                 done: Dict[str, Dict[str, Any]], calls: Dict[str, Call], sought: Optional["Sought"] = None):
+                 done: Ledger, calls: Dict[str, Call], sought: Optional["Sought"] = None):
         sought = sought or Sought()
         cause, known, folder = sought.cause, sought.known, sought.folder
-        stage = done[plan.name]
+        stage = done.stage(plan.name)
         self.ctx, self.plan, self.calls = ctx, plan, calls
-        self.failed = Status.of(stage["status"])
+        self.failed = stage.status
         self.paddle = ctx.paddle
         self.engine = runtime(plan.runtime)
         # The cause sought (the runtime's own words; one of the stage's when its message holds several)
         # and the cell's other causes: a piece raising one of those first masks the one sought.
-        self.cause = cause if cause is not None else self.engine.cause_words(str(stage.get("message", "")))
+        self.cause = cause if cause is not None else self.engine.cause_words(stage.message)
         self.known = [c for c in known if c != self.cause]
         self.reference_plan = plans.get(Stage.BASELINE.value) if plan.reference == Reference.BASELINE else None
         # The run that names the piece's op types: the baseline config (the stage's own when it is the baseline).
         self.typing_plan = self.reference_plan or plans.get(Stage.BASELINE.value) or plan
         self.tolerance = ctx.tolerance(plan)
-        search = done.get(Analysis.BISECT.journal_key) or {}
-        self.culprits: List[str] = list(search.get("culprits") or []) if search.get("stage") == plan.name else []
+        search = done.analysis(Analysis.BISECT)
+        self.culprits: List[str] = (list(search.get("culprits") or [])
+                                    if search is not None and search.stage == plan.name else [])
         self.folder = ctx.work / folder
         self.tried = 0      # pieces exported (or tried to be)
         self.op_exports = 0  # one-op programs exported (or tried to be)

@@ -161,7 +161,14 @@ class StageRecord:
 
     def get(self, key: str, default: Any = None) -> Any:
         """A part no type models yet (timings, lever, reference, the setup's export...)."""
+        if key in self._KNOWN and key not in self.extra:
+            raise KeyError(f"{key!r} is a typed field of a stage record: read .{key}")
         return self.extra.get(key, default)
+
+    @property
+    def output_labels(self) -> List[str]:
+        """The outputs' labels: a setup entry lists the dygraph outputs', a stage compares them."""
+        return list(self.extra.get("outputs") or self.outputs)
 
     @property
     def passed(self) -> bool:
@@ -248,6 +255,9 @@ class AnalysisEntry:
         return out
 
     def get(self, key: str, default: Any = None) -> Any:
+        """A part of the analysis's own (culprits, trials, the reproducer's script...)."""
+        if key in self._KNOWN:
+            raise KeyError(f"{key!r} is a typed field of an analysis entry: read .{key}")
         return self.extra.get(key, default)
 
     @property

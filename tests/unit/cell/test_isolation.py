@@ -86,7 +86,7 @@ def test_a_member_with_no_op_of_its_own_does_not_keep_the_answer_above_it():
         return Trial(members, reproduces=len(members) == 3)
 
     found = descend(calls, reproduces)
-    assert found["members"] == [""] and "no one of its 3 sublayers reproduces alone" in found["why"], found["why"]
+    assert found.members == [""] and "no one of its 3 sublayers reproduces alone" in found.why, found.why
 
 
 def test_every_op_type_gets_a_program_before_any_type_gets_a_second_and_each_rule_is_counted():
