@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
-from harness.cell.layerwise import _mark_suspects, key_name, match, normalized_op, to_plain_layout
+from harness.cell.layerwise import _first_divergence, _mark_suspects, key_name, match, normalized_op, to_plain_layout
+from harness.shared.tensor_diff import DumpedTensor, TensorDiff, TensorRow
+from harness.shared.vocab import Status
 
 
 def _row(op, raw, shape=(1, 4), file=True):
-    row = {"op": op, "raw": raw, "shape": list(shape)}
-    if file:
-        row["file"] = raw
-    return row
+    return DumpedTensor(op, raw, tuple(shape), "float32", raw if file else "")
 
 
 def test_names_lose_the_pir_prefix_and_ops_their_dialect():
@@ -33,13 +34,13 @@ def test_name_then_occurrence_then_value_and_the_rest_unmatched():
     assert (4, 2, "name") in pairs  # inner_var_9 on both sides, same op
     assert (3, 1, "occurrence") in pairs  # the one pool2d on each side
     assert (2, 0, "value") in pairs  # the fused conv equals the relu that ends its pattern
-    assert {u["name"] for u in unmatched} == {"inner_var_1", "inner_var_2"}
+    assert {u.name for u in unmatched} == {"inner_var_1", "inner_var_2"}
 
 
 def test_a_name_shared_by_different_ops_is_not_a_pair():
     pairs, unmatched = match([_row("pd_op.conv2d:0", "v1")], [_row("pd_op.relu:0", "v1")])
-    assert pairs == [] and {u["side"] for u in unmatched} == {"base", "test"}
-    assert "op differs" in unmatched[0]["reason"]
+    assert pairs == [] and {u.side for u in unmatched} == {"base", "test"}
+    assert "op differs" in unmatched[0].reason
 
 
 def test_onednn_nhwc_storage_is_undone():
@@ -50,6 +51,11 @@ def test_onednn_nhwc_storage_is_undone():
 
 
 def test_a_mismatch_whose_next_tensors_agree_is_suspect_not_the_first_divergence():
-    rows = [{"status": "pass"}, {"status": "fail"}, {"status": "pass"}, {"status": "pass"}, {"status": "fail"}]
-    _mark_suspects(rows)
-    assert rows[1].get("suspect") and not rows[4].get("suspect")
+    rows = [TensorRow(k, "pd_op.relu", "pd_op.relu", f"v{k}", "name", (1,), (1,), Status(status))
+            for k, status in enumerate(["pass", "fail", "pass", "pass", "fail"])]
+    rows = _first_divergence(_mark_suspects(rows))
+    assert rows[1].suspect and not rows[4].suspect
+    assert [r.index for r in rows if r.first_divergence] == [4]
+    diff = TensorDiff(rows, [], 5, 5, 5, 1e-4, 1e-4)
+    again = TensorDiff.from_dict(json.loads(json.dumps(diff.to_dict(), default=str)))
+    assert again == diff and again.first_divergence.index == 4

@@ -18,6 +18,7 @@ from ..launch import LocalLauncher, log_tail, run_child, signal_name
 from ..shared.backends import NAMED_CONFIGS
 from ..shared.errors import UserError
 from ..shared.records import atomic_write_json
+from ..shared.tensor_diff import TensorDiff
 
 
 def find_model(model_dir: Path) -> Dict[str, str]:
@@ -110,11 +111,11 @@ def run(args: Any) -> int:
         print(f"the diff worker died with {signal_name(outcome.returncode)}: {log_tail(log, lines=1)} "
               f"(full log: {log})", file=sys.stderr)
         return 1
-    result = json.loads((out / "result.json").read_text())
+    result = TensorDiff.from_dict(json.loads((out / "result.json").read_text()))
     title = f"{args.model_dir}: {args.base} vs {args.test}"
     files = tensor_report.write_all(out, result, title, args.formats.split(","))
     print(tensor_report.terminal(result))
-    for side, reason in (result.get("unmet") or {}).items():
+    for side, reason in result.unmet.items():
         print(f"WARNING: --{side} {getattr(args, side)} cannot run as named here: {reason}")
     print("\n" + "  ".join(f"{k}: {v}" for k, v in files.items()))
-    return 0 if result.get("first_divergence") is None else 1
+    return 0 if result.first_divergence is None else 1

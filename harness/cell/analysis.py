@@ -146,18 +146,19 @@ def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Le
                                                    plan.config, out, ctx.tolerance(plan))
     except NotImplementedError as exc:
         return {"status": Status.SKIP, "message": str(exc)}
-    first = result.get("first_divergence")
+    first = result.first_divergence
     outcome = "diverges" if first else "no tensor diverges"
-    if not first and result["hooks_changed_output"].get("test"):
+    if not first and result.hooks_changed_output.get("test"):
         # Fetching every intermediate keeps a runtime from fusing across them (ONNX Runtime).
         outcome = "no tensor diverges while every tensor is fetched, which changed the stage's outputs"
     return {
         "status": Status.PASS, "outcome": outcome,
         "result": str(out / "result.json"),
         "title": f"{ctx.cell.id}: baseline vs {plan.name}",
-        "first_divergence": {k: first[k] for k in ("index", "op", "name", "max_abs", "max_rel")} if first else None,
-        "tensors": len(result["rows"]), "unmatched": len(result["unmatched"]),
-        "hooks_changed_output": result["hooks_changed_output"], "shape": shape,
+        "first_divergence": ({"index": first.index, "op": first.op, "name": first.name, "max_abs": first.max_abs,
+                              "max_rel": first.max_rel} if first else None),
+        "tensors": len(result.rows), "unmatched": len(result.unmatched),
+        "hooks_changed_output": dict(result.hooks_changed_output), "shape": shape,
     }
 
 

@@ -6,6 +6,7 @@ the model does not have); anything else: the process died.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -82,9 +83,7 @@ def main(request_path: Path, out: Path) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
-    result["program"] = files
     # A config whose requirement this machine lacks runs something else than its name says
     # (bf16 without a bf16 CPU runs fp32): the result says so instead of looking clean.
-    result["unmet"] = unmet
-    layerwise.write_result(Path(out) / "result.json", result)
+    layerwise.write_result(Path(out) / "result.json", dataclasses.replace(result, program=files, unmet=unmet))
     return 0

@@ -31,22 +31,21 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ..shared.compare import Tolerance, compare_tol, cosine
 from ..shared.config import PredictorConfig
 from ..shared.engine_info import engine_output_names
-from ..shared.vocab import Status
 from ..shared.errors import UserError
+from ..shared.tensor_diff import Dump, DumpedTensor, TensorDiff, TensorRow, Unmatched, key_name
+from ..shared.vocab import Status
 
-_PIR_PREFIX = re.compile(r"^0x[0-9a-fA-F]+_")
 _DIALECT = re.compile(r"^[a-z_]+_op\.")
 
-
-def key_name(raw: str) -> str:
-    return _PIR_PREFIX.sub("", raw)
+# (base row, test row, how they were paired)
+Pairs = List[Tuple[int, int, str]]
 
 
 def is_fetch(name: str) -> bool:
@@ -85,19 +84,19 @@ def is_bfloat16(tensor: Any) -> bool:
     return "bfloat16" in name or name.endswith("bf16")
 
 
-def dump(predictor: Any, feeds: Dict[str, np.ndarray], out_dir: Path) -> Dict[str, Any]:
+def dump(predictor: Any, feeds: Dict[str, np.ndarray], out_dir: Path) -> Dump:
     """Run once plain, once hooked; every hooked tensor goes straight to ``out_dir``."""
     from .paddle_api import predictor as paddle_predictor
 
     out_dir.mkdir(parents=True, exist_ok=True)
     _, plain = paddle_predictor.run_predictor(predictor, feeds)
-    index: List[Dict[str, Any]] = []
+    index: List[DumpedTensor] = []
 
     def hook(op_type: str, var_name: str, tensor: Any) -> None:
         try:
             array = np.asarray(tensor.numpy())
         except Exception as exc:  # some hooked vars (e.g. uninitialised) cannot be read
-            index.append({"op": op_type, "raw": var_name, "error": str(exc).splitlines()[0][:200]})
+            index.append(DumpedTensor(op_type, var_name, error=str(exc).splitlines()[0][:200]))
             return
         stored = str(array.dtype)
         if is_bfloat16(tensor):
@@ -107,47 +106,50 @@ def dump(predictor: Any, feeds: Dict[str, np.ndarray], out_dir: Path) -> Dict[st
         array = to_plain_layout(array, str(layout))
         path = out_dir / f"{len(index):05d}.npy"
         np.save(path, array)
-        index.append({"op": op_type, "raw": var_name, "layout": str(layout), "shape": list(array.shape),
-                      "dtype": stored, "file": path.name})
+        index.append(DumpedTensor(op_type, var_name, tuple(array.shape), stored, path.name, str(layout)))
 
     paddle_predictor.register_output_hook(predictor, hook)
     _, hooked = paddle_predictor.run_predictor(predictor, feeds)
     same = len(plain) == len(hooked) and all(
         a.shape == b.shape and np.array_equal(a, b, equal_nan=True) for a, b in zip(plain, hooked))
-    (out_dir / "index.json").write_text(json.dumps(index))
-    return {"index": index, "hooks_changed_output": not same, "outputs": hooked}
+    _write_index(out_dir, index)
+    return Dump(index, hooked, not same)
 
 
-def match(base: List[Dict[str, Any]], test: List[Dict[str, Any]], value_of=None) -> Tuple[List[Tuple[int, int, str]], List[Dict[str, Any]]]:
+def _write_index(out_dir: Path, index: List[DumpedTensor]) -> None:
+    (out_dir / "index.json").write_text(json.dumps([t.to_dict() for t in index]))
+
+
+def match(base: List[DumpedTensor], test: List[DumpedTensor], value_of=None) -> Tuple[Pairs, List[Unmatched]]:
     """Pairs (base row, test row, how) and the unmatched rows with the reason: by name, then by
     occurrence, then (with ``value_of``) by value."""
-    base_rows = [(i, r) for i, r in enumerate(base) if "file" in r]
-    test_rows = [(j, r) for j, r in enumerate(test) if "file" in r]
+    base_rows = [(i, r) for i, r in enumerate(base) if r.readable]
+    test_rows = [(j, r) for j, r in enumerate(test) if r.readable]
     used_b: set = set()
     used_t: set = set()
     pairs, unmatched = _match_by_name(base_rows, test, used_b, used_t)
     pairs.extend(_match_by_occurrence(base_rows, test_rows, base, test, used_b, used_t))
     if value_of is not None:
         pairs.extend(_match_by_value(base_rows, test_rows, pairs, used_b, used_t, value_of))
-    unmatched += [_unmatched(r, "base", "no corresponding tensor in the test run") for i, r in base_rows if i not in used_b]
-    unmatched += [_unmatched(r, "test", "no corresponding tensor in the base run") for j, r in test_rows if j not in used_t]
+    unmatched += [Unmatched.of(r, "base", "no corresponding tensor in the test run") for i, r in base_rows if i not in used_b]
+    unmatched += [Unmatched.of(r, "test", "no corresponding tensor in the base run") for j, r in test_rows if j not in used_t]
     pairs.sort()
     return pairs, unmatched
 
 
 def _match_by_name(base_rows, test, used_b, used_t):
     """A name seen once on each side, with the same normalized op type and shape."""
-    pairs: List[Tuple[int, int, str]] = []
-    unmatched: List[Dict[str, Any]] = []
+    pairs: Pairs = []
+    unmatched: List[Unmatched] = []
     by_name_test: Dict[str, List[int]] = {}
     for j, r in enumerate(test):
-        if "file" in r:
-            by_name_test.setdefault(key_name(r["raw"]), []).append(j)
+        if r.readable:
+            by_name_test.setdefault(r.name, []).append(j)
     base_name_count: Dict[str, int] = {}
     for _, r in base_rows:
-        base_name_count[key_name(r["raw"])] = base_name_count.get(key_name(r["raw"]), 0) + 1
+        base_name_count[r.name] = base_name_count.get(r.name, 0) + 1
     for i, r in base_rows:
-        name = key_name(r["raw"])
+        name = r.name
         candidates = by_name_test.get(name, [])
         if len(candidates) != 1 or base_name_count[name] != 1:
             continue  # a name seen several times is no identity
@@ -155,11 +157,11 @@ def _match_by_name(base_rows, test, used_b, used_t):
         t = test[j]
         used_b.add(i)
         used_t.add(j)
-        if normalized_op(r["op"]) != normalized_op(t["op"]) and not is_fetch(name):
-            unmatched.append(_unmatched(r, "base", f"same name, op differs: {normalized_op(r['op'])} vs {normalized_op(t['op'])}"))
-            unmatched.append(_unmatched(t, "test", f"same name, op differs: {normalized_op(t['op'])} vs {normalized_op(r['op'])}"))
-        elif r["shape"] != t["shape"]:
-            unmatched.append(_unmatched(r, "base", f"same name, shape {r['shape']} vs {t['shape']}"))
+        if normalized_op(r.op) != normalized_op(t.op) and not is_fetch(name):
+            unmatched.append(Unmatched.of(r, "base", f"same name, op differs: {normalized_op(r.op)} vs {normalized_op(t.op)}"))
+            unmatched.append(Unmatched.of(t, "test", f"same name, op differs: {normalized_op(t.op)} vs {normalized_op(r.op)}"))
+        elif r.shape != t.shape:
+            unmatched.append(Unmatched.of(r, "base", f"same name, shape {list(r.shape)} vs {list(t.shape)}"))
         else:
             pairs.append((i, j, "name"))
     return pairs, unmatched
@@ -172,14 +174,14 @@ def _match_by_occurrence(base_rows, test_rows, base, test, used_b, used_t):
     rest_t: Dict[str, List[int]] = {}
     for i, r in base_rows:
         if i not in used_b:
-            rest_b.setdefault(normalized_op(r["op"]), []).append(i)
+            rest_b.setdefault(normalized_op(r.op), []).append(i)
     for j, r in test_rows:
         if j not in used_t:
-            rest_t.setdefault(normalized_op(r["op"]), []).append(j)
+            rest_t.setdefault(normalized_op(r.op), []).append(j)
     pairs = []
     for op, b_ids in rest_b.items():
         t_ids = rest_t.get(op, [])
-        if len(b_ids) == len(t_ids) and all(base[i]["shape"] == test[j]["shape"] for i, j in zip(b_ids, t_ids)):
+        if len(b_ids) == len(t_ids) and all(base[i].shape == test[j].shape for i, j in zip(b_ids, t_ids)):
             pairs.extend((i, j, "occurrence") for i, j in zip(b_ids, t_ids))
             used_b.update(b_ids)
             used_t.update(t_ids)
@@ -209,10 +211,10 @@ def _match_by_value(base_rows, test_rows, pairs, used_b, used_t, value_of):
             hi, hi_j = min(after, default=(10**9, None))
             # A layout-conversion copy (onednn_to_paddle_layout before a fetch) and the op before
             # it both equal the same base tensor: then the next anchor's base tensor is a candidate.
-            inclusive = hi_j is not None and is_layout_op(test_rows_by_id[hi_j]["op"])
+            inclusive = hi_j is not None and is_layout_op(test_rows_by_id[hi_j].op)
             candidates = [i for i, r in base_rows
-                          if (lo < i < hi or (inclusive and i == hi)) and r["shape"] == t["shape"]
-                          and (not same_op or normalized_op(r["op"]) == normalized_op(t["op"]))]
+                          if (lo < i < hi or (inclusive and i == hi)) and r.shape == t.shape
+                          and (not same_op or normalized_op(r.op) == normalized_op(t.op))]
             if not candidates:
                 continue
             got = value_of("test", j)
@@ -238,14 +240,10 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> Optional[float]:
     return cosine(a, b)
 
 
-def _unmatched(row: Dict[str, Any], side: str, reason: str) -> Dict[str, Any]:
-    return {"side": side, "op": row["op"], "name": key_name(row["raw"]), "shape": row.get("shape"), "reason": reason}
-
-
-def select(base: List[Dict[str, Any]], how: Dict[str, Any]) -> Optional[set]:
-    """Indices of the base rows chosen by ``how`` (None: all)."""
+def select(base: List[DumpedTensor], how: Mapping[str, Any]) -> Optional[set]:
+    """Indices of the base rows chosen by ``how`` (a diff request's selection; None: all)."""
     kind = how.get("kind", "all")
-    names = [key_name(r["raw"]) for r in base]
+    names = [r.name for r in base]
     if kind == "all":
         return None
     if kind == "names":
@@ -253,7 +251,7 @@ def select(base: List[Dict[str, Any]], how: Dict[str, Any]) -> Optional[set]:
         chosen = {i for i, n in enumerate(names) if n in wanted}
     elif kind == "regex":
         pattern = re.compile(how["pattern"])
-        chosen = {i for i, n in enumerate(names) if pattern.search(n) or pattern.search(base[i]["op"])}
+        chosen = {i for i, n in enumerate(names) if pattern.search(n) or pattern.search(base[i].op)}
     elif kind == "segment":
         start, end = how["start"], how["end"]
         if start not in names or end not in names:
@@ -272,8 +270,8 @@ def select(base: List[Dict[str, Any]], how: Dict[str, Any]) -> Optional[set]:
 NHWC = "nhwc"  # a pairing whose base tensor is the NHWC transpose of the test's NCHW one
 
 
-def match_converted(base: List[Dict[str, Any]], test: List[Dict[str, Any]],
-                    program_ops: Dict[str, int]) -> Tuple[List[Tuple[int, int, str]], List[Dict[str, Any]]]:
+def match_converted(base: List[DumpedTensor], test: List[DumpedTensor],
+                    program_ops: Mapping[str, int]) -> Tuple[Pairs, List[Unmatched]]:
     """Pairs for a converted program: each test row names the Paddle op it came from and that op's
     occurrence in the program (``op``, ``occurrence``; paddle2onnx's ``p2o.<op>.<k>.<output>``),
     each base row the instruction that wrote it (``pd_op.conv2d:<id>``, the id in program order).
@@ -286,9 +284,9 @@ def match_converted(base: List[Dict[str, Any]], test: List[Dict[str, Any]],
     instructions: Dict[str, List[str]] = {}  # normalized op -> instruction ids in execution order
     rows_of: Dict[str, List[int]] = {}
     for i, r in enumerate(base):
-        if "file" not in r:
+        if not r.readable:
             continue
-        op, _, ident = r["op"].partition(":")
+        op, _, ident = r.op.partition(":")
         key = f"{op}:{ident}"
         if key not in rows_of:
             instructions.setdefault(normalized_op(op), []).append(key)
@@ -296,113 +294,130 @@ def match_converted(base: List[Dict[str, Any]], test: List[Dict[str, Any]],
     for calls in instructions.values():
         calls.sort(key=lambda key: int(key.rpartition(":")[2] or 0))
 
-    def find(t: Dict[str, Any]) -> Tuple[List[int], str, str]:
-        op = normalized_op(t["op"])
+    def find(t: DumpedTensor) -> Tuple[List[int], str, str]:
+        op = normalized_op(t.op)
         calls = instructions.get(op, [])
-        if len(calls) != program_ops.get(op, 0) or t["occurrence"] >= len(calls):
+        if len(calls) != program_ops.get(op, 0) or t.occurrence >= len(calls):
             return [], "", (f"{op} runs {len(calls)} times in Paddle's predictor and occurs "
                             f"{program_ops.get(op, 0)} times in the saved program")
-        call = calls[t["occurrence"]]
-        same = [i for i in rows_of[call] if base[i]["shape"] == t["shape"]]
+        call = calls[t.occurrence]
+        same = [i for i in rows_of[call] if base[i].shape == t.shape]
         moved = [i for i in rows_of[call]
-                 if len(t["shape"]) == 4 and base[i]["shape"] == [t["shape"][k] for k in (0, 2, 3, 1)]]
+                 if len(t.shape) == 4 and base[i].shape == tuple(t.shape[k] for k in (0, 2, 3, 1))]
         found, how = (same, "occurrence") if same else (moved, f"occurrence, {NHWC}")
         return found, how, f"{len(found)} outputs of {call} have its shape"
 
     return _pair_each(base, test, find, "no corresponding tensor in the converted graph")
 
 
-def _pair_each(base: List[Dict[str, Any]], test: List[Dict[str, Any]], find,
-               unpaired: str) -> Tuple[List[Tuple[int, int, str]], List[Dict[str, Any]]]:
+def _pair_each(base: List[DumpedTensor], test: List[DumpedTensor], find,
+               unpaired: str) -> Tuple[Pairs, List[Unmatched]]:
     """Each test tensor paired with the one base tensor ``find(row) -> (candidates, how, why not)``
     names; the rest listed as unmatched (a test tensor with ``why not``, a base one with ``unpaired``)."""
-    pairs: List[Tuple[int, int, str]] = []
-    unmatched: List[Dict[str, Any]] = []
+    pairs: Pairs = []
+    unmatched: List[Unmatched] = []
     used_b: set = set()
     for j, t in enumerate(test):
-        if "file" not in t:
+        if not t.readable:
             continue
         found, how, why = find(t)
         if len(found) != 1:
-            unmatched.append(_unmatched(t, "test", why))
+            unmatched.append(Unmatched.of(t, "test", why))
             continue
         used_b.add(found[0])
         pairs.append((found[0], j, how))
-    unmatched += [_unmatched(r, "base", unpaired) for i, r in enumerate(base) if "file" in r and i not in used_b]
+    unmatched += [Unmatched.of(r, "base", unpaired) for i, r in enumerate(base) if r.readable and i not in used_b]
     pairs.sort()
     return pairs, unmatched
 
 
-def match_by_tensor_name(base: List[Dict[str, Any]], test: List[Dict[str, Any]]) -> Tuple[List[Tuple[int, int, str]], List[Dict[str, Any]]]:
+def match_by_tensor_name(base: List[DumpedTensor], test: List[DumpedTensor]) -> Tuple[Pairs, List[Unmatched]]:
     """Pairs for a runtime that keeps Paddle's variable names on its tensors (OpenVINO's Paddle
     frontend names each op output after the legacy variable it computes): the name seen once on
     each side, with the same shape."""
     by_name: Dict[str, List[int]] = {}
     for i, r in enumerate(base):
-        if "file" in r:
-            by_name.setdefault(key_name(r["raw"]), []).append(i)
+        if r.readable:
+            by_name.setdefault(r.name, []).append(i)
 
-    def find(t: Dict[str, Any]) -> Tuple[List[int], str, str]:
-        named = by_name.get(t["raw"], [])
-        found = [i for i in named if base[i]["shape"] == t["shape"]]
+    def find(t: DumpedTensor) -> Tuple[List[int], str, str]:
+        named = by_name.get(t.raw, [])
+        found = [i for i in named if base[i].shape == t.shape]
         why = f"{len(named)} tensors of this name in Paddle's run" + ("" if found else ", none of its shape")
         return (found if len(named) == 1 else []), "name", why
 
     return _pair_each(base, test, find, "no tensor of this name in the runtime's model")
 
 
-def compare_dumps(base_dir: Path, test_dir: Path, base: List[Dict[str, Any]], test: List[Dict[str, Any]],
-                  tol: Tolerance, chosen: Optional[set] = None, matcher=None) -> Dict[str, Any]:
-    """The table of matched pairs; ``matcher(value_of) -> (pairs, unmatched)`` replaces the
-    default matching (``match``)."""
+def compare_dumps(base_dir: Path, test_dir: Path, base: List[DumpedTensor], test: List[DumpedTensor],
+                  tol: Tolerance, chosen: Optional[set] = None,
+                  matcher=None) -> Tuple[List[TensorRow], List[Unmatched], int]:
+    """The rows of matched pairs, and what could not be matched; ``matcher(value_of) -> (pairs,
+    unmatched)`` replaces the default matching (``match``)."""
     def value_of(side: str, k: int) -> np.ndarray:
         rows_, folder = (base, base_dir) if side == "base" else (test, test_dir)
-        return np.load(folder / rows_[k]["file"], mmap_mode="r")
+        return np.load(folder / rows_[k].file, mmap_mode="r")
 
     pairs, unmatched = matcher(value_of) if matcher else match(base, test, value_of)
-    rows: List[Dict[str, Any]] = []
+    rows: List[TensorRow] = []
     for i, j, how in pairs:
         if chosen is not None and i not in chosen:
             continue
-        a = np.load(base_dir / base[i]["file"], mmap_mode="r")
-        b = np.load(test_dir / test[j]["file"], mmap_mode="r")
+        a = np.load(base_dir / base[i].file, mmap_mode="r")
+        b = np.load(test_dir / test[j].file, mmap_mode="r")
         if how.endswith(NHWC):
             a = np.transpose(a, (0, 3, 1, 2))
         stats = compare_tol(np.asarray(a), np.asarray(b), tol)
         finite = np.asarray(a, dtype=np.float64) if a.size else np.zeros(1)
-        rows.append({
-            "index": i, "op": base[i]["op"], "test_op": test[j]["op"], "name": key_name(base[i]["raw"]),
-            "matched_by": how, "shape": base[i]["shape"], "test_shape": test[j]["shape"],
-            "mismatched": stats.mismatched, "total": stats.total,
-            "max_abs": stats.max_abs, "max_rel": stats.max_rel, "tol_ratio": stats.tol_ratio,
-            "min_base": float(np.nanmin(finite)) if finite.size else None,
-            "max_base": float(np.nanmax(finite)) if finite.size else None,
-            "status": stats.status, "vacuous": stats.vacuous,
-        })
+        rows.append(TensorRow(
+            index=i, op=base[i].op, test_op=test[j].op, name=base[i].name, matched_by=how, shape=base[i].shape,
+            test_shape=test[j].shape, status=stats.status, mismatched=stats.mismatched, total=stats.total,
+            max_abs=stats.max_abs, max_rel=stats.max_rel, tol_ratio=stats.tol_ratio,
+            min_base=float(np.nanmin(finite)) if finite.size else None,
+            max_base=float(np.nanmax(finite)) if finite.size else None, vacuous=stats.vacuous))
         del a, b
-    _mark_suspects(rows)
-    first = next((r for r in rows if Status.of(r["status"]) is not Status.PASS and not r.get("suspect")), None)
-    if first:
-        first["first_divergence"] = True
-    return {"rows": rows, "unmatched": unmatched, "first_divergence": first, "pairs": len(pairs),
-            "base_tensors": len(base), "test_tensors": len(test)}
+    return _first_divergence(_mark_suspects(rows)), unmatched, len(pairs)
 
 
-def _mark_suspects(rows: List[Dict[str, Any]], window: int = 2) -> None:
+def _mark_suspects(rows: List[TensorRow], window: int = 2) -> List[TensorRow]:
     """A real divergence propagates to the tensors computed from it. A mismatch whose next
     matched tensors all agree again is most likely one name holding two different tensors (a
     fusion rewrote the op in place): it is kept in the table, marked, and not taken as the
     first divergence."""
+    marked = []
     for k, row in enumerate(rows):
         following = rows[k + 1:k + 1 + window]
-        if Status.of(row["status"]) is not Status.PASS and following and all(Status.of(r["status"]) is Status.PASS for r in following):
-            row["suspect"] = "the next tensors agree again: probably one name for two tensors after a fusion"
+        if not row.passed and following and all(r.passed for r in following):
+            row = dataclasses.replace(row, suspect="the next tensors agree again: probably one name for two "
+                                                   "tensors after a fusion")
+        marked.append(row)
+    return marked
+
+
+def _first_divergence(rows: List[TensorRow]) -> List[TensorRow]:
+    first = next((k for k, r in enumerate(rows) if not r.passed and not r.suspect), None)
+    if first is not None:
+        rows[first] = dataclasses.replace(rows[first], first_divergence=True)
+    return rows
+
+
+def _diff(base_dump: Dump, test_dump: Dump, compared: Tuple[List[TensorRow], List[Unmatched], int], tol: Tolerance,
+          configs: Tuple[PredictorConfig, PredictorConfig], started: float) -> TensorDiff:
+    rows, unmatched, pairs = compared
+    final = [compare_tol(a, b, tol) for a, b in zip(base_dump.outputs, test_dump.outputs)]
+    return TensorDiff(
+        rows=rows, unmatched=unmatched, pairs=pairs, base_tensors=len(base_dump.index),
+        test_tensors=len(test_dump.index), atol=tol.atol, rtol=tol.rtol, scaled_atol=tol.scaled_atol,
+        hooks_changed_output={"base": base_dump.hooks_changed_output, "test": test_dump.hooks_changed_output},
+        final_outputs=[{"status": s.status, "max_abs": s.max_abs, "max_rel": s.max_rel} for s in final],
+        base_config=configs[0].to_dict(), test_config=configs[1].to_dict(),
+        seconds=round(time.perf_counter() - started, 3))
 
 
 def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
              test: PredictorConfig, out_dir: Path, tol: Tolerance,
-             selection: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """Dump both runs to ``out_dir`` and compare them; the result is JSON-able.
+             selection: Optional[Mapping[str, Any]] = None) -> TensorDiff:
+    """Dump both runs to ``out_dir`` and compare them.
 
     Memory optimization is off in both runs: it reuses variables, so a hooked name would hold
     several tensors in turn."""
@@ -416,37 +431,30 @@ def run_diff(files: Dict[str, str], feeds: Dict[str, np.ndarray], base: Predicto
         predictor = paddle_predictor.create_predictor(config)
         dumps[side] = dump(predictor, feeds, out_dir / side)
         del predictor  # one predictor alive at a time
-    base_index, test_index = dumps["base"]["index"], dumps["test"]["index"]
+    base_index, test_index = dumps["base"].index, dumps["test"].index
     chosen = None
     if selection and selection.get("kind") == "engine_info":
         names = set(engine_output_names(Path(selection["path"])))
-        chosen = {i for i, r in enumerate(base_index) if key_name(r["raw"]) in names}
+        chosen = {i for i, r in enumerate(base_index) if r.name in names}
         if not chosen:
             raise UserError(f"--engine-info: none of the engine's {len(names)} layer outputs is a tensor of the base run.")
     elif selection:
         chosen = select(base_index, selection)
-    result = compare_dumps(out_dir / "base", out_dir / "test", base_index, test_index, tol, chosen)
-    final = [compare_tol(a, b, tol) for a, b in zip(dumps["base"]["outputs"], dumps["test"]["outputs"])]
-    result.update(
-        base_config=base.to_dict(), test_config=test.to_dict(), **tol.to_dict(),
-        hooks_changed_output={"base": dumps["base"]["hooks_changed_output"], "test": dumps["test"]["hooks_changed_output"]},
-        final_outputs=[{"status": s.status, "max_abs": s.max_abs, "max_rel": s.max_rel} for s in final],
-        seconds=round(time.perf_counter() - started, 3),
-    )
-    return result
+    compared = compare_dumps(out_dir / "base", out_dir / "test", base_index, test_index, tol, chosen)
+    return _diff(dumps["base"], dumps["test"], compared, tol, (base, test), started)
 
 
 @dataclasses.dataclass(frozen=True)
 class OtherRuntime:
-    """Another runtime's side of a per-tensor diff: ``dump(folder)`` writes its tensors (``{"index",
-    "outputs", "hooks_changed_output"}``), ``pair(base_index, test_index)`` matches them with Paddle's."""
+    """Another runtime's side of a per-tensor diff: ``dump(folder)`` writes its tensors,
+    ``pair(base_index, test_index)`` matches them with Paddle's."""
 
-    dump: Callable[[Path], Dict[str, Any]]
-    pair: Callable[[List[Dict[str, Any]], List[Dict[str, Any]]], Any]
+    dump: Callable[[Path], Dump]
+    pair: Callable[[List[DumpedTensor], List[DumpedTensor]], Tuple[Pairs, List[Unmatched]]]
 
 
 def diff_against_paddle(files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                        test: PredictorConfig, tol: Tolerance, out: Path, other_runtime: OtherRuntime) -> Dict[str, Any]:
+                        test: PredictorConfig, tol: Tolerance, out: Path, other_runtime: OtherRuntime) -> TensorDiff:
     """Paddle's predictor at ``base`` with every op output hooked against another runtime's run at
     ``test``. Written to ``out/result.json`` as ``run_diff``'s result is."""
     from .paddle_api import config as paddle_config, predictor as paddle_predictor
@@ -458,29 +466,24 @@ def diff_against_paddle(files: Dict[str, str], feeds: Dict[str, np.ndarray], bas
     paddle_side = dump(predictor, feeds, folder / "base")
     del predictor
     other = other_runtime.dump(folder / "test")
-    result = compare_dumps(folder / "base", folder / "test", paddle_side["index"], other["index"], tol,
-                           matcher=lambda value_of: other_runtime.pair(paddle_side["index"], other["index"]))
-    final = [compare_tol(a, b, tol) for a, b in zip(paddle_side["outputs"], other["outputs"])]
-    result.update(
-        base_config=base.to_dict(), test_config=test.to_dict(), **tol.to_dict(),
-        hooks_changed_output={"base": paddle_side["hooks_changed_output"], "test": other["hooks_changed_output"]},
-        final_outputs=[{"status": f.status, "max_abs": f.max_abs, "max_rel": f.max_rel} for f in final],
-        seconds=round(time.perf_counter() - started, 3))
+    compared = compare_dumps(folder / "base", folder / "test", paddle_side.index, other.index, tol,
+                             matcher=lambda value_of: other_runtime.pair(paddle_side.index, other.index))
+    result = _diff(paddle_side, other, compared, tol, (base, test), started)
     write_result(out / "result.json", result)
     return result
 
 
-def save_tensors(folder: Path, tensors: List[Tuple[Dict[str, Any], np.ndarray]]) -> List[Dict[str, Any]]:
+def save_tensors(folder: Path, tensors: List[Tuple[DumpedTensor, np.ndarray]]) -> List[DumpedTensor]:
     """A runtime's fetched tensors on disk, one ``.npy`` each, with the index ``compare_dumps`` reads
-    (each row: the caller's fields plus shape, dtype and file)."""
+    (each row: the caller's tensor with its shape, dtype and file)."""
     folder.mkdir(parents=True, exist_ok=True)
-    index: List[Dict[str, Any]] = []
-    for fields, array in tensors:
+    index: List[DumpedTensor] = []
+    for named, array in tensors:
         array = np.asarray(array)
         path = folder / f"{len(index):05d}.npy"
         np.save(path, array)
-        index.append({**fields, "shape": list(array.shape), "dtype": str(array.dtype), "file": path.name})
-    (folder / "index.json").write_text(json.dumps(index))
+        index.append(dataclasses.replace(named, shape=tuple(array.shape), dtype=str(array.dtype), file=path.name))
+    _write_index(folder, index)
     return index
 
 
@@ -488,8 +491,8 @@ def same_outputs(a: List[np.ndarray], b: List[np.ndarray]) -> bool:
     return len(a) == len(b) and all(x.shape == y.shape and np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
 
 
-def write_result(path: Path, result: Dict[str, Any]) -> Path:
+def write_result(path: Path, result: TensorDiff) -> Path:
     """The diff as JSON for the host side, which renders its tables and plot."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
+    path.write_text(json.dumps(result.to_dict(), default=lambda v: v.item() if hasattr(v, "item") else str(v)))
     return path

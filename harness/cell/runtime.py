@@ -19,6 +19,7 @@ import numpy as np
 from ..shared.compare import Tolerance
 from ..shared.config import PredictorConfig
 from ..shared.runtime import Requirement, SearchSpace, StagePlan
+from ..shared.tensor_diff import TensorDiff
 
 
 class Session(abc.ABC):
@@ -110,7 +111,7 @@ class Runtime(abc.ABC):
         return [words] if words else []
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> Dict[str, Any]:
+                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
         """Every intermediate tensor of this runtime's session at ``test`` matched with Paddle
         Inference's at ``base`` (the baseline's config) and compared: the per-tensor table."""
         raise NotImplementedError(f"the per-tensor diff is not written for {self.name} yet")

@@ -19,6 +19,7 @@ from .. import __version__
 from ..shared.logs import log_tail
 from ..shared.record_model import AnalysisEntry, CellRecord
 from ..shared.records import atomic_write_text
+from ..shared.tensor_diff import TensorDiff
 from ..shared.vocab import STATUS_ORDER, cell_id
 from ..shared.spec import version_order
 from .model import Diagnosis, RunModel
@@ -74,16 +75,15 @@ def _tensor_rows(record: CellRecord, diff: AnalysisEntry):
     path = record.located(diff.get("result"))
     if path is None or not path.exists():
         return None
-    result = json.loads(path.read_text(encoding="utf-8"))
-    rows = result.get("rows", [])
-    first = next((i for i, r in enumerate(rows) if r.get("first_divergence")), 0)
+    rows = TensorDiff.from_dict(json.loads(path.read_text(encoding="utf-8"))).rows
+    first = next((i for i, r in enumerate(rows) if r.first_divergence), 0)
     start = max(0, first - TENSOR_ROWS // 3)
     shown = []
     for row in rows[start:start + TENSOR_ROWS]:
         cells = row_cells(row)
-        shown.append({"index": row["index"], "op": cells[1], "name": row["name"], "mismatched": cells[4],
-                      "max_abs": fmt_number(row["max_abs"], 4), "max_rel": fmt_number(row["max_rel"], 4),
-                      "matched_by": row["matched_by"], "note": cells[10], "first": row.get("first_divergence")})
+        shown.append({"index": row.index, "op": cells[1], "name": row.name, "mismatched": cells[4],
+                      "max_abs": fmt_number(row.max_abs, 4), "max_rel": fmt_number(row.max_rel, 4),
+                      "matched_by": row.matched_by, "note": cells[10], "first": row.first_divergence})
     return shown, len(rows)
 
 

@@ -33,6 +33,7 @@ from ..launch import INTERRUPT, Interrupted, Launcher, LocalLauncher, Outcome, r
 from ..shared.vocab import IMPORT_ORDER_MODES
 from ..shared.errors import UserError
 from ..shared.record_model import Analyses, CellRecord, StageRecord, Verdict
+from ..shared.tensor_diff import TensorDiff
 from ..shared.spec import DEFAULTS, CellSpec
 from ..shared.records import (Journal, atomic_write_json, cell_record_path, cell_work_dir,
                              load_record, write_record)
@@ -163,7 +164,7 @@ def _render_tensor_report(analysis: Dict[str, Dict[str, Any]]) -> None:
         return
     from ..report import tensors as tensor_report
 
-    result = json.loads(Path(diff["result"]).read_text(encoding="utf-8"))
+    result = TensorDiff.from_dict(json.loads(Path(diff["result"]).read_text(encoding="utf-8")))
     out = Path(diff["result"]).parent
     try:
         diff["files"] = tensor_report.write_all(out, result, diff.get("title", "per-tensor diff"))

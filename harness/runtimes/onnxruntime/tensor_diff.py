@@ -10,7 +10,7 @@ compared with an unmarked session's, and a difference is said (``hooks_changed_o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -18,29 +18,30 @@ from ...cell import layerwise
 from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig
 from ...shared.errors import calling
+from ...shared.tensor_diff import Dump, DumpedTensor, TensorDiff
 from ..paddle2onnx import convert as conversion
 from ..paddle2onnx.convert import converter
 from .options import session_options
 
 
 def against_paddle(runtime: Any, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                   test: PredictorConfig, out: Path, tolerance: Tolerance) -> Dict[str, Any]:
+                   test: PredictorConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
     marked = layerwise.OtherRuntime(dump=lambda folder: _dump_marked(runtime, files, test, feeds, folder,
                                                                      out / "session"),
                                     pair=conversion.pairing(files))
     return layerwise.diff_against_paddle(files, feeds, base, test, tolerance, out, marked)
 
 
-def _marked_entry(node: Any, value: str, legacy: bool) -> "Dict[str, Any] | None":
+def _marked_entry(node: Any, value: str, legacy: bool) -> Optional[DumpedTensor]:
     if not legacy:  # paddle2onnx 2.x: p2o.<op>.<k>.<output>
         return conversion.marked_entry([value])
     if not value.startswith("p2o."):  # 1.x: the legacy variable's own name
-        return {"op": node.op_type, "raw": value, "occurrence": -1, "output": -1}
+        return DumpedTensor(node.op_type, value)
     return None
 
 
 def _dump_marked(runtime: Any, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
-                 out_dir: Path, scratch: Path) -> Dict[str, Any]:
+                 out_dir: Path, scratch: Path) -> Dump:
     import onnx
     import onnxruntime as ort
 
@@ -49,7 +50,7 @@ def _dump_marked(runtime: Any, files: Dict[str, str], config: PredictorConfig, f
     model = onnx.load(str(path))
     legacy = Path(files["program"]).suffix != ".json"
     finals = [o.name for o in model.graph.output]
-    marked: List[Dict[str, Any]] = []
+    marked: List[DumpedTensor] = []
     for node in model.graph.node:
         for value in node.output:
             if value in finals or node.op_type == "Constant":
@@ -63,8 +64,7 @@ def _dump_marked(runtime: Any, files: Dict[str, str], config: PredictorConfig, f
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"], **kwargs)
     wanted = {i.name for i in session.get_inputs()}
     with calling("InferenceSession.run()"):
-        got = session.run(finals + [m["raw"] for m in marked], {k: v for k, v in feeds.items() if k in wanted})
+        got = session.run(finals + [m.raw for m in marked], {k: v for k, v in feeds.items() if k in wanted})
     index = layerwise.save_tensors(out_dir, list(zip(marked, got[len(finals):])))
     outputs = [np.asarray(a) for a in got[:len(finals)]]
-    return {"index": index, "outputs": outputs,
-            "hooks_changed_output": not layerwise.same_outputs(plain_outputs, outputs)}
+    return Dump(index, outputs, not layerwise.same_outputs(plain_outputs, outputs))

@@ -32,6 +32,7 @@ from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig
 from ...shared.errors import Finding, calling
 from ...shared.runtime import Requirement, StagePlan
+from ...shared.tensor_diff import Dump, DumpedTensor, TensorDiff
 from ..paddle2onnx import PADDLE2ONNX, convert as onnx_conversion
 from . import OPENVINO, OpenVinoOptions
 
@@ -188,7 +189,7 @@ class OpenVino(Runtime):
         return [f"properties = {_properties(config)!r}"]
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> Dict[str, Any]:
+                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
         """Paddle's predictor at ``base`` (every op output hooked) against OpenVINO's model at
         ``test`` with every named op output added as a model output, paired by what names it: the
         Paddle variable name the Paddle frontend keeps, or paddle2onnx's op-occurrence name in a
@@ -203,7 +204,7 @@ class OpenVino(Runtime):
         return layerwise.diff_against_paddle(files, feeds, base, test, tolerance, out, marked)
 
     def _dump_marked(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
-                     out_dir: Path, scratch: Path) -> Dict[str, Any]:
+                     out_dir: Path, scratch: Path) -> Dump:
         import openvino as ov
 
         from ...cell import layerwise
@@ -222,7 +223,7 @@ class OpenVino(Runtime):
                 if not names:
                     continue
                 entry = (onnx_conversion.marked_entry(names) if source.get("converted_from") else
-                         {"op": op.get_type_name(), "raw": sorted(names)[0]})
+                         DumpedTensor(op.get_type_name(), sorted(names)[0]))
                 if entry is not None:
                     marked.append((entry, port))
         model.add_outputs([port for _, port in marked])
@@ -232,8 +233,7 @@ class OpenVino(Runtime):
             results = compiled(by_input_name(compiled, feeds))
         got = [np.asarray(results[o]) for o in compiled.outputs]
         index = layerwise.save_tensors(out_dir, [(entry, array) for (entry, _), array in zip(marked, got[finals:])])
-        return {"index": index, "outputs": got[:finals],
-                "hooks_changed_output": not layerwise.same_outputs(plain, got[:finals])}
+        return Dump(index, got[:finals], not layerwise.same_outputs(plain, got[:finals]))
 
     def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
         """At Paddle 3 the script converts the PIR program as the harness did (paddle2onnx, twice),

@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ...shared.errors import Finding
 from ...shared.protocol import die_with_parent
+from ...shared.tensor_diff import DumpedTensor
 
 # What the conversion needs importable (paddle2onnx 2.x), and what Polygraphy would otherwise
 # install by itself; paddle2onnx 1.x's optimizer does not go through Polygraphy.
@@ -385,12 +386,12 @@ def pairing(files: Dict[str, str]) -> Any:
     return lambda base, test: layerwise.match_converted(base, test, program_ops)
 
 
-def marked_entry(names: Any) -> Optional[Dict[str, Any]]:
+def marked_entry(names: Any) -> Optional[DumpedTensor]:
     """The per-tensor table's entry of a converted value named by paddle2onnx 2.x, or None."""
     for name in sorted(names):
         found = P2O_NAME.fullmatch(name)
         if found:
-            return {"op": found.group(1), "raw": name, "occurrence": int(found.group(2)), "output": int(found.group(3))}
+            return DumpedTensor(found.group(1), name, occurrence=int(found.group(2)), output=int(found.group(3)))
     return None
 
 

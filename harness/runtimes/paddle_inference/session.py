@@ -17,6 +17,7 @@ from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig
 from ...shared.runtime import Requirement, StagePlan
 from ...shared.shapes import shape_range
+from ...shared.tensor_diff import TensorDiff
 from ...cell.paddle_api import config as paddle_config, predictor as paddle_predictor, unmet
 from ...cell.runtime import Runtime, Session
 from ...shared.vocab import ProgramFormat
@@ -102,7 +103,7 @@ class PaddleInference(Runtime):
         ]) + "\n"
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> Dict[str, Any]:
+                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
         from ...cell import layerwise
 
         result = layerwise.run_diff(files, feeds, base, test, out / "dump", tolerance)

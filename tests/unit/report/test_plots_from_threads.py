@@ -9,11 +9,14 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from harness.report.tensors import write_plot  # noqa: E402
+from harness.shared.tensor_diff import TensorDiff, TensorRow  # noqa: E402
+from harness.shared.vocab import Status  # noqa: E402
 
 
 def test_plots_drawn_from_many_threads_at_once_are_all_written(tmp_path):
-    rows = [{"index": i, "name": f"t{i}", "tol_ratio": 10.0 ** (i % 5 - 2)} for i in range(40)]
-    result = {"rows": rows, "first_divergence": {"index": 7, "name": "t7"}, "atol": 1e-5, "rtol": 1e-5}
+    rows = [TensorRow(i, "pd_op.relu", "pd_op.relu", f"t{i}", "name", (1,), (1,), Status.PASS,
+                      tol_ratio=10.0 ** (i % 5 - 2), first_divergence=i == 7) for i in range(40)]
+    result = TensorDiff(rows, [], 40, 40, 40, atol=1e-5, rtol=1e-5)
     errors = []
 
     def draw(k: int) -> None:
