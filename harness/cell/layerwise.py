@@ -40,7 +40,6 @@ from ..shared.config import PredictorConfig
 from ..shared.engine_info import engine_output_names
 from ..shared.errors import UserError
 from ..shared.tensor_diff import Dump, DumpedTensor, TensorDiff, TensorRow, Unmatched, key_name
-from ..shared.vocab import Status
 
 _DIALECT = re.compile(r"^[a-z_]+_op\.")
 

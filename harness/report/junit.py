@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import List
 
 from ..shared.records import atomic_write_text
 from ..shared.record_model import CellRecord, StageRecord

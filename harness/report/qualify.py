@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 try:
     import tomllib

@@ -8,7 +8,7 @@ sessions met them) and the numeric failures; the per-stage tables come after.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Dict, List, Sequence
 
 from tabulate import tabulate
 

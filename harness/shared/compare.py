@@ -28,6 +28,7 @@ import numpy as np
 
 from .errors import HarnessFailure
 from .vocab import Status
+from .json_types import JsonObject
 
 __all__ = ["Comparison", "NothingCompared", "Tolerance", "compare_all", "compare_arrays", "compare_tol", "cosine",
            "describe_tolerance", "worst"]
@@ -126,8 +127,8 @@ class Comparison:
     _ALWAYS = ("shape", "dtype", "atol", "rtol")
     _FLOAT_ONLY = ("ref_absmax", "nan_ref", "nan_got", "inf_ref", "inf_got", "tol_ratio")
 
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype, "atol": self.atol, "rtol": self.rtol}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"shape": list(self.shape), "dtype": self.dtype, "atol": self.atol, "rtol": self.rtol}
         if self.scaled_atol:
             out["scaled_atol"] = self.scaled_atol
         out.update(total=self.total, mismatched=self.mismatched, max_abs=self.max_abs, max_rel=self.max_rel,

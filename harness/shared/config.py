@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 from types import MappingProxyType
-from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple, Type
+from typing import Any, ClassVar, Mapping, Optional, Tuple, Type
 
 from .spec import DEFAULTS
+from .json_types import JsonObject
 
 # enable_use_gpu's first argument: the initial GPU memory pool in MB. Paddle grows the pool on
 # demand, so this is a start size, not a cap; 100 is what Paddle's own deploy code passes.
@@ -41,11 +42,11 @@ class RuntimeOptions:
 
     key: ClassVar[str] = ""
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "RuntimeOptions":
+    def from_dict(cls, data: JsonObject) -> "RuntimeOptions":
         kinds = {f.name: f.type for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in kinds})
 
@@ -84,7 +85,7 @@ class PredictorConfig:
     def replace(self, **changes: Any) -> "PredictorConfig":
         return dataclasses.replace(self, **changes)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         data = dataclasses.asdict(self)
         for key in ("fp32_ops", "deleted_passes"):
             data[key] = list(data[key])
@@ -98,7 +99,7 @@ class PredictorConfig:
         return data
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any],
+    def from_dict(cls, data: JsonObject,
                   options_types: "Mapping[str, Type[RuntimeOptions]]" = MappingProxyType({})) -> "PredictorConfig":
         """A config from its record; ``options_types``: the runtimes' options by record key (the
         registry's ``config_from_dict`` passes them all)."""

@@ -24,7 +24,8 @@ import hashlib
 import os
 import platform
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
+from .json_types import JsonObject
 
 # The /proc/cpuinfo flags whose presence changes which kernels oneDNN (and MKL) run.
 NUMERIC_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16",
@@ -77,7 +78,7 @@ def numeric_key(cpu_model: Optional[str], flags: List[str], onednn_isa: Optional
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
-def describe(onednn: Optional[Dict[str, Any]] = None, seen_from: str = "cell") -> Dict[str, Any]:
+def describe(onednn: Optional[JsonObject] = None, seen_from: str = "cell") -> JsonObject:
     """This machine, as one record block. ``onednn`` is what the cell side read from Paddle's
     oneDNN (``{"isa": ..., "version": ...}``), None where oneDNN was not asked (host side)."""
     info = _cpuinfo()
@@ -109,7 +110,7 @@ def describe(onednn: Optional[Dict[str, Any]] = None, seen_from: str = "cell") -
     }
 
 
-def label(machine: Optional[Dict[str, Any]]) -> str:
+def label(machine: Optional[Mapping[str, Any]]) -> str:
     """One line a person reads: CPU, the numeric flags, oneDNN's ISA, cores."""
     if not machine:
         return "unknown machine (the record predates machine facts)"
@@ -129,10 +130,10 @@ def label(machine: Optional[Dict[str, Any]]) -> str:
     return ", ".join(parts)
 
 
-def has(machine: Optional[Dict[str, Any]], *flags: str) -> bool:
+def has(machine: Optional[Mapping[str, Any]], *flags: str) -> bool:
     """Whether the recorded machine had every one of ``flags`` (cpuinfo flags)."""
     return bool(machine) and all(f in (machine.get("flags") or []) for f in flags)
 
 
-def onednn_isa(machine: Optional[Dict[str, Any]]) -> Optional[str]:
+def onednn_isa(machine: Optional[Mapping[str, Any]]) -> Optional[str]:
     return ((machine or {}).get("onednn") or {}).get("isa")

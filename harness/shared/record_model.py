@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Iterator, List, Mapping, Optional, Tuple
 
 from .compare import Comparison, _optional_float
 from .spec import CellSpec
 from .vocab import SETUP, Status, Word
+from .json_types import JsonObject
 
 SCHEMA = 3
 READABLE_SCHEMAS = (2, 3)
@@ -79,8 +80,8 @@ class ShapeResult:
     def blocks(self) -> bool:
         return self.status.blocks
 
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"index": self.index, "label": self.label, "status": self.status}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"index": self.index, "label": self.label, "status": self.status}
         if self.reference is not None:
             out["reference"] = self.reference
         if self.worst is not None:
@@ -136,8 +137,8 @@ class StageRecord:
                    shapes=tuple(ShapeResult.from_dict(s) for s in data.get("shapes") or []),
                    task=data.get("task") or None, failing_shape=data.get("failing_shape"), extra=_rest(data, known))
 
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = dict(self.extra)
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = dict(self.extra)
         out["status"] = self.status
         if self.message:
             out["message"] = self.message
@@ -196,8 +197,8 @@ class Verdict:
     skipped_stage: Optional[str] = None
     task: Optional[Mapping[str, Any]] = None
 
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"status": self.status, "first_failing_stage": self.first_failing_stage,
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"status": self.status, "first_failing_stage": self.first_failing_stage,
                                "message": self.message}
         if self.skipped_stage:
             out["skipped_stage"] = self.skipped_stage
@@ -241,8 +242,8 @@ class AnalysisEntry:
                    outcome=str(outcome) if outcome is not None else None, message=str(data.get("message") or ""),
                    verdict=str(data.get("verdict") or ""), extra=_rest(data, cls._KNOWN))
 
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"status": self.status}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"status": self.status}
         if self.outcome is not None:
             out["outcome"] = self.outcome
         out.update(self.extra)
@@ -339,7 +340,7 @@ class Analyses:
         return cls({kind: AnalysisEntry.from_dict(kind, entry) for kind, entry in (data or {}).items()
                     if isinstance(entry, Mapping)})
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {kind: entry.to_dict() for kind, entry in self.entries.items()}
 
     def __iter__(self) -> Iterator[AnalysisEntry]:
@@ -398,8 +399,8 @@ class CellRecord:
     run: Optional[Path] = None
 
     # -- the JSON edge
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {
             "schema": SCHEMA, "harness": self.harness, "id": self.id, "cell": self.cell.to_dict(),
             "paddle": dict(self.paddle) if self.paddle else None, "machine": dict(self.machine),
             "inputs": dict(self.inputs), "setup": self.setup.to_dict(), "stages": [s.to_dict() for s in self.stages],

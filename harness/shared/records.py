@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 from .record_model import SCHEMA, CellRecord
 from .runfolder import NOT_SESSION_FOLDERS, RunFolder
+from .json_types import JsonObject
 
 # What each schema changed, and which are read: ``record_model``'s docstring.
 RECORD_SCHEMA = SCHEMA
@@ -116,7 +117,7 @@ class Journal:
     def __init__(self, path: Path):
         self.path = Path(path)
 
-    def _append(self, entry: Dict[str, Any]) -> None:
+    def _append(self, entry: JsonObject) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps(entry, default=_jsonable)
         with open(self.path, "a", encoding="utf-8") as handle:
@@ -127,10 +128,10 @@ class Journal:
     def start(self, stage: str) -> None:
         self._append({"event": "start", "stage": stage, "time": time.time()})
 
-    def finish(self, stage: str, result: Dict[str, Any]) -> None:
+    def finish(self, stage: str, result: JsonObject) -> None:
         self._append({"event": "end", "stage": stage, "time": time.time(), "result": result})
 
-    def entries(self) -> Iterator[Dict[str, Any]]:
+    def entries(self) -> Iterator[JsonObject]:
         try:
             with open(self.path, encoding="utf-8") as handle:
                 for line in handle:
@@ -145,7 +146,7 @@ class Journal:
         except FileNotFoundError:
             return
 
-    def finished(self) -> Dict[str, Dict[str, Any]]:
+    def finished(self) -> Dict[str, JsonObject]:
         return {e["stage"]: e["result"] for e in self.entries() if e.get("event") == "end"}
 
     def running(self) -> Optional[Tuple[str, float]]:

@@ -19,11 +19,12 @@ module and its sessions in the matrix.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple, Type
 
 from .config import PredictorConfig, RuntimeOptions
 from .spec import DEFAULTS
 from .vocab import Device, Precision, ProgramFormat, Reference, backend_stage_name
+from .json_types import JsonObject
 
 RUNTIME_PACKAGES = "harness.runtimes"  # where the runtime verticals live, Paddle Inference among them
 
@@ -142,7 +143,7 @@ class Backend:
         """The descriptor that serves programs in ``fmt`` (one backend word may take two paths)."""
         return self
 
-    def evidence_note(self, evidence: Dict[str, Any]) -> Optional[str]:
+    def evidence_note(self, evidence: Mapping[str, Any]) -> Optional[str]:
         """One line on what a stage of this runtime ran, or None for the passes-and-ops line."""
         return None
 
@@ -227,10 +228,10 @@ class Registry:
         self._find()
         return _SPACES.get(key)
 
-    def config_from_dict(self, data: Dict[str, Any]) -> PredictorConfig:
+    def config_from_dict(self, data: JsonObject) -> PredictorConfig:
         return PredictorConfig.from_dict(data, self.options_types())
 
-    def evidence_note(self, runtime: Optional[str], evidence: Dict[str, Any]) -> Optional[str]:
+    def evidence_note(self, runtime: Optional[str], evidence: Mapping[str, Any]) -> Optional[str]:
         if not runtime:
             return None
         backend = self.runtimes().get(runtime)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from .vocab import Device, Precision, backend_stage_name
+from .json_types import JsonObject
 
 import numpy as np
 
@@ -91,7 +92,7 @@ class CellSpec:
     stages: List[str]
     paddle: str
     mode: str
-    model: Dict[str, Any]  # name and either factory + inputs, or capture (a TIPC export)
+    model: JsonObject  # the matrix's model table: name and either factory + inputs, or capture (a TIPC export)
     tolerances: Dict[str, Dict[str, float]]
     output_tolerances: Dict[str, Dict[str, Dict[str, float]]]
     seed: int
@@ -107,7 +108,7 @@ class CellSpec:
     matrix_fingerprint: Optional[str] = None
     checkpoint: Optional[str] = None  # the run's shared weights of this (mode, model)
     root_cause: bool = True
-    tipc: Optional[Dict[str, Any]] = None  # the TIPC command a captured export came from
+    tipc: Optional[JsonObject] = None  # the TIPC command a captured export came from
     # what produces the record, part by part (``harness.running.provenance``): a rerun compares it
     produced_by: Optional[Dict[str, str]] = None
 
@@ -119,8 +120,8 @@ class CellSpec:
     # Keys written only when set (a spec without them reads back the same).
     _OPTIONAL = ("tipc", "checkpoint", "produced_by")
 
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {}
         for key in self._ORDER:
             value = getattr(self, key)
             if key in self._OPTIONAL and value is None:
@@ -129,7 +130,7 @@ class CellSpec:
         return out
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "CellSpec":
+    def from_dict(cls, data: JsonObject) -> "CellSpec":
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:

@@ -14,11 +14,12 @@ and box format); nothing is guessed from shapes.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Optional, Sequence
 
 import numpy as np
 
 from .vocab import Word
+from .json_types import JsonObject
 
 TOP_K = 5
 IOU_KEPT = 0.9
@@ -61,7 +62,7 @@ class Task:
             raise ValueError(f"box_format {table['box_format']!r} is not one of {list(BOX_FORMATS)}")
         return cls(TaskKind(table["kind"]), table.get("logits"), table.get("boxes"), table.get("box_format", "xyxy"))
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {k: str(v) for k, v in dataclasses.asdict(self).items() if v is not None}
 
 
@@ -92,7 +93,7 @@ class TaskVerdict:
         word = "tokens agree" if self.kind is TaskKind.CAUSAL_LM else "top-1 agree"
         return f"{word} {self.agree}/{self.of}, top-{TOP_K} overlap {self.top5_overlap:.2f}"
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         out = {"kind": str(self.kind), "output": self.output, "agree": self.agree, "of": self.of,
                "changed": self.changed, "summary": self.summary}
         if self.top5_overlap is not None:
@@ -180,7 +181,7 @@ def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(union > 0, inter / np.where(union > 0, union, 1), np.where(same, 1.0, 0.0))
 
 
-def worst_verdict(verdicts: Sequence[Optional[Mapping[str, Any]]]) -> Optional[Dict[str, Any]]:
+def worst_verdict(verdicts: Sequence[Optional[Mapping[str, Any]]]) -> Optional[JsonObject]:
     """The verdict with the smallest share kept, among a stage's shapes (records' dicts)."""
     found = [dict(v) for v in verdicts if v and v.get("of")]
     return min(found, key=lambda v: v["agree"] / v["of"]) if found else None

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
 
 from .vocab import Status
+from .json_types import JsonObject
 
 _PIR_PREFIX = re.compile(r"^0x[0-9a-fA-F]+_")
 
@@ -45,8 +46,8 @@ class DumpedTensor:
     def readable(self) -> bool:
         return bool(self.file)
 
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"op": self.op, "raw": self.raw}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"op": self.op, "raw": self.raw}
         for key in ("layout", "error"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
@@ -142,7 +143,7 @@ class TensorDiff:
     def first_divergence(self) -> Optional[TensorRow]:
         return next((r for r in self.rows if r.first_divergence), None)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         out = dataclasses.asdict(self)
         first = self.first_divergence
         out["first_divergence"] = dataclasses.asdict(first) if first is not None else None
