@@ -205,7 +205,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                         force=args.force, root_cause=args.root_cause, checkpoints=args.checkpoints)
         records = run_session(matrix, session.name, version, results=results, runs=runs, modes=args.mode,
                               models=args.model)
-    probes = [p for p in load_hazard_probes(results) if p["paddle"] == version and p.get("device") == session.device]
+    probes = [p for p in load_hazard_probes(results) if p.paddle == version and p.device == session.device]
     model = RunModel(records, probes)
     from .report import drafts
 
@@ -437,12 +437,11 @@ def _cmd_regress(args: argparse.Namespace) -> int:
 
 def _cmd_port(args: argparse.Namespace) -> int:
     from .artefacts import portability
-    from .shared.vocab import Status
 
     with owned(args.results / args.run_name):
         results = portability.run(args.results / args.run_name, args.session, args.model, force=args.force,
                                   jobs=args.jobs or os.cpu_count() or 1)
-    return 1 if any(Status.of(r["status"]).blocks for r in results) else 0
+    return 1 if any(r.status.blocks for r in results) else 0
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:

@@ -141,14 +141,14 @@ def test_versions_agree_on_the_same_weights_or_say_by_how_much(two_versions):
 
 def test_artifact_portability_both_ways(two_versions):
     found = regress.load_portability(two_versions["results"] / "default")
-    pairs = {(p["exported_by"], p["loaded_by"], p["model"]): p for p in found}
+    pairs = {(p.exported_by, p.loaded_by, p.model): p for p in found}
     head = two_versions["head"]
     forward = pairs[(OLD, head, "resnet")]   # a 2.6 .pdmodel run by the newer Paddle
     backward = pairs[(head, OLD, "resnet")]  # a PIR .json run by 2.6.2
-    assert forward["format"] == "legacy" and backward["format"] == "pir"
+    assert forward.format == "legacy" and backward.format == "pir"
     # Measured: 2.6 exports run in every 3.x; a 3.x .json kills Paddle 2.6.2 with SIGSEGV.
-    assert forward["status"] == "pass", forward
-    assert backward["status"] == "crash" and backward["signal"] == "SIGSEGV", backward
+    assert forward.status == "pass", forward
+    assert backward.status == "crash" and backward.signal == "SIGSEGV", backward
     report = (two_versions["results"] / "default" / "regression.md")
     run_harness("regress", "--results", str(two_versions["results"]), "--head", head)
     assert "Artifact portability" in report.read_text()

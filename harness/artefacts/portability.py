@@ -10,11 +10,12 @@ compares with the exporting version's own baseline outputs at fp32 tolerance. On
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import json
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 
 from ..launch import LocalLauncher, run_child
@@ -23,6 +24,7 @@ from ..shared.errors import UserError
 from ..shared.records import atomic_write_json, load_records
 from ..shared.spec import OUTPUTS
 from ..shared.record_model import CellRecord
+from ..shared.run_records import PortabilityLoad
 from ..shared.vocab import Status
 from ..shared.runfolder import RunFolder
 
@@ -40,16 +42,11 @@ def this_paddle() -> str:
                     "(nox -s portability@<version>).")
 
 
-def port_one(record: CellRecord, loader: str, out_dir: Path, launcher: Any) -> Dict[str, Any]:
+def port_one(record: CellRecord, loader: str, out_dir: Path, launcher: Any) -> PortabilityLoad:
     work = record.work_dir
     export = record.setup.get("export")
     program = work / "export" / Path(export["program"]).name
     params = work / "export" / Path(export["params"]).name if export.get("params") else None
-    result: Dict[str, Any] = {
-        "kind": "portability", "exported_by": record.version, "loaded_by": loader,
-        "session": record.session, "mode": record.mode, "model": record.model,
-        "format": export.get("format"), "program": str(program),
-    }
     out = out_dir / f"{record.model}.outputs.npz"
     out_dir.mkdir(parents=True, exist_ok=True)
     args = ["load", "--program", launcher.path(program), "--inputs", launcher.path(work / "inputs.npz"),
@@ -60,35 +57,32 @@ def port_one(record: CellRecord, loader: str, out_dir: Path, launcher: Any) -> D
     log = out_dir / f"{record.model}.log"
     log.unlink(missing_ok=True)
     outcome = run_child(launcher, args, log, timeout=LOAD_TIMEOUT)
-    result["seconds"] = round(time.time() - started, 3)
-    result["cpu_seconds"] = outcome.cpu_seconds
+    loaded = functools.partial(PortabilityLoad, record.version, loader, record.session, record.mode, record.model,
+                               format=export.get("format"), program=str(program),
+                               seconds=round(time.time() - started, 3), cpu_seconds=outcome.cpu_seconds)
     if outcome.timed_out:
-        result.update(status=Status.TIMEOUT, message=f"loading ran over {LOAD_TIMEOUT} s")
-        return result
+        return loaded(Status.TIMEOUT, f"loading ran over {LOAD_TIMEOUT} s")
     if not outcome.ok:
         described = outcome.describe()
         if described["status"] is Status.CRASH:
-            described["message"] = f"loader died with {described['signal']}"
-        result.update(described)
-        return result
+            return loaded(Status.CRASH, f"loader died with {described['signal']}", signal=described["signal"],
+                          ended={k: v for k, v in described.items() if k not in ("status", "message", "signal")})
+        return loaded(described["status"], described["message"])
     reference = work / "baseline.npz"
     if not reference.exists():
-        result.update(status=Status.SKIP, message="the exporting version has no baseline outputs to compare with")
-        return result
+        return loaded(Status.SKIP, "the exporting version has no baseline outputs to compare with")
     ref, got = OUTPUTS.load(reference), OUTPUTS.load(out)
     if len(ref) != len(got):
-        result.update(status=Status.FAIL, message=f"{len(got)} outputs, the exporter's baseline has {len(ref)}")
-        return result
+        return loaded(Status.FAIL, f"{len(got)} outputs, the exporter's baseline has {len(ref)}")
     tol = record.cell.tolerances["fp32"]
     stats = [compare_tol(r, g, Tolerance.of(tol)) for r, g in zip(ref, got)]
     w = worst(stats)
-    result.update(status=Status.FAIL if any(s.blocks for s in stats) else Status.PASS,
-                  max_abs=w.max_abs if w else None, max_rel=w.max_rel if w else None, message=w.note if w else "")
-    return result
+    return loaded(Status.FAIL if any(s.blocks for s in stats) else Status.PASS, w.note if w else "",
+                  max_abs=w.max_abs if w else None, max_rel=w.max_rel if w else None)
 
 
 def run(results: Path, session: str, models: Optional[List[str]], python: Optional[str] = None,
-        force: bool = False, jobs: int = 1) -> List[Dict[str, Any]]:
+        force: bool = False, jobs: int = 1) -> List[PortabilityLoad]:
     if not results.is_dir():
         raise UserError(f"--results/--run: {results} does not exist; run the sessions of other versions first.")
     loader = this_paddle()
@@ -119,18 +113,18 @@ def load_path(results: Path, cell_id: str, loader: str) -> Path:
 
 
 def port_record(record: CellRecord, results: Path, loader: str, launcher: Any, force: bool = False,
-                say: Any = _say) -> Dict[str, Any]:
+                say: Any = _say) -> PortabilityLoad:
     """One load of a record's export by ``loader``, kept under ``portability/`` (an earlier one is
     reused unless ``force``)."""
     path = load_path(results, record.id, loader)
     out_dir = path.parent
     if path.exists() and not force:
-        result = json.loads(path.read_text(encoding="utf-8"))
+        result = PortabilityLoad.from_dict(json.loads(path.read_text(encoding="utf-8")))
         say(f"[harness] exported by {record.version}, run by {loader}: {record.model}: "
-            f"{result['status']} (recorded earlier; --force reruns)")
+            f"{result.status} (recorded earlier; --force reruns)")
         return result
     result = port_one(record, loader, out_dir, launcher)
-    atomic_write_json(path, result)
+    atomic_write_json(path, result.to_dict())
     say(f"[harness] exported by {record.version}, run by {loader}: {record.model}: "
-        f"{result['status']} {result.get('message', '')}".rstrip())
+        f"{result.status} {result.message}".rstrip())
     return result

@@ -15,6 +15,7 @@ probe, each the hazards of its backend: ``Hazard.backends``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sys
 import tempfile
@@ -27,6 +28,7 @@ import numpy as np
 from ..shared.backends import LEGACY, PIR
 from ..shared.causes import paddle_message
 from ..shared.records import atomic_write_json
+from ..shared.run_records import HazardCheck, HazardProbe
 from ..shared.vocab import HAZARD
 from .paddle_api import paddle
 
@@ -111,17 +113,17 @@ def _probe_model(paddle: Any, folder: Path) -> Dict[str, str]:
     return export(layer, spec, folder / "probe")
 
 
-def probe(device: str) -> Dict[str, Any]:
+def probe(device: str) -> HazardProbe:
     from .paddle_api import paddle_infer, predictor as paddle_predictor
 
     feeds = {"image": np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype("float32")}
-    results: List[Dict[str, Any]] = []
+    results: List[HazardCheck] = []
     with tempfile.TemporaryDirectory(prefix="harness-hazards-") as tmp:
         files = _probe_model(paddle, Path(tmp))
         fmt = files["format"]
         for hazard in applicable(device, fmt):
-            entry = {"id": hazard.id, "calls": hazard.calls, "issue": hazard.issue, "format": fmt,
-                     "backends": list(hazard.backends)}
+            checked = functools.partial(HazardCheck, hazard.id, hazard.calls, issue=hazard.issue, format=fmt,
+                                        backends=list(hazard.backends))
             config = paddle_infer.Config(files["program"], files["params"])
             try:
                 hazard.configure(config, fmt)
@@ -130,16 +132,14 @@ def probe(device: str) -> Dict[str, Any]:
                     paddle_predictor.run_predictor(predictor, feeds)
             except Exception as exc:
                 traceback.print_exc()
-                entry.update(status=HAZARD, message=paddle_message(exc))
+                results.append(checked(status=HAZARD, message=paddle_message(exc)))
             else:
-                entry.update(status=CLEAR, message="")
-            results.append(entry)
-    return {"kind": "hazards", "paddle": paddle.__version__, "device": device,
-            "format": fmt, "hazards": results}
+                results.append(checked(status=CLEAR))
+    return HazardProbe(paddle=paddle.__version__, device=device, hazards=results, format=fmt)
 
 
 def main(device: str, out: Path) -> int:
     result = probe(device)
-    atomic_write_json(out, result)
-    print(json.dumps({h["id"]: h["status"] for h in result["hazards"]}), file=sys.stderr)
+    atomic_write_json(out, result.to_dict())
+    print(json.dumps({h.id: h.status for h in result.hazards}), file=sys.stderr)
     return 0

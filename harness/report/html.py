@@ -161,8 +161,9 @@ def render(model: RunModel, title: str, base: Path = Path(".")) -> str:
                           "stage": verdict.first_failing_stage, "message": verdict.message})
         rows.append({"label": f"{model_name} · {mode}", "cells": cells})
     details = model.hazard_details()
-    hazards = [{"kind": h.kind, "message": h.message, "places": h.places, "calls": details.get(h.kind, {}).get("calls", ""),
-                "issue": details.get(h.kind, {}).get("issue")} for h in model.hazards()]
+    hazards = [{"kind": h.kind, "message": h.message, "places": h.places,
+                "calls": details[h.kind].calls if h.kind in details else "",
+                "issue": details[h.kind].issue if h.kind in details else None} for h in model.hazards()]
     numeric = [{"place": f.place, "stage": f.stage, "output": f.output, "max_abs": fmt_number(f.max_abs),
                 "of_scale": f"{100 * f.relative_to_scale:.3g}%" if f.relative_to_scale is not None else "-",
                 "cosine": fmt_number(f.cosine, 5), "culprits": ", ".join(f.culprits),

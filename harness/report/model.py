@@ -15,8 +15,9 @@ from ..shared.causes import Cause, group
 from ..shared.machine import label as machine_label
 from ..shared.record_model import CellRecord, Comparison, Outcome, Reduction, Reproducer, Verdict
 from ..shared.records import Unreadable, scan_records
+from ..shared.run_records import HazardCheck, HazardProbe
 from ..shared.spec import version_order
-from ..shared.vocab import HAZARD, Status
+from ..shared.vocab import Status
 from ..shared.runfolder import RunFolder
 
 
@@ -202,7 +203,7 @@ class Machine:
 @dataclasses.dataclass
 class RunModel:
     records: List[CellRecord]
-    hazard_probes: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    hazard_probes: List[HazardProbe] = dataclasses.field(default_factory=list)
     unreadable: List[Unreadable] = dataclasses.field(default_factory=list)
     _causes: Optional[List[Cause]] = dataclasses.field(default=None, repr=False)
 
@@ -265,22 +266,18 @@ class RunModel:
         the sessions they concern (a probe of a run before probes were per version: its session)."""
         items = []
         for probe in self.hazard_probes:
-            for h in probe.get("hazards", []):
-                if h.get("status") != HAZARD:
+            for h in probe.hazards:
+                if not h.raised:
                     continue
-                if probe.get("session"):
-                    place = f"{probe['session']}@{probe.get('paddle')}"
-                else:
-                    concerns = " and ".join(h.get("backends") or []) + " sessions" if h.get("backends") else "every session"
-                    place = f"Paddle {probe.get('paddle')} ({probe.get('device', 'cpu')}: {concerns})"
-                items.append((h["id"], h.get("message", ""), place))
+                place = probe.place if probe.session else f"{probe.place} ({probe.device}: {h.concerns})"
+                items.append((h.id, h.message, place))
         return group(items)
 
-    def hazard_details(self) -> Dict[str, Dict[str, Any]]:
-        return {h["id"]: h for probe in self.hazard_probes for h in probe.get("hazards", [])}
+    def hazard_details(self) -> Dict[str, HazardCheck]:
+        return {h.id: h for probe in self.hazard_probes for h in probe.hazards}
 
-    def hazard_probe_failures(self) -> List[Dict[str, Any]]:
-        return [p for p in self.hazard_probes if p.get("probe")]
+    def hazard_probe_failures(self) -> List[HazardProbe]:
+        return [p for p in self.hazard_probes if p.ended]
 
     def numeric_failures(self) -> List[NumericFailure]:
         found = []
@@ -384,7 +381,7 @@ def _worded(records: Iterable[CellRecord]):
                 yield stage.status.value, stage.message, r.id, stage.name
 
 
-def load_hazard_probes(results: Path) -> List[Dict[str, Any]]:
+def load_hazard_probes(results: Path) -> List[HazardProbe]:
     """A run's hazard probes: one per Paddle version and device (``versions/<v>/hazards-<device>.json``),
     or, in runs made before that, one per session (``<session>/<v>/hazards.json``)."""
     probes = []
@@ -397,5 +394,5 @@ def load_hazard_probes(results: Path) -> List[Dict[str, Any]]:
             if path.name == "hazards.json":
                 data.setdefault("session", path.parent.parent.name)
             data["paddle"] = path.parent.name
-            probes.append(data)
+            probes.append(HazardProbe.from_dict(data))
     return probes

@@ -17,7 +17,7 @@ import functools
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 from tabulate import tabulate
@@ -28,6 +28,7 @@ from ..shared.errors import UserError
 from ..shared.records import atomic_write_text
 from ..shared.record_model import CellRecord, StageRecord
 from ..shared.records import Unreadable
+from ..shared.run_records import PortabilityLoad
 from ..shared.spec import OUTPUTS
 from ..shared.vocab import Status, Transition
 from ..shared.spec import version_order
@@ -289,7 +290,7 @@ class PairReport:
 class CrossVersion:
     pairs: List[PairReport]
     agreement: List[AgreementRow]
-    portability: List[Mapping[str, Any]]
+    portability: List[PortabilityLoad]
     weights: List[WeightsRow] = dataclasses.field(default_factory=list)
     unreadable: List[Unreadable] = dataclasses.field(default_factory=list)
     spans: List[Tuple[str, str]] = dataclasses.field(default_factory=list)  # (cause, the versions it appears at)
@@ -303,7 +304,7 @@ class CrossVersion:
         return sum(len(p.regressed) for p in self.pairs)
 
 
-def compute(model: RunModel, pairs: List[Tuple[str, str]], portability: List[Mapping[str, Any]]) -> CrossVersion:
+def compute(model: RunModel, pairs: List[Tuple[str, str]], portability: List[PortabilityLoad]) -> CrossVersion:
     return CrossVersion([PairReport(b, h, regression_rows(model.records, b, h), machine_summary(model.records, b, h))
                          for b, h in pairs],
                         agreement_rows(model.records, pairs[0][1]), portability, weights_rows(model.records),
@@ -388,23 +389,22 @@ def render(report: CrossVersion, fmt: str) -> str:
     return "\n".join(out)
 
 
-def portability_table(port: List[Mapping[str, Any]], fmt: str) -> str:
-    exporters = sorted({p["exported_by"] for p in port}, key=version_order)
-    loaders = sorted({p["loaded_by"] for p in port}, key=version_order)
+def portability_table(port: List[PortabilityLoad], fmt: str) -> str:
+    exporters = sorted({p.exported_by for p in port}, key=version_order)
+    loaders = sorted({p.loaded_by for p in port}, key=version_order)
     cells: Dict[Tuple[str, str], List[str]] = collections.defaultdict(list)
     for p in port:
-        cells[(p["exported_by"], p["loaded_by"])].append(f"{p['model']}: {p['status']}")
+        cells[(p.exported_by, p.loaded_by)].append(f"{p.model}: {p.status}")
     table = [[f"exported by {x}"] + ["; ".join(sorted(cells.get((x, y), ["-"]))) for y in loaders] for x in exporters]
     lines = [tabulate(table, headers=["", *[f"run by {y}" for y in loaders]], tablefmt=fmt)]
-    notes = [p for p in port if Status.of(p["status"]).blocks]
+    notes = [p for p in port if p.status.blocks]
     if notes:
         lines.append("")
-        lines.extend(f"- {p['exported_by']} -> {p['loaded_by']} {p['model']}: {p['status']}: {p.get('message', '')[:200]}"
-                     for p in notes)
+        lines.extend(f"- {p.exported_by} -> {p.loaded_by} {p.model}: {p.status}: {p.message[:200]}" for p in notes)
     return "\n".join(lines)
 
 
-def load_portability(results: Path) -> List[Dict[str, Any]]:
+def load_portability(results: Path) -> List[PortabilityLoad]:
     out = []
     for path in RunFolder(Path(results)).load_files():
         try:
@@ -412,7 +412,7 @@ def load_portability(results: Path) -> List[Dict[str, Any]]:
         except (OSError, ValueError):
             continue
         if isinstance(data, dict) and data.get("kind") == "portability":
-            out.append(data)
+            out.append(PortabilityLoad.from_dict(data))
     return out
 
 

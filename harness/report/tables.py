@@ -88,13 +88,13 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
     if hazards:
         lines.append(f"Hazards ({len(hazards)}; findings about Paddle, not cell verdicts):")
         for hazard in hazards:
-            info = details.get(hazard.kind, {})
-            issue = f" ({info['issue']})" if info.get("issue") else ""
-            lines.append(f"{bullet}{hazard.kind}: {info.get('calls', '')} raises {clip(hazard.message, 200)}{issue}"
+            info = details.get(hazard.kind)
+            issue = f" ({info.issue})" if info is not None and info.issue else ""
+            lines.append(f"{bullet}{hazard.kind}: {info.calls if info else ''} raises {clip(hazard.message, 200)}{issue}"
                          f" — probed in {', '.join(hazard.places)}")
     for probe in model.hazard_probe_failures():
-        lines.append(f"{bullet}hazard probe of {probe.get('session') or 'Paddle'}@{probe.get('paddle')} did not finish: "
-                     f"{probe['probe'].get('status')}: {clip(probe['probe'].get('message', ''), 160)}")
+        lines.append(f"{bullet}hazard probe of {probe.session or 'Paddle'}@{probe.paddle} did not finish: "
+                     f"{probe.ended.get('status')}: {clip(str(probe.ended.get('message', '')), 160)}")
     skipped = model.skipped_shapes()
     if skipped:
         lines.append(f"Shapes not run: the dygraph model raised there ({len(skipped)}):")

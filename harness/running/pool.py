@@ -34,15 +34,19 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from .envs import ensure
 from ..matrix import ZOO, Matrix
-from ..matrix.sessions import NoxSession, SessionKind, cell_environment, nox_sessions, select
+from ..matrix.sessions import Environment, NoxSession, SessionKind, cell_environment, nox_sessions, select
 from ..shared.errors import UserError
 from .runner import Progress
 from .scheduler import Job, JobKind, Scheduler, estimate, read_times, write_times
 from ..shared.record_model import CellRecord
+from ..shared.run_records import HazardProbe, PortabilityLoad
+
+# What a job produced: a cell's record, a version's hazard probe, a load (None: its cell did not export).
+Produced = Union[CellRecord, HazardProbe, PortabilityLoad, None]
 from ..shared.records import cell_record_path, load_record, write_record
 from ..shared.spec import CellSpec
 from ..shared.runfolder import RunFolder
@@ -52,7 +56,7 @@ class Plan:
     """What a pool run will do: its jobs, the environment each needs, what it leaves to nox."""
 
     jobs: List[Job]
-    environments: Dict[str, Any]  # key -> sessions.Environment
+    environments: Dict[str, Environment]
     labels: Dict[str, str]  # key -> folder label (paddle version)
     cells: List[CellSpec]  # every selected cell, recorded or not, in nox's order
     recorded: Dict[str, CellRecord]
@@ -65,7 +69,7 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
     from .hostenv import gpu_absence_reason
     from .runner import hazards_made_for, hazards_path, kept_probe, recorded_or_todo, session_cells
 
-    environments: Dict[str, Any] = {}
+    environments: Dict[str, Environment] = {}
     labels: Dict[str, str] = {}
     cells: List[CellSpec] = []
     env_of: Dict[str, str] = {}  # cell id -> environment key
@@ -98,7 +102,7 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
     recorded, todo = recorded_or_todo(cells, results, options.force, say)
     # A version's probe still made for this version and machine is no job (runner.probe_hazards).
     jobs = [Job(f"hazards/{version}/cpu", JobKind.HAZARDS, key, -1, version=version) for version, key in versions.items()
-            if kept_probe(hazards_path(results, version, "cpu")).get("made_for") != hazards_made_for(matrix, version)]
+            if _made_for(kept_probe(hazards_path(results, version, "cpu"))) != hazards_made_for(matrix, version)]
     order = {spec.id: i for i, spec in enumerate(cells)}
     jobs += [Job(spec.id, JobKind.CELL, env_of[spec.id], order[spec.id], spec=spec, version=spec.paddle) for spec in todo]
     jobs += _loads(loaders, cells, results, options)
@@ -137,7 +141,7 @@ class PoolOptions:
 
 
 def run_job(job: Job, matrix: Matrix, results: Path, launcher: Any, force: bool,
-            say: Callable[[str], Any]) -> "CellRecord | Dict[str, Any] | None":
+            say: Callable[[str], Any]) -> Produced:
     """One job to its end; what it produced (a record, a load's result, a probe), or None for a
     load whose cell did not export."""
     from ..artefacts.portability import port_record, portable
@@ -235,36 +239,41 @@ class OneLine(Progress):
             self._render()
 
 
-def _remarkable(job: Job, result: Optional[Dict[str, Any]]) -> bool:
+def _made_for(probe: Optional[HazardProbe]) -> Optional[Mapping[str, object]]:
+    return probe.made_for if probe is not None else None
+
+
+def _remarkable(job: Job, result: Produced) -> bool:
     """Whether a one-line display keeps the job's line: a cell or load that did not pass or skip."""
     from ..shared.vocab import Status
 
-    if result is None or job.kind is JobKind.HAZARDS:
-        return job.kind is JobKind.HAZARDS
-    status = result.verdict.status if isinstance(result, CellRecord) else result.get("status")
-    return Status.of(status) not in (Status.PASS, Status.SKIP)
+    if isinstance(result, CellRecord):
+        return result.verdict.status not in (Status.PASS, Status.SKIP)
+    if isinstance(result, PortabilityLoad):
+        return result.status not in (Status.PASS, Status.SKIP)
+    return job.kind is JobKind.HAZARDS
 
 
-def _said(job: Job, result: Optional[Dict[str, Any]]) -> str:
-    if result is None:
-        return "nothing to load (its cell did not export)"
-    if job.kind is JobKind.CELL:
-        return f"{result['verdict']['status']} in {result['seconds']:.1f} s"
-    if job.kind is JobKind.HAZARDS:
-        raised = [h["id"] for h in result.get("hazards", []) if h.get("status") == "hazard"]
+def _said(job: Job, result: Produced) -> str:
+    if isinstance(result, CellRecord):
+        return f"{result.verdict.status} in {result.seconds:.1f} s"
+    if isinstance(result, HazardProbe):
+        raised = [h.id for h in result.hazards if h.raised]
         return f"probed once for every session of Paddle {job.version}: {', '.join(raised) or 'none raised'}"
-    return f"{result['status']} in {result.get('seconds', 0):.1f} s"
+    if isinstance(result, PortabilityLoad):
+        return f"{result.status} in {result.seconds or 0:.1f} s"
+    return "nothing to load (its cell did not export)"
 
 
 def execute(the_plan: Plan, matrix: Matrix, results: Path, pythons: Dict[str, str], options: PoolOptions,
-            envs_root: Path, say: Callable[[str], Any] = say_line) -> Dict[str, Any]:
+            envs_root: Path, say: Callable[[str], Any] = say_line) -> Dict[str, Produced]:
     """Every job of the plan, ``options.jobs`` at once, each in its environment's launcher (one
     fork server per environment, started on first use and kept to the end). Returns what each
     job produced, by key; every job's seconds go to the times file, even when interrupted."""
     from ..launch import INTERRUPT, LocalLauncher
     launchers = {key: LocalLauncher(python) for key, python in pythons.items()}
     scheduler = Scheduler(the_plan.jobs)
-    produced: Dict[str, Any] = {}
+    produced: Dict[str, Produced] = {}
     seconds: Dict[str, float] = {}
     failures: List[BaseException] = []
     total, done = len(the_plan.jobs) + len(the_plan.recorded), len(the_plan.recorded)
@@ -365,7 +374,7 @@ def command(args: Any) -> int:
     return report(results, args.run_name, the_plan, produced)
 
 
-def report(results: Path, run_name: str, the_plan: Plan, produced: Dict[str, Any]) -> int:
+def report(results: Path, run_name: str, the_plan: Plan, produced: Dict[str, Produced]) -> int:
     """One merged report of the run folder (every record in it, as ``nox -s report`` writes it)
     and the exit code: 0 when every selected cell passed or skipped and no load failed."""
     from ..report import drafts, html, junit

@@ -33,6 +33,8 @@ from ..launch import INTERRUPT, Interrupted, Launcher, LocalLauncher, Outcome, r
 from ..shared.vocab import IMPORT_ORDER_MODES
 from ..shared.errors import UserError
 from ..shared.record_model import Analyses, CellRecord, StageRecord, Verdict
+from ..shared.json_types import JsonObject
+from ..shared.run_records import HazardProbe
 from ..shared.tensor_diff import TensorDiff
 from ..shared.spec import DEFAULTS, CellSpec
 from ..shared.records import (Journal, atomic_write_json, cell_record_path, cell_work_dir,
@@ -201,7 +203,7 @@ def hazards_path(results: Path, version: str, device: str) -> Path:
     return RunFolder(Path(results)).hazards(version, device)
 
 
-def hazards_made_for(matrix: Matrix, version: str) -> Dict[str, Any]:
+def hazards_made_for(matrix: Matrix, version: str) -> JsonObject:
     """What a version's hazard probe depends on: the version's packages and the machine's numeric
     key and environment (``shared.machine``)."""
     from ..shared.machine import describe
@@ -210,16 +212,17 @@ def hazards_made_for(matrix: Matrix, version: str) -> Dict[str, Any]:
     return {"packages": matrix.version(version).get("packages"), "machine": machine["key"], "env": machine["env"]}
 
 
-def kept_probe(path: Path) -> Dict[str, Any]:
+def kept_probe(path: Path) -> Optional[HazardProbe]:
+    """The probe a run folder keeps, or None (none yet, or a file that is not one)."""
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return kept if isinstance(kept, dict) else {}
+        return HazardProbe.from_dict(kept) if isinstance(kept, dict) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def probe_hazards(matrix: Matrix, device: str, version: str, results: Path, launcher: Launcher,
-                  say: Callable[[str], Any] = print) -> Dict[str, Any]:
+                  say: Callable[[str], Any] = print) -> HazardProbe:
     """The config hazards of one Paddle version on this machine, every backend's at once: probed
     by the first session of that version to need them, reused by the others. The probe says what
     it was made for (the version's packages, the machine's numeric key and environment) and is
@@ -227,10 +230,10 @@ def probe_hazards(matrix: Matrix, device: str, version: str, results: Path, laun
     made_for = hazards_made_for(matrix, version)
     path = hazards_path(results, version, device)
     kept = kept_probe(path)
-    if kept.get("made_for") == made_for:
+    if kept is not None and kept.made_for == made_for:
         return kept
-    if kept:
-        say(f"[harness] hazards of Paddle {version}: probed again (made for {kept.get('made_for')}, now {made_for})")
+    if kept is not None:
+        say(f"[harness] hazards of Paddle {version}: probed again (made for {kept.made_for}, now {made_for})")
     path.parent.mkdir(parents=True, exist_ok=True)
     launcher.grant(path.parent)
     started = time.time()
@@ -242,13 +245,13 @@ def probe_hazards(matrix: Matrix, device: str, version: str, results: Path, laun
     if outcome.interrupted:
         raise Interrupted("hazard probe")
     if outcome.ok and path.exists():
-        probe = json.loads(path.read_text(encoding="utf-8"))
+        probe = HazardProbe.from_dict(json.loads(path.read_text(encoding="utf-8")))
     else:
-        probe = {"kind": "hazards", "paddle": version, "device": device, "hazards": [],
-                 "probe": outcome.describe() if not outcome.timed_out else
-                 {"status": Status.TIMEOUT, "message": f"the hazard probe ran over {HAZARD_PROBE_TIMEOUT} s"}}
-    probe.update(made_for=made_for, cpu_seconds=outcome.cpu_seconds, seconds=round(time.time() - started, 3))
-    atomic_write_json(path, probe)
+        probe = HazardProbe(paddle=version, device=device, ended=outcome.describe() if not outcome.timed_out else
+                            {"status": Status.TIMEOUT, "message": f"the hazard probe ran over {HAZARD_PROBE_TIMEOUT} s"})
+    probe = dataclasses.replace(probe, made_for=made_for, cpu_seconds=outcome.cpu_seconds,
+                                seconds=round(time.time() - started, 3))
+    atomic_write_json(path, probe.to_dict())
     return probe
 
 
