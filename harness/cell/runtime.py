@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -20,18 +20,19 @@ from ..shared.compare import Tolerance
 from ..shared.config import PredictorConfig
 from ..shared.runtime import Requirement, SearchSpace, StagePlan
 from ..shared.tensor_diff import TensorDiff
+from ..shared.json_types import JsonObject
 
 
 class Session(abc.ABC):
     """One built program under one config, ready to run."""
 
     #: what the build ran and what the runtime says its config is
-    build_evidence: Dict[str, Any]
+    build_evidence: JsonObject  # what the build ran, as the stage record keeps it
     #: for a program another tool converted: raises when its check of the conversion (done while
     #: the session ran) found the converter at fault; called after the evidence run
     settle: Optional[Callable[[], None]] = None
 
-    def __init__(self, evidence: Dict[str, Any], settle: Optional[Callable[[], None]] = None):
+    def __init__(self, evidence: JsonObject, settle: Optional[Callable[[], None]] = None):
         self.build_evidence = evidence
         self.settle = settle
 
@@ -52,7 +53,7 @@ class Session(abc.ABC):
         """Output names and arrays, in the runtime's order."""
 
     @abc.abstractmethod
-    def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
+    def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], JsonObject]:
         """As ``run``, and what executed (op count, types, sequence digest, output dtypes)."""
 
 
@@ -73,7 +74,7 @@ class Runtime(abc.ABC):
         (min/opt/max); ``scratch`` is a path prefix for files the build writes."""
 
     @abc.abstractmethod
-    def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:
+    def search_items(self, plan: StagePlan, evidence: Mapping[str, Any], baseline_evidence: Mapping[str, Any]) -> List[str]:
         """What the culprit search may switch off for this stage, one by one (passes that ran,
         op types an engine may take), from the stage's and the baseline's evidence."""
 

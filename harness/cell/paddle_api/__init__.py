@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 # glog INFO lines would bury the worker's log; set before Paddle's native side starts.
 os.environ.setdefault("GLOG_minloglevel", "1")
@@ -41,6 +41,7 @@ import paddle.inference as paddle_infer  # noqa: E402,F401  (the rooms beside us
 from ...runtimes.paddle_inference import BF16_CPU, GPU, PIR_TENSORRT, TENSORRT  # noqa: E402
 from ...shared.runtime import Requirement  # noqa: E402
 from ...shared.spec import release  # noqa: E402
+from ...shared.json_types import JsonObject
 
 
 def _version_tuple() -> Tuple[int, int, int]:
@@ -66,10 +67,10 @@ def pir_default() -> bool:
     return bool(flag)
 
 
-def paddle_info() -> Dict[str, Any]:
+def paddle_info() -> JsonObject:
     """Version and build facts recorded in every result."""
     version = paddle.version
-    info: Dict[str, Any] = {
+    info: JsonObject = {
         "version": paddle.__version__,
         "commit": getattr(version, "commit", None),
         "with_cuda": bool(paddle.is_compiled_with_cuda()),
@@ -89,7 +90,7 @@ def paddle_info() -> Dict[str, Any]:
     return info
 
 
-def onednn_info() -> Optional[Dict[str, Any]]:
+def onednn_info() -> Optional[JsonObject]:
     """The ISA oneDNN chose on this machine, from the oneDNN library Paddle ships
     (``dnnl_get_effective_cpu_isa``, the same ISA ``ONEDNN_VERBOSE`` prints, and it honours
     ``ONEDNN_MAX_CPU_ISA``), with oneDNN's version. None when this build has no oneDNN library
@@ -123,7 +124,7 @@ def onednn_info() -> Optional[Dict[str, Any]]:
     return {"isa": None, "error": f"no oneDNN library answering dnnl_get_effective_cpu_isa in {libs}"}
 
 
-def machine() -> Dict[str, Any]:
+def machine() -> JsonObject:
     """The machine block of the record, seen from inside this Paddle environment."""
     from ...shared.machine import describe
 

@@ -11,6 +11,7 @@ from ...shared.config import GPU_INITIAL_MEMORY_MB, PredictorConfig, TensorRT
 from ...shared.errors import Finding
 from ...shared.vocab import ProgramFormat
 from . import paddle, paddle_infer
+from ...shared.json_types import JsonObject
 
 
 _PRECISION = {
@@ -110,13 +111,13 @@ def _require_method(config: Any, name: str):
     return method
 
 
-def read_back(config: "paddle_infer.Config") -> Dict[str, Any]:
+def read_back(config: "paddle_infer.Config") -> JsonObject:
     """What Paddle says the config is, through its own getters (a call can be ignored)."""
     getters = {"ir_optim": "ir_optim", "onednn": "mkldnn_enabled", "use_gpu": "use_gpu",
                "gpu_memory_mb": "memory_pool_init_size_mb", "tensorrt_precision": "tensorrt_precision_mode",
                "tensorrt": "tensorrt_engine_enabled", "new_ir": "new_ir_enabled",
                "threads": "cpu_math_library_num_threads", "tensorrt_dynamic_shape": "tensorrt_dynamic_shape_enabled"}
-    out: Dict[str, Any] = {}
+    out: JsonObject = {}
     for key, getter in getters.items():
         fn = getattr(config, getter, None)
         if callable(fn):

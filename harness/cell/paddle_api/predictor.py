@@ -18,6 +18,7 @@ from ...shared.vocab import ProgramFormat
 from . import paddle, paddle_infer
 from .config import make_config, read_back
 from .export import export
+from ...shared.json_types import JsonObject
 
 
 def collect_shape_range(files: Dict[str, str], cfg: PredictorConfig, feeds: "Dict[str, Any] | List[Dict[str, Any]]",
@@ -117,7 +118,7 @@ def _passes_in(log: str) -> Dict[str, List[str]]:
 
 def build_predictor(files: Dict[str, str], cfg: PredictorConfig,
                     input_shapes: Optional[Dict[str, List[int]]] = None,
-                    shape_file: Optional[Path] = None) -> Tuple[Any, Dict[str, Any]]:
+                    shape_file: Optional[Path] = None) -> Tuple[Any, JsonObject]:
     """A predictor and the evidence of its build: the passes that ran and Paddle's read-back."""
     config = make_config(files, cfg, input_shapes, shape_file)
     with captured_native_output() as out:
@@ -127,7 +128,7 @@ def build_predictor(files: Dict[str, str], cfg: PredictorConfig,
     return predictor, evidence
 
 
-def run_with_evidence(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str], List[Any], Dict[str, Any]]:
+def run_with_evidence(predictor: Any, feeds: Dict[str, Any]) -> Tuple[List[str], List[Any], JsonObject]:
     """Run once with an output hook that records only op types and output dtypes (no tensor data
     is read, so it costs a Python call per op): the executed op count, type histogram, a digest of
     the sequence, and which dtypes the ops produced (evidence that int8/bf16/fp16 really ran)."""

@@ -22,7 +22,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -35,6 +35,8 @@ from ..paddle2onnx import PADDLE2ONNX, convert as conversion
 from . import ONNXRUNTIME
 from ..paddle2onnx.convert import converter, graph_evidence
 from .options import LEVELS, ort_options, session_options
+from ...shared.json_types import JsonObject
+from ...shared.tensor_diff import TensorDiff
 
 # What ONNX Runtime's verbose log says of each graph transformer it applied (1.2x-1.32 wording).
 _MODIFIED = re.compile(r"GraphTransformer (\w+) modified: 1")
@@ -66,7 +68,7 @@ def _stderr_to(path: Path) -> Iterator[None]:
 
 
 class OrtSession(Session):
-    def __init__(self, session: Any, evidence: Dict[str, Any], settle: Any = None):
+    def __init__(self, session: Any, evidence: JsonObject, settle: Any = None):
         super().__init__(evidence, settle)
         self.session = session
 
@@ -80,7 +82,7 @@ class OrtSession(Session):
             outputs = self.session.run(names, {k: v for k, v in feeds.items() if k in wanted})
         return names, [np.asarray(o) for o in outputs]
 
-    def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
+    def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], JsonObject]:
         names, outputs = self.run_settled(feeds)
         dtypes = dict(collections.Counter(str(o.dtype) for o in outputs))
         return names, outputs, {"output_dtypes": dtypes, "providers": self.session.get_providers()}
@@ -128,7 +130,7 @@ class OnnxRuntime(Runtime):
                                      f"({after['nodes']} nodes)")
         return OrtSession(session, evidence, settle=lambda: converter().settle(Path(files["program"])))
 
-    def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:
+    def search_items(self, plan: StagePlan, evidence: Mapping[str, Any], baseline_evidence: Mapping[str, Any]) -> List[str]:
         """The transformers ORT's log says changed the graph, the rule container replaced by its
         rewrite rules (which the log does not name)."""
         applied = evidence.get("optimizers_applied") or []
@@ -163,7 +165,7 @@ class OnnxRuntime(Runtime):
         ]) + "\n"
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> Dict[str, Any]:
+                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
         from .tensor_diff import against_paddle
 
         return against_paddle(self, files, feeds, base, test, out, tolerance)

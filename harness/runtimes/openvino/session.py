@@ -23,7 +23,7 @@ import collections
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from ...shared.runtime import Requirement, StagePlan
 from ...shared.tensor_diff import Dump, DumpedTensor, TensorDiff
 from ..paddle2onnx import PADDLE2ONNX, convert as onnx_conversion
 from . import OPENVINO, OpenVinoOptions
+from ...shared.json_types import JsonObject
 
 # OpenVINO's element type names as the dtype names the stage checks use.
 DTYPE_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "i8": "int8", "u8": "uint8",
@@ -86,7 +87,7 @@ def by_input_name(compiled: Any, feeds: Dict[str, np.ndarray]) -> Dict[Any, np.n
 
 
 class OpenVinoSession(Session):
-    def __init__(self, compiled: Any, evidence: Dict[str, Any], settle: Any = None):
+    def __init__(self, compiled: Any, evidence: JsonObject, settle: Any = None):
         super().__init__(evidence, settle)
         self.compiled = compiled
 
@@ -99,7 +100,7 @@ class OpenVinoSession(Session):
         return ([o.get_any_name() for o in self.compiled.outputs],
                 [np.asarray(results[o]) for o in self.compiled.outputs])
 
-    def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], Dict[str, Any]]:
+    def run_with_evidence(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray], JsonObject]:
         return (*self.run_settled(feeds), {})
 
 
@@ -147,7 +148,7 @@ class OpenVino(Runtime):
             kinds.append(info["layerType"].astype(str) if "layerType" in info else op.get_type_name())
         read = compiled.get_property("INFERENCE_PRECISION_HINT")
         hint = read.to_string() if hasattr(read, "to_string") else str(read)  # an ov.Type: "bf16", "f32"
-        evidence: Dict[str, Any] = {
+        evidence: JsonObject = {
             "runtime": f"openvino {ov.get_version()}", "frontend_ops": len(model.get_ops()),
             "program_read": self._what_it_read(source),
             "config_read_back": {"INFERENCE_PRECISION_HINT": hint,
@@ -179,7 +180,7 @@ class OpenVino(Runtime):
                     f"OpenVINO's Paddle frontend reads .pdmodel only)")
         return f"{Path(source['program']).name} (OpenVINO's Paddle frontend)"
 
-    def search_items(self, plan: StagePlan, evidence: Dict[str, Any], baseline_evidence: Dict[str, Any]) -> List[str]:
+    def search_items(self, plan: StagePlan, evidence: Mapping[str, Any], baseline_evidence: Mapping[str, Any]) -> List[str]:
         return []  # the CPU plugin's transformations cannot be switched off one by one from Python
 
     def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
