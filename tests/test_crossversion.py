@@ -191,10 +191,8 @@ def test_bad_input_unknown_version_and_nothing_in_common(two_versions, tmp_path)
     assert "--head 9.9.9" in one_line_error(run_harness("regress", "--results", str(two_versions["results"]),
                                                         "--head", "9.9.9"))
     assert "does not exist" in one_line_error(run_harness("regress", "--results", str(tmp_path / "none")))
-    records = [
-        {"cell": {"paddle": OLD, "session": {"name": "cpu_fp32"}, "mode": "normal", "model": {"name": "a"}}},
-        {"cell": {"paddle": "3.3.1", "session": {"name": "cpu_fp32"}, "mode": "normal", "model": {"name": "b"}}},
-    ]
+    records = [as_record({"id": f"cpu_fp32/{OLD}/normal/a", "cell": {"paddle": OLD, "model": {"name": "a"}}}),
+               as_record({"id": "cpu_fp32/3.3.1/normal/b", "cell": {"paddle": "3.3.1", "model": {"name": "b"}}})]
     with pytest.raises(UserError, match="no cell in common"):
         regress.pick_pairs(records, OLD, "3.3.1")
 
