@@ -202,7 +202,7 @@ def test_a_runtimes_descriptor_is_shared_and_its_other_modules_are_the_cell_side
 
 def _runtime_words() -> Set[str]:
     """Every word that names a runtime other than Paddle Inference: its runtime name, backend word,
-    options key, search spaces and the packages it imports, read from the registry."""
+    config's former record key, search spaces and the packages it imports, read from the registry."""
     from harness.runtimes import paddle_inference as backends
     from harness.runtimes import REGISTRY
 
@@ -213,7 +213,7 @@ def _runtime_words() -> Set[str]:
             if isinstance(backend, backends.PaddleBackend):
                 continue
             words |= {backend.runtime, backend.word, *backend.packages}
-            words |= {backend.options.key} if backend.options else set()
+            words |= {backend.config.runtime} | ({backend.config.schema2_key} if backend.config.schema2_key else set())
             words |= {backend.search.key} if backend.search else set()
     return words
 

@@ -24,7 +24,9 @@ DESCRIPTOR = '''
 import dataclasses
 from typing import List
 
-from ...shared.config import PredictorConfig, RuntimeOptions
+from typing import ClassVar
+
+from ...shared.config import StageConfig
 from ...shared.runtime import Backend, LadderContext, Requirement, StagePlan, register
 from ...shared.vocab import Precision, Reference
 
@@ -32,8 +34,10 @@ TOY = Requirement("toy", "the toy runtime")
 
 
 @dataclasses.dataclass(frozen=True)
-class ToyOptions(RuntimeOptions):
-    key = "toy"
+class ToyConfig(StageConfig):
+    runtime: ClassVar[str] = "toy"
+    device: str = "cpu"
+    threads: int = 1
     factor: float = 1.0
 
 
@@ -43,11 +47,10 @@ class Toy(Backend):
     runtime = "toy"
     cell = "harness.runtimes.toy.cell:ToyRuntime"
     precisions = (Precision.FP32, Precision.FP16)
-    options = ToyOptions
+    config = ToyConfig
 
     def deploy(self, fmt, precision, options):
-        factor = 1.0 if precision == Precision.FP32 else 1.01
-        return PredictorConfig(device="cpu", runtime_options=ToyOptions(factor=factor))
+        return ToyConfig(factor=1.0 if precision == Precision.FP32 else 1.01)
 
     def requires(self, fmt, precision):
         return (TOY,)
@@ -100,7 +103,7 @@ class ToyRuntime(Runtime):
     def session(self, files, config, feeds, scratch, variants=()):
         plain = paddle.inference.Config(files["program"], files["params"])
         plain.disable_mkldnn()
-        return ToySession(paddle.inference.create_predictor(plain), config.runtime_options.factor)
+        return ToySession(paddle.inference.create_predictor(plain), config.factor)
 
     def search_items(self, plan, evidence, baseline_evidence):
         return []
@@ -165,7 +168,8 @@ def test_a_toy_runtime_is_two_files_and_matrix_entries(tmp_path):
     assert [s["name"] for s in fp32["stages"]] == ["baseline", "toy_fp32"]
     ran = stages_by_name(fp32)["toy_fp32"]
     assert ran["status"] == "pass" and ran["runtime"] == "toy" and ran["evidence"]["toy"] is True
-    assert ran["config"]["toy"] == {"factor": 1.0}  # its typed options, under its own key
+    # its own config, nothing of Paddle Inference's
+    assert ran["config"] == {"runtime": "toy", "device": "cpu", "threads": 1, "factor": 1.0}
     scaled = stages_by_name(fp16)["toy_fp16"]
     assert scaled["status"] == "fail" and fp16["verdict"]["status"] == "fail"  # 1% off at a 1e-4 tolerance
     assert scaled["evidence"]["factor"] == 1.01

@@ -25,6 +25,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional
 
+from ..shared.config import PredictorConfig
 from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
 from ..shared.compare import NothingCompared, compare_all
@@ -59,7 +60,7 @@ def analyse(ctx: CellContext, done: Ledger) -> None:
         if status(target.name) is Status.FAIL:
             steps.append((Analysis.DIFF, target, lambda: tensor_diff(ctx, target, baseline, done)))
         steps.append((Analysis.BISECT, target, lambda: bisect(ctx, target, done)))
-        if target.config.onednn and target.config.device == "cpu":
+        if isinstance(target.config, PredictorConfig) and target.config.onednn and target.config.device == "cpu":
             steps.append((Analysis.EXCLUDE, target, lambda: exclude_onednn_ops(ctx, target, done)))
     if baseline is not None and status(baseline.name) in FAILED:
         steps.append((Analysis.TRIAGE, baseline, lambda: triage(ctx, baseline, done)))

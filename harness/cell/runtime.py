@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ..shared.compare import Tolerance
-from ..shared.config import PredictorConfig
+from ..shared.config import PredictorConfig, StageConfig
 from ..shared.runtime import Requirement, SearchSpace, StagePlan
 from ..shared.tensor_diff import TensorDiff
 from ..shared.json_types import JsonObject
@@ -67,7 +67,7 @@ class Runtime(abc.ABC):
         """Why this build or machine cannot meet a backend's requirement, or None."""
 
     @abc.abstractmethod
-    def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
+    def session(self, files: Dict[str, str], config: StageConfig, feeds: Dict[str, np.ndarray],
                 scratch: Path, variants: Sequence[Dict[str, np.ndarray]] = ()) -> Session:
         """Build the program in ``files`` under ``config``, once for every shape it will run: the
         primary ``feeds`` and the ``variants`` give the shapes a runtime with shape profiles needs
@@ -84,16 +84,16 @@ class Runtime(abc.ABC):
         return [], ""
 
     @abc.abstractmethod
-    def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
+    def without(self, plan: StagePlan, disabled: List[str]) -> StageConfig:
         """The stage's config with ``disabled`` items of its search space switched off."""
 
     @abc.abstractmethod
-    def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
+    def config_calls(self, files: Dict[str, str], config: StageConfig) -> List[str]:
         """The runtime's own API calls that configure ``config``, as lines of code on a variable
         ``config`` (what a reproducer replays), recorded as the session builder makes them."""
 
     @abc.abstractmethod
-    def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
+    def reproducer_lines(self, model: str, params: str, config: StageConfig, files: Dict[str, str]) -> str:
         """Code that runs the program (``model``/``params``: file names beside the script) under
         ``config`` with this runtime's public API, on ``inputs`` (an npz by input name), and sets
         ``names`` and ``outputs``: what a reproducer replays."""
@@ -112,7 +112,7 @@ class Runtime(abc.ABC):
         return [words] if words else []
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
+                    test: StageConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
         """Every intermediate tensor of this runtime's session at ``test`` matched with Paddle
         Inference's at ``base`` (the baseline's config) and compared: the per-tensor table."""
         raise NotImplementedError(f"the per-tensor diff is not written for {self.name} yet")

@@ -1,8 +1,15 @@
-"""One predictor configuration as a value: what a stage asks Paddle Inference to do.
+"""What a stage asks its runtime to do, as a value: a ``StageConfig`` of the runtime's own type.
+
+Paddle Inference's is ``PredictorConfig`` (here: the other runtimes' sessions start from Paddle's
+export, and the baseline every session compares with is Paddle Inference's); every other runtime's
+is defined by its descriptor (``harness.runtimes.<name>``), its own fields and nothing of another
+runtime's. In records a config is its fields and ``runtime``, the runtime that
+reads it (``Registry.config_from_dict`` turns a record's back into the type).
 
 Plain data (no paddle) so that stage planning, records and the diff CLI share it; the cell side
-turns it into a ``paddle.inference.Config`` in exactly one place (``harness.cell.paddle_api.config.make_config``) and
-reads the result back through Paddle's own getters, because a call can be ignored.
+turns a ``PredictorConfig`` into a ``paddle.inference.Config`` in exactly one place
+(``harness.cell.paddle_api.config.make_config``) and reads the result back through Paddle's own
+getters, because a call can be ignored.
 
 ``None`` means "not called" (the Paddle default stands); the record keeps the value as planned
 and, beside it, what Paddle reported back.
@@ -11,8 +18,7 @@ and, beside it, what Paddle reported back.
 from __future__ import annotations
 
 import dataclasses
-from types import MappingProxyType
-from typing import Any, ClassVar, Mapping, Optional, Tuple, Type
+from typing import Any, ClassVar, Optional, Tuple
 
 from .spec import DEFAULTS
 from .json_types import JsonObject
@@ -36,19 +42,30 @@ class TensorRT:
     disabled_ops: Tuple[str, ...] = ()
 
 
-class RuntimeOptions:
-    """A runtime's own part of a stage's config (a frozen dataclass per runtime, defined by its
-    descriptor): ``key`` is the record's key for it."""
+class StageConfig:
+    """A runtime's stage config (a frozen dataclass per runtime with at least ``device`` and
+    ``threads``); ``runtime`` names it in records. ``schema2_key``: where a record of schema 2 kept
+    it (beside Paddle's fields), so that such records still read."""
 
-    key: ClassVar[str] = ""
+    runtime: ClassVar[str] = ""
+    schema2_key: ClassVar[str] = ""
+    device: str
+    threads: int
+
+    def replace(self, **changes: Any) -> "StageConfig":
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
 
     def to_dict(self) -> JsonObject:
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return {"runtime": self.runtime,
+                **{f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}}  # type: ignore[arg-type]
 
     @classmethod
-    def from_dict(cls, data: JsonObject) -> "RuntimeOptions":
-        kinds = {f.name: f.type for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in kinds})
+    def from_dict(cls, data: JsonObject) -> "StageConfig":
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        unknown = set(data) - names - {"runtime"}
+        if unknown:
+            raise ValueError(f"unknown {cls.runtime} config keys {sorted(unknown)}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names})
 
 
 def _plain(value: Any) -> Any:
@@ -56,7 +73,10 @@ def _plain(value: Any) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
-class PredictorConfig:
+class PredictorConfig(StageConfig):
+    """A Paddle Inference predictor's config."""
+
+    runtime: ClassVar[str] = "paddle_inference"
     device: str = "cpu"
     # Legacy IR lever (``switch_ir_optim``); under PIR it does not decide which passes run.
     ir: bool = False
@@ -78,39 +98,26 @@ class PredictorConfig:
     # set_mkldnn_op: the op types oneDNN may take (None: not called, every op). Whether a version
     # honours it is measured where it is used (under PIR 3.3.1 it changes nothing).
     onednn_ops: Optional[Tuple[str, ...]] = None
-    # Another runtime's own options (its descriptor's RuntimeOptions): the stage is not run by
-    # Paddle Inference, whose fields above then say nothing.
-    runtime_options: Optional[RuntimeOptions] = None
 
     def replace(self, **changes: Any) -> "PredictorConfig":
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> JsonObject:
-        data = dataclasses.asdict(self)
+        data: JsonObject = {"runtime": self.runtime, **dataclasses.asdict(self)}
         for key in ("fp32_ops", "deleted_passes"):
             data[key] = list(data[key])
         if data["onednn_ops"] is not None:
             data["onednn_ops"] = list(data["onednn_ops"])
         if data["trt"] is not None:
             data["trt"]["disabled_ops"] = list(data["trt"]["disabled_ops"])
-        data.pop("runtime_options")
-        if self.runtime_options is not None:
-            data[self.runtime_options.key] = self.runtime_options.to_dict()
         return data
 
     @classmethod
-    def from_dict(cls, data: JsonObject,
-                  options_types: "Mapping[str, Type[RuntimeOptions]]" = MappingProxyType({})) -> "PredictorConfig":
-        """A config from its record; ``options_types``: the runtimes' options by record key (the
-        registry's ``config_from_dict`` passes them all)."""
-        data = dict(data)
+    def from_dict(cls, data: JsonObject) -> "PredictorConfig":
+        """A config from its record."""
+        data = {k: v for k, v in data.items() if k != "runtime"}
         trt = data.pop("trt", None)
-        runtime_options = None
-        for key, kind in options_types.items():
-            value = data.pop(key, None)
-            if value is not None:
-                runtime_options = kind.from_dict(value)
-        fields = {f.name for f in dataclasses.fields(cls)} - {"runtime_options"}
+        fields = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - fields
         if unknown:
             raise ValueError(f"unknown predictor config keys {sorted(unknown)}")
@@ -121,4 +128,4 @@ class PredictorConfig:
             data["onednn_ops"] = tuple(data["onednn_ops"])
         if trt is not None:
             trt = TensorRT(**dict(trt, disabled_ops=tuple(trt.get("disabled_ops", ()))))
-        return cls(trt=trt, runtime_options=runtime_options, **data)
+        return cls(trt=trt, **data)

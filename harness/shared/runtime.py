@@ -2,8 +2,8 @@
 
 A runtime is one vertical. Its **descriptor** (a ``Backend`` subclass per session backend word:
 plain code, imported by the host and the cell side alike) says what it is: its device and backend
-word, the precisions it runs, its typed options (a ``RuntimeOptions`` dataclass carried by the
-stage's ``PredictorConfig``), how it plans its stages for a program format and precision, what it
+word, the precisions it runs, the type of its stages' configs (``Backend.config``, a
+``StageConfig`` of its own, Paddle Inference's being ``PredictorConfig``), how it plans its stages for a program format and precision, what it
 requires, the search spaces the culprit search may vary and how its evidence reads in one line.
 Its **cell module** (named by ``Backend.cell``, imported only inside a cell) builds and runs
 sessions (``harness.cell.runtime.Runtime``).
@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple, Type
 
-from .config import PredictorConfig, RuntimeOptions
+from .config import PredictorConfig, StageConfig
 from .spec import DEFAULTS
 from .vocab import Device, Precision, ProgramFormat, Reference, backend_stage_name
 from .json_types import JsonObject
@@ -69,7 +69,7 @@ def search_space(key: str, what: str, verdict_words: str) -> SearchSpace:
 @dataclasses.dataclass(frozen=True)
 class StagePlan:
     name: str
-    config: PredictorConfig
+    config: StageConfig  # of the type its runtime reads (``Backend.config``)
     # The precision the stage asks its runtime to run in (a lower one must show in its evidence).
     precision: Precision
     reference: Reference  # what the stage's outputs are compared with
@@ -78,6 +78,11 @@ class StagePlan:
     requires: Tuple[Requirement, ...] = ()
     search: Optional[SearchSpace] = None
     runtime: str = "paddle_inference"  # the registered runtime whose cell module runs it
+
+    def __post_init__(self) -> None:
+        if self.config.runtime != self.runtime:  # a descriptor's slip: never a config another runtime reads
+            raise TypeError(f"stage {self.name} runs on {self.runtime} but was planned with a "
+                            f"{type(self.config).__name__} ({self.config.runtime}'s)")
     # Whose tolerance the comparison uses, when not the stage's own precision: a quantized
     # program's consistency check runs fp32 against its fake-quant dygraph model at int8's.
     tolerance_of: Optional[Precision] = None
@@ -122,11 +127,11 @@ class Backend:
     cell: ClassVar[str] = ""  # "module:Class" of the cell side
     search: ClassVar[Optional[SearchSpace]] = None
     precisions: ClassVar[Tuple[Precision, ...]] = (Precision.FP32,)
-    options: ClassVar[Optional[Type[RuntimeOptions]]] = None  # its typed part of a PredictorConfig
+    config: ClassVar[Type[StageConfig]] = PredictorConfig  # the type of its stages' configs
     # The import names of the packages it runs on: an exception raised from their frames is theirs.
     packages: ClassVar[Tuple[str, ...]] = ()
 
-    def deploy(self, fmt: ProgramFormat, precision: Precision, options: DeployOptions) -> PredictorConfig:
+    def deploy(self, fmt: ProgramFormat, precision: Precision, options: DeployOptions) -> StageConfig:
         raise NotImplementedError
 
     def stages(self, ladder: LadderContext) -> List[StagePlan]:
@@ -214,10 +219,9 @@ class Registry:
             raise KeyError(f"unknown runtime {runtime!r}; known: {', '.join(sorted(known))}")
         return known[runtime].cell
 
-    def options_types(self) -> Dict[str, Type[RuntimeOptions]]:
-        """The typed options of every runtime by their record key."""
-        self._find()
-        return {b.options.key: b.options for b in self._backends.values() if b.options is not None}
+    def config_types(self) -> Dict[str, Type[StageConfig]]:
+        """Every runtime's stage-config type, by runtime name."""
+        return {name: backend.config for name, backend in self.runtimes().items()}
 
     def packages(self) -> Tuple[str, ...]:
         """Every registered runtime's packages (Paddle's own are the caller's to add)."""
@@ -228,8 +232,16 @@ class Registry:
         self._find()
         return _SPACES.get(key)
 
-    def config_from_dict(self, data: JsonObject) -> PredictorConfig:
-        return PredictorConfig.from_dict(data, self.options_types())
+    def config_from_dict(self, data: JsonObject) -> StageConfig:
+        """A stage's config from its record, of the type of the runtime it names. A record of
+        schema 2 named none: Paddle's fields, another runtime's config beside them under its key."""
+        types = self.config_types()
+        if data.get("runtime") in types:
+            return types[data["runtime"]].from_dict(data)
+        for kind in types.values():
+            if kind.schema2_key and isinstance(data.get(kind.schema2_key), dict):
+                return kind.from_dict(dict(data[kind.schema2_key], device=data.get("device", "cpu")))
+        return PredictorConfig.from_dict(data)
 
     def evidence_note(self, runtime: Optional[str], evidence: Mapping[str, Any]) -> Optional[str]:
         if not runtime:

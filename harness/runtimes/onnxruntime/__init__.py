@@ -10,9 +10,9 @@ switches ONNX Runtime's optimizers off one by one. Cell side: ``session`` (the r
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
-from ...shared.config import PredictorConfig, RuntimeOptions
+from ...shared.config import StageConfig
 from ...shared.runtime import Backend, LadderContext, Requirement, StagePlan, register, search_space
 from ...shared.vocab import Precision, Reference
 from ..paddle2onnx import PADDLE2ONNX
@@ -24,11 +24,13 @@ LEVELS = ("disabled", "basic", "extended", "all")  # GraphOptimizationLevel.ORT_
 
 
 @dataclasses.dataclass(frozen=True)
-class OrtOptions(RuntimeOptions):
+class OrtConfig(StageConfig):
     """An ONNX Runtime session on the converted program: its graph optimization level (``LEVELS``),
     threads, and the optimizers switched off by name (the culprit search's lever)."""
 
-    key = "ort"
+    runtime: ClassVar[str] = "onnxruntime"
+    schema2_key: ClassVar[str] = "ort"
+    device: str = "cpu"
     level: str = "all"
     threads: int = 1
     disabled_optimizers: Tuple[str, ...] = ()
@@ -40,11 +42,11 @@ class OnnxRuntimeCpu(Backend):
     runtime = "onnxruntime"
     cell = "harness.runtimes.onnxruntime.session:OnnxRuntime"
     search = ORT_OPTIMIZERS
-    options = OrtOptions
+    config = OrtConfig
     packages = ("onnxruntime", "paddle2onnx", "onnx")
 
     def deploy(self, fmt, precision, options):
-        return PredictorConfig(device="cpu", runtime_options=OrtOptions(level="all", threads=options.deploy_threads))
+        return OrtConfig(level="all", threads=options.deploy_threads)
 
     def requires(self, fmt, precision):
         return (PADDLE2ONNX, ONNXRUNTIME)
@@ -55,7 +57,7 @@ class OnnxRuntimeCpu(Backend):
         options, precision = ladder.options, ladder.precision
         deploy = self.deploy(ladder.fmt, precision, options)
         skip = self.unsupported(precision)
-        convert = deploy.replace(runtime_options=OrtOptions(level="disabled", threads=options.reference_threads))
+        convert = deploy.replace(level="disabled", threads=options.reference_threads)
         needs = self.requires(ladder.fmt, precision)
         return [StagePlan(ORT_CONVERT, convert, Precision.FP32, Reference.BASELINE,
                           "paddle2onnx.export, ONNX Runtime with GraphOptimizationLevel.ORT_DISABLE_ALL",

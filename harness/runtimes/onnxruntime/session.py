@@ -29,7 +29,7 @@ import numpy as np
 from ...cell.runtime import Runtime, Session, unimportable
 from ...shared.compare import Tolerance
 from ...shared.errors import calling
-from ...shared.config import PredictorConfig
+from ...shared.config import PredictorConfig, StageConfig
 from ...shared.runtime import Requirement, StagePlan
 from ..paddle2onnx import PADDLE2ONNX, convert as conversion
 from . import ONNXRUNTIME
@@ -97,7 +97,7 @@ class OnnxRuntime(Runtime):
             return conversion.unmet()
         return unimportable("onnxruntime") if requirement == ONNXRUNTIME else None
 
-    def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
+    def session(self, files: Dict[str, str], config: StageConfig, feeds: Dict[str, np.ndarray],
                 scratch: Path, variants: Sequence[Dict[str, np.ndarray]] = ()) -> OrtSession:
         import onnx
         import onnxruntime as ort
@@ -139,13 +139,10 @@ class OnnxRuntime(Runtime):
             items += [rule for rule in LEVEL1_RULES if rule not in items]
         return items
 
-    def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
-        import dataclasses
+    def without(self, plan: StagePlan, disabled: List[str]) -> StageConfig:
+        return ort_options(plan.config).replace(disabled_optimizers=tuple(disabled))
 
-        return plan.config.replace(runtime_options=dataclasses.replace(ort_options(plan.config),
-                                                                       disabled_optimizers=tuple(disabled)))
-
-    def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
+    def config_calls(self, files: Dict[str, str], config: StageConfig) -> List[str]:
         ort = ort_options(config)
         calls = ["options = ort.SessionOptions()",
                  f"options.graph_optimization_level = ort.GraphOptimizationLevel.{LEVELS[ort.level]}",
@@ -153,7 +150,7 @@ class OnnxRuntime(Runtime):
                  "options.inter_op_num_threads = 1"]
         return calls
 
-    def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
+    def reproducer_lines(self, model: str, params: str, config: StageConfig, files: Dict[str, str]) -> str:
         disabled = ort_options(config).disabled_optimizers
         return "\n".join([
             *conversion.reproducer_lines(model, params),
@@ -165,7 +162,7 @@ class OnnxRuntime(Runtime):
         ]) + "\n"
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
+                    test: StageConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
         from .tensor_diff import against_paddle
 
         return against_paddle(self, files, feeds, base, test, out, tolerance)

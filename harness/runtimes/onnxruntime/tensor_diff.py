@@ -16,7 +16,7 @@ import numpy as np
 
 from ...cell import layerwise
 from ...shared.compare import Tolerance
-from ...shared.config import PredictorConfig
+from ...shared.config import PredictorConfig, StageConfig
 from ...shared.errors import calling
 from ...shared.tensor_diff import Dump, DumpedTensor, TensorDiff
 from ..paddle2onnx import convert as conversion
@@ -25,7 +25,7 @@ from .options import session_options
 
 
 def against_paddle(runtime: Any, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                   test: PredictorConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
+                   test: StageConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
     marked = layerwise.OtherRuntime(dump=lambda folder: _dump_marked(runtime, files, test, feeds, folder,
                                                                      out / "session"),
                                     pair=conversion.pairing(files))
@@ -40,7 +40,7 @@ def _marked_entry(node: Any, value: str, legacy: bool) -> Optional[DumpedTensor]
     return None
 
 
-def _dump_marked(runtime: Any, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
+def _dump_marked(runtime: Any, files: Dict[str, str], config: StageConfig, feeds: Dict[str, np.ndarray],
                  out_dir: Path, scratch: Path) -> Dump:
     import onnx
     import onnxruntime as ort

@@ -11,9 +11,9 @@ baseline: ``openvino_convert`` (the program as OpenVINO reads it, at an explicit
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Optional
+from typing import Any, ClassVar, Dict, List, Optional
 
-from ...shared.config import PredictorConfig, RuntimeOptions
+from ...shared.config import StageConfig
 from ...shared.runtime import Backend, LadderContext, Requirement, StagePlan, register
 from ...shared.vocab import Precision, ProgramFormat, Reference
 from ..paddle2onnx import PADDLE2ONNX
@@ -24,11 +24,13 @@ OV_CONVERT = "openvino_convert"  # the program as OpenVINO reads it, checked at 
 
 
 @dataclasses.dataclass(frozen=True)
-class OpenVinoOptions(RuntimeOptions):
+class OpenVinoConfig(StageConfig):
     """A CPU compile: the precision hint (``INFERENCE_PRECISION_HINT``; None: not set, OpenVINO's
     default, bf16 on bf16 CPUs) and threads (``INFERENCE_NUM_THREADS``)."""
 
-    key = "openvino"
+    runtime: ClassVar[str] = "openvino"
+    schema2_key: ClassVar[str] = "openvino"
+    device: str = "cpu"
     precision_hint: Optional[str] = None
     threads: int = 1
 
@@ -39,15 +41,14 @@ class OpenVinoCpu(Backend):
     runtime = "openvino"
     cell = "harness.runtimes.openvino.session:OpenVino"
     precisions = (Precision.FP32, Precision.BF16)
-    options = OpenVinoOptions
+    config = OpenVinoConfig
     packages = ("openvino", "paddle2onnx", "onnx")
 
     def deploy(self, fmt, precision, options):
         # fp32 as deployments run it: OpenVINO's defaults (no precision hint), whose precision is
         # then read back; bf16 asked for explicitly.
         hint = "bf16" if precision == Precision.BF16 else None
-        return PredictorConfig(device="cpu", runtime_options=OpenVinoOptions(precision_hint=hint,
-                                                                             threads=options.deploy_threads))
+        return OpenVinoConfig(precision_hint=hint, threads=options.deploy_threads)
 
     def requires(self, fmt, precision):
         needs = (OPENVINO, PADDLE2ONNX) if fmt == ProgramFormat.PIR else (OPENVINO,)
@@ -64,7 +65,7 @@ class OpenVinoCpu(Backend):
         fmt, options, precision = ladder.fmt, ladder.options, ladder.precision
         deploy = self.deploy(fmt, precision, options)
         skip = self.unsupported(precision)
-        convert = deploy.replace(runtime_options=OpenVinoOptions(precision_hint="f32", threads=options.reference_threads))
+        convert = deploy.replace(precision_hint="f32", threads=options.reference_threads)
         lever = ("INFERENCE_PRECISION_HINT=bf16" if precision == Precision.BF16 else
                  "OpenVINO's defaults (no precision hint; the precision it ran is read back)")
         return [StagePlan(OV_CONVERT, convert, Precision.FP32, Reference.BASELINE,

@@ -29,12 +29,12 @@ import numpy as np
 
 from ...cell.runtime import Runtime, Session, unimportable
 from ...shared.compare import Tolerance
-from ...shared.config import PredictorConfig
+from ...shared.config import PredictorConfig, StageConfig
 from ...shared.errors import Finding, calling
 from ...shared.runtime import Requirement, StagePlan
 from ...shared.tensor_diff import Dump, DumpedTensor, TensorDiff
 from ..paddle2onnx import PADDLE2ONNX, convert as onnx_conversion
-from . import OPENVINO, OpenVinoOptions
+from . import OPENVINO, OpenVinoConfig
 from ...shared.json_types import JsonObject
 
 # OpenVINO's element type names as the dtype names the stage checks use.
@@ -42,14 +42,14 @@ DTYPE_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "i8": "in
                "i32": "int32", "i64": "int64"}
 
 
-def ov_options(config: PredictorConfig) -> OpenVinoOptions:
-    options = config.runtime_options
-    if not isinstance(options, OpenVinoOptions):
-        raise TypeError(f"an OpenVINO stage's config carries {type(options).__name__}, not OpenVinoOptions")
-    return options
+def ov_options(config: StageConfig) -> OpenVinoConfig:
+    """A stage's config as OpenVINO's (a plan that hands it another runtime's is the harness's fault)."""
+    if not isinstance(config, OpenVinoConfig):
+        raise TypeError(f"an OpenVINO stage was planned with a {type(config).__name__}, not an OpenVinoConfig")
+    return config
 
 
-def _properties(config: PredictorConfig) -> Dict[str, Any]:
+def _properties(config: StageConfig) -> Dict[str, Any]:
     ov = ov_options(config)
     properties: Dict[str, Any] = {"INFERENCE_NUM_THREADS": ov.threads, "NUM_STREAMS": 1}
     if ov.precision_hint:
@@ -126,7 +126,7 @@ class OpenVino(Runtime):
         return {"program": str(path), "params": "", "format": "onnx", "converted_from": files["program"],
                 "conversion": dict(evidence)}
 
-    def session(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
+    def session(self, files: Dict[str, str], config: StageConfig, feeds: Dict[str, np.ndarray],
                 scratch: Path, variants: Sequence[Dict[str, np.ndarray]] = ()) -> OpenVinoSession:
         import openvino as ov
 
@@ -183,14 +183,14 @@ class OpenVino(Runtime):
     def search_items(self, plan: StagePlan, evidence: Mapping[str, Any], baseline_evidence: Mapping[str, Any]) -> List[str]:
         return []  # the CPU plugin's transformations cannot be switched off one by one from Python
 
-    def without(self, plan: StagePlan, disabled: List[str]) -> PredictorConfig:
+    def without(self, plan: StagePlan, disabled: List[str]) -> StageConfig:
         raise NotImplementedError("OpenVINO's CPU plugin offers nothing to switch off one by one here")
 
-    def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
+    def config_calls(self, files: Dict[str, str], config: StageConfig) -> List[str]:
         return [f"properties = {_properties(config)!r}"]
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
-                    test: PredictorConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
+                    test: StageConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
         """Paddle's predictor at ``base`` (every op output hooked) against OpenVINO's model at
         ``test`` with every named op output added as a model output, paired by what names it: the
         Paddle variable name the Paddle frontend keeps, or paddle2onnx's op-occurrence name in a
@@ -204,7 +204,7 @@ class OpenVino(Runtime):
                                         pair=onnx_conversion.pairing(files))
         return layerwise.diff_against_paddle(files, feeds, base, test, tolerance, out, marked)
 
-    def _dump_marked(self, files: Dict[str, str], config: PredictorConfig, feeds: Dict[str, np.ndarray],
+    def _dump_marked(self, files: Dict[str, str], config: StageConfig, feeds: Dict[str, np.ndarray],
                      out_dir: Path, scratch: Path) -> Dump:
         import openvino as ov
 
@@ -236,7 +236,7 @@ class OpenVino(Runtime):
         index = layerwise.save_tensors(out_dir, [(entry, array) for (entry, _), array in zip(marked, got[finals:])])
         return Dump(index, got[:finals], not layerwise.same_outputs(plain, got[:finals]))
 
-    def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
+    def reproducer_lines(self, model: str, params: str, config: StageConfig, files: Dict[str, str]) -> str:
         """At Paddle 3 the script converts the PIR program as the harness did (paddle2onnx, twice),
         then OpenVINO reads the ONNX; at 2.6 OpenVINO reads the ``.pdmodel`` itself."""
         converted = Path(files["program"]).suffix == ".json"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+
+import pytest
 
 from harness.runtimes import REGISTRY
 from harness.runtimes.paddle_inference import BF16_CPU
 from harness.shared.backends import DeployOptions, plan_by_name, plan_stages
+from harness.shared.config import PredictorConfig
 from harness.shared.vocab import Precision
 
 
@@ -27,16 +31,25 @@ def test_paddle_inference_is_a_runtime_package_like_the_others():
     assert REGISTRY.backend("cpu", "native", "pir").__module__ == "harness.runtimes.paddle_inference"
 
 
-def test_onnx_runtime_plans_its_conversion_then_its_optimizations_with_typed_options():
+def test_onnx_runtime_plans_its_conversion_then_its_optimizations_with_its_own_config():
+    from harness.runtimes.onnxruntime import OrtConfig
+
     plans = plan_by_name(plan_stages("cpu", "ort", "fp32", "pir", DeployOptions(reference_threads=1, deploy_threads=3)))
     assert list(plans) == ["baseline", "ort_convert", "ort_fp32"]
-    convert, deploy = plans["ort_convert"].config.runtime_options, plans["ort_fp32"].config.runtime_options
+    convert, deploy = plans["ort_convert"].config, plans["ort_fp32"].config
+    assert isinstance(convert, OrtConfig) and not hasattr(convert, "onednn")  # nothing of Paddle Inference's
     assert (convert.level, convert.threads, deploy.level, deploy.threads) == ("disabled", 1, "all", 3)
     assert plans["ort_fp32"].search.key == "ort_optimizers" and plans["ort_convert"].search is None
     assert {r.key for r in plans["ort_fp32"].requires} == {"paddle2onnx", "onnxruntime"}
     record = json.loads(json.dumps(plans["ort_fp32"].config.to_dict()))
-    assert record["ort"] == {"level": "all", "threads": 3, "disabled_optimizers": []}
+    assert record == {"runtime": "onnxruntime", "device": "cpu", "level": "all", "threads": 3, "disabled_optimizers": []}
     assert REGISTRY.config_from_dict(record) == plans["ort_fp32"].config
+    # A record of schema 2 kept it beside Paddle's fields: it still reads as ONNX Runtime's.
+    schema2 = dict(PredictorConfig().to_dict(), ort={"level": "all", "threads": 3, "disabled_optimizers": []})
+    del schema2["runtime"]
+    assert REGISTRY.config_from_dict(schema2) == plans["ort_fp32"].config
+    with pytest.raises(TypeError, match="planned with a PredictorConfig"):  # a plan never mixes runtimes
+        dataclasses.replace(plans["ort_fp32"], config=PredictorConfig())
     assert "not a precision" in plan_by_name(plan_stages("cpu", "ort", "bf16", "pir", DeployOptions()))["ort_bf16"].skip
 
 
@@ -47,5 +60,5 @@ def test_openvino_reads_onnx_at_paddle_3_and_the_pdmodel_at_2_6():
     assert {r.key for r in pir["openvino_convert"].requires} == {"openvino", "paddle2onnx"}
     assert {r.key for r in legacy["openvino_convert"].requires} == {"openvino"}
     assert BF16_CPU in pir["openvino_bf16"].requires and pir["openvino_bf16"].precision is Precision.BF16
-    assert pir["openvino_convert"].config.runtime_options.precision_hint == "f32"
+    assert pir["openvino_convert"].config.precision_hint == "f32" and pir["openvino_convert"].config.runtime == "openvino"
     assert "ONNX" in pir["openvino_convert"].lever and ".pdmodel" in legacy["openvino_convert"].lever

@@ -74,4 +74,4 @@ def test_precision_is_typed_end_to_end_and_trt_hides_its_dtypes():
     plans = plan_by_name(plan_stages("gpu", "trt", "fp16", "pir", DeployOptions()))
     assert plans["trt_fp16"].precision is Precision.FP16 and not plans["trt_fp16"].dtypes_visible
     assert plans["ir"].dtypes_visible and plans["baseline"].precision is Precision.FP32
-    assert PredictorConfig().runtime_options is None  # a Paddle Inference config names no other runtime
+    assert PredictorConfig().to_dict()["runtime"] == "paddle_inference"  # a record says whose config it is
