@@ -9,10 +9,12 @@ its type's ``extra`` so that a record read and written again loses nothing.
 Schemas (``schema`` in every record):
 
 * 3 — this one. A stage's ``worst`` keeps the tensor's shape in ``shape`` and the input shape it
-  was met at in ``at_shape``.
+  was met at in ``at_shape``; a stage's ``config`` names its runtime (``runtime``) and holds that
+  runtime's fields only.
 * 2 — read through the same loader: a ``worst`` whose ``shape`` was a shape label (schema 2 wrote
   the label over the tensor's shape when a stage failed at another input shape) has it moved to
-  ``at_shape``. Nothing else changed.
+  ``at_shape``; a config without ``runtime`` is read by ``Registry.config_from_dict`` (Paddle's
+  fields, another runtime's beside them under its key).
 * 1 and older — stages before deployment profiles and evidence: not read (rerun the cell).
 
 Standard library only (the cell side imports it inside any Paddle environment).
