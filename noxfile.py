@@ -205,10 +205,11 @@ def images(s: nox.Session) -> None:
     _run_harness(s, "images", "--matrix", str(MATRIX_PATH), *s.posargs)
 
 
-# Workers of the process tier: its tests mostly wait on the processes they start (a worker
-# importing Paddle, nox making a venv, dockerd building an image): 9 min of CPU in 13 min of wall
-# on two cores with three workers, so a fourth still pays (measured in the README's testing section).
-PROCESS_TIER_WORKERS = 4
+# Workers of the process tier: its tests mostly wait on the processes they start (nox making a venv,
+# pip and debootstrap downloading, dockerd building an image): with four workers on two cores the
+# CPUs were busy half the time (17.8 CPU-min in 18 min of wall, AVX2 machine), so six are tried
+# (measured in the README's testing section).
+PROCESS_TIER_WORKERS = 6
 
 
 @nox.session(python=HOST_PYTHON)
