@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from .errors import HarnessFailure
-from .vocab import Status
+from .vocab import Judged, Status
 from .json_types import JsonObject
 
 __all__ = ["Comparison", "NothingCompared", "Tolerance", "compare_all", "compare_arrays", "compare_tol", "cosine",
@@ -74,7 +74,7 @@ def _optional_float(value: Any) -> Optional[float]:
 
 
 @dataclasses.dataclass(frozen=True)
-class Comparison:
+class Comparison(Judged):
     """``compare_arrays``'s answer for one output: the error statistics and the status.
 
     ``output`` (the output's label), ``predictor_name`` and ``at_shape`` (the input shape's label) are
@@ -105,14 +105,6 @@ class Comparison:
     output: Optional[str] = None
     predictor_name: Optional[str] = None
     at_shape: Optional[str] = None
-
-    @property
-    def passed(self) -> bool:
-        return self.status is Status.PASS
-
-    @property
-    def blocks(self) -> bool:
-        return self.status.blocks
 
     @property
     def relative_to_scale(self) -> Optional[float]:

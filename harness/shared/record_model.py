@@ -28,7 +28,7 @@ from typing import Any, Iterator, List, Mapping, Optional, Tuple
 
 from .compare import Comparison, _optional_float
 from .spec import CellSpec
-from .vocab import SETUP, Status, Word
+from .vocab import Judged, SETUP, Status, Word
 from .json_types import JsonObject
 
 SCHEMA = 3
@@ -66,7 +66,7 @@ def _rest(data: Mapping[str, Any], known: Tuple[str, ...]) -> Mapping[str, Any]:
 # -- a stage ----------------------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
-class ShapeResult:
+class ShapeResult(Judged):
     """A stage run at one of the cell's other input shapes, against its own reference there."""
 
     index: int
@@ -77,10 +77,6 @@ class ShapeResult:
     worst: Optional[Comparison] = None
     outputs: Mapping[str, Comparison] = dataclasses.field(default_factory=dict)
     task: Optional[Mapping[str, Any]] = None
-
-    @property
-    def blocks(self) -> bool:
-        return self.status.blocks
 
     def to_dict(self) -> JsonObject:
         out: JsonObject = {"index": self.index, "label": self.label, "status": self.status}
@@ -107,7 +103,7 @@ class ShapeResult:
 
 
 @dataclasses.dataclass(frozen=True)
-class StageRecord:
+class StageRecord(Judged):
     """One stage's result (and a cell's setup, read as a stage named ``setup``): its status and
     message, its outputs' comparisons and the worst of them, its evidence, the other shapes."""
 
@@ -174,14 +170,6 @@ class StageRecord:
         return list(self.extra.get("outputs") or self.outputs)
 
     @property
-    def passed(self) -> bool:
-        return self.status is Status.PASS
-
-    @property
-    def blocks(self) -> bool:
-        return self.status.blocks
-
-    @property
     def failing_outputs(self) -> Tuple[Comparison, ...]:
         return tuple(c.named(output=label) for label, c in self.outputs.items() if c.blocks)
 
@@ -189,7 +177,7 @@ class StageRecord:
 # -- the verdict ------------------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
-class Verdict:
+class Verdict(Judged):
     """A cell's one status (``runner.verdict_of``): its first blocking stage, else untestable,
     vacuous, pass; skip when the session's own stage did not run. ``task`` says it in the model's terms."""
 
@@ -213,10 +201,6 @@ class Verdict:
         return cls(status=Status.of(data.get("status")), first_failing_stage=data.get("first_failing_stage"),
                    message=str(data.get("message") or ""), skipped_stage=data.get("skipped_stage"),
                    task=data.get("task") or None)
-
-    @property
-    def blocks(self) -> bool:
-        return self.status.blocks
 
 
 # -- the analyses of a cell's first failure ---------------------------------------------------------

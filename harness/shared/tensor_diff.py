@@ -11,7 +11,7 @@ import dataclasses
 import re
 from typing import Any, List, Mapping, Optional, Tuple
 
-from .vocab import Status
+from .vocab import Judged, Status
 from .json_types import JsonObject
 
 _PIR_PREFIX = re.compile(r"^0x[0-9a-fA-F]+_")
@@ -81,7 +81,7 @@ class Unmatched:
 
 
 @dataclasses.dataclass(frozen=True)
-class TensorRow:
+class TensorRow(Judged):
     """One pair of tensors compared: where it is in the base run, how it was paired, the numbers."""
 
     index: int
@@ -102,10 +102,6 @@ class TensorRow:
     vacuous: bool = False
     suspect: str = ""  # a mismatch the next tensors undo: probably one name for two tensors
     first_divergence: bool = False
-
-    @property
-    def passed(self) -> bool:
-        return self.status is Status.PASS
 
 
 @dataclasses.dataclass(frozen=True)

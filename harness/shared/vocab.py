@@ -75,6 +75,21 @@ class Status(Word):
 
 
 _BLOCKING = frozenset({Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT})
+
+
+class Judged:
+    """What ends in a ``Status`` (a comparison, a stage, a verdict, a tensor row): whether it
+    passed, and whether it blocks a verdict, said one way everywhere."""
+
+    status: Status
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASS
+
+    @property
+    def blocks(self) -> bool:
+        return self.status.blocks
 # Order of the columns in summaries: the worst news first.
 STATUS_ORDER = (Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.UNTESTABLE, Status.VACUOUS,
                 Status.NOOP, Status.SKIP, Status.PASS)
