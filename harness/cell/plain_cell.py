@@ -85,8 +85,8 @@ def _ort_stage(name, knobs, program, prefix, feeds, references):
     options = ort.SessionOptions()
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, {
         "disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
-        "all": "ORT_ENABLE_ALL"}[knobs["ort"]["level"]])
-    options.intra_op_num_threads = knobs["ort"]["threads"]
+        "all": "ORT_ENABLE_ALL"}[knobs["level"]])
+    options.intra_op_num_threads = knobs["threads"]
     session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
     for feed, reference in zip(feeds, references):
         out = session.run(None, {"image": feed})[0]
@@ -146,7 +146,7 @@ def main(record_path: str, work: str) -> None:
         if stage["status"] == "skip":
             continue
         knobs = stage.get("config") or {}
-        if knobs.get("ort"):
+        if knobs.get("runtime") == "onnxruntime":
             _ort_stage(stage["name"], knobs, program, prefix, feeds, references)
         else:
             _paddle_stage(pi, stage["name"], knobs, program, prefix, feeds, references)
