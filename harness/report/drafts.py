@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import List, Optional
+import re
+from typing import List, Optional, Sequence
 
 from ..shared.causes import names_its_call
 from ..shared.machine import label as machine_label
@@ -31,10 +32,10 @@ def write_all(model: RunModel) -> List[Path]:
     """A draft for each distinct cause and each numeric failure whose reproducer was verified."""
     written: List[Path] = []
     seen = set()
-    items = [(model.diagnosis(c), c.message, c.kind, model.version_span(c.places)) for c in model.causes()]
+    items = [(model.diagnosis(c), c.message, c.kind, model.version_span(c.places), c.places) for c in model.causes()]
     items += [(f.diagnosis, f"{f.output}: max abs {fmt_number(f.max_abs)} beyond the tolerance", Status.FAIL.value,
-               model.numeric_span(f)) for f in model.numeric_failures()]
-    for diagnosis, message, kind, span in items:
+               model.numeric_span(f), [f.place]) for f in model.numeric_failures()]
+    for diagnosis, message, kind, span, places in items:
         repro = diagnosis.reproducer if diagnosis else None
         if not repro or not repro.verified or diagnosis.script in seen:
             continue
@@ -43,7 +44,7 @@ def write_all(model: RunModel) -> List[Path]:
         if record is None:
             continue
         path = Path(diagnosis.script).parent / DRAFT
-        path.write_text(draft(record, diagnosis, message, kind, span), encoding="utf-8")
+        path.write_text(draft(record, diagnosis, message, kind, span, places), encoding="utf-8")
         diagnosis.draft = str(path)
         written.append(path)
     return written
@@ -55,7 +56,8 @@ def _record_of(model: RunModel, script: str) -> Optional[CellRecord]:
                  and str(r.located(r.analysis.reproducer.script)) == script), None)
 
 
-def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, span: Optional[VersionSpan]) -> str:
+def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, span: Optional[VersionSpan],
+          places: Sequence[str] = ()) -> str:
     paddle, machine = record.paddle, record.machine
     stage = next((s for s in record.stages if s.name == diagnosis.stage), None)
     session = record.session
@@ -66,10 +68,11 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
     # "predictor.run() raised ..." already says what raised: not "raises predictor.run() raised".
     what = (f"fails: {said}" if names_its_call(message) else f"raises {said}") if raised else \
         "gives different numbers from the unoptimized predictor"
+    culprits = _culprits(record, diagnosis.stage)
     script = Path(diagnosis.script)
     text = script.read_text(encoding="utf-8") if script.is_file() else ""
     lines = [
-        f"# [{session}] {subject} {what} (Paddle {paddle.get('version')})",
+        title(session, subject, message if raised else "", culprits, paddle.get("version")),
         "",
         "### Describe the Bug",
         "",
@@ -93,6 +96,13 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
         lines += ["```python", text.rstrip("\n"), "```", ""]
     lines += ["**Versions**: " + (span.words() if span and span.words() else
                                   f"seen at Paddle {paddle.get('version')} (no other version ran this cell)"), ""]
+    if culprits:
+        lever = "; ".join(f'config.delete_pass("{c}")' for c in culprits)
+        lines += [f"**A change to try**: `{lever}` — the culprit search found that the stage "
+                  f"{'no longer raises' if raised else 'matches'} with it (not yet verified as a workaround "
+                  f"at every shape, nor what else it changes).", ""]
+    if len(places) > 1:
+        lines += [f"**Met in** {len(places)} cells: " + ", ".join(f"`{p}`" for p in places), ""]
     # Names relative to the draft's folder: a draft carries no path of this machine.
     found = dataclasses.replace(diagnosis, draft="", script=script.name).words()
     context = [f"- where: {found}"] if found else []
@@ -106,6 +116,39 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
               f"{machine.get('libc') or '?'})",
               f"- found by the qualification harness, cell `{record.id}`", ""]
     return "\n".join(lines)
+
+
+TITLE_WORDS = 110  # characters of Paddle's words a title keeps, cut at a word
+
+
+def title(session: str, subject: str, error: str, culprits: Sequence[str], version: Optional[str]) -> str:
+    """``[session] <op or layer> raises <error> under <pass> (Paddle X)``: the words cut at a word
+    boundary (never mid-word), the culprit pass named when the search found one."""
+    said = _at_word(_without_source(first_line(error)), TITLE_WORDS)
+    # "predictor.run() raised ..." already says what raised: not "raises predictor.run() raised".
+    what = ("gives different numbers" if not error else f"fails: {said}" if names_its_call(error) else f"raises {said}")
+    under = f" under {', '.join(culprits)}" if culprits else ""
+    return f"# [{session}] {subject} {what}{under} (Paddle {version})"
+
+
+def _without_source(error: str) -> str:
+    """Paddle's words without its ``(at /paddle/...cc:N)`` suffix: the file says nothing to a title."""
+    return re.sub(r"\s*\(at [^)]*\)\s*$", "", error).strip()
+
+
+def _at_word(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+    return f"{cut} …"
+
+
+def _culprits(record: CellRecord, stage: str) -> List[str]:
+    """The passes the culprit search found for ``stage`` (what a change to try switches off)."""
+    search = record.analysis.get("bisect")
+    if search is None or search.stage != stage or search.get("kind") != "passes":
+        return []
+    return list(search.get("culprits") or [])
 
 
 def first_line(message: str) -> str:
