@@ -206,10 +206,10 @@ def images(s: nox.Session) -> None:
 
 
 # Workers of the process tier: its tests mostly wait on the processes they start (nox making a venv,
-# pip and debootstrap downloading, dockerd building an image): with four workers on two cores the
-# CPUs were busy half the time (17.8 CPU-min in 18 min of wall, AVX2 machine), so six are tried
-# (measured in the README's testing section).
-PROCESS_TIER_WORKERS = 6
+# pip and debootstrap downloading, dockerd building an image). Four: on two cores (AVX2 machine) six
+# were no faster (18 m 35 s against 18 m 03 s with four; the longest setup, then six nox sessions
+# one after another, only got slower under the contention) — measured in the README's testing section.
+PROCESS_TIER_WORKERS = 4
 
 
 @nox.session(python=HOST_PYTHON)
