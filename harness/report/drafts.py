@@ -133,7 +133,7 @@ def title(session: str, subject: str, error: str, culprits: Sequence[str], versi
 
 def _without_source(error: str) -> str:
     """Paddle's words without its ``(at /paddle/...cc:N)`` suffix: the file says nothing to a title."""
-    return re.sub(r"\s*\(at [^)]*\)\s*$", "", error).strip()
+    return re.sub(r"\s*\(at [^)]*\)\s*$", "", error).strip().rstrip(".")
 
 
 def _at_word(text: str, limit: int) -> str:
