@@ -57,7 +57,7 @@ class Toy(Backend):
 
     def stages(self, ladder: LadderContext) -> List[StagePlan]:
         return [StagePlan(self.stage_name(ladder.precision), self.deploy(ladder.fmt, ladder.precision, ladder.options),
-                          ladder.precision, Reference.BASELINE, "the toy's plain run", runtime=self.runtime,
+                          ladder.precision, Reference.BASELINE, "the toy's plain run",
                           requires=self.requires(ladder.fmt, ladder.precision), dtypes_visible=False,
                           tolerance_of=Precision.FP32)]
 '''

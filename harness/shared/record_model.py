@@ -169,9 +169,6 @@ class StageRecord(Judged):
         """The outputs' labels: a setup entry lists the dygraph outputs', a stage compares them."""
         return list(self.extra.get("outputs") or self.outputs)
 
-    @property
-    def failing_outputs(self) -> Tuple[Comparison, ...]:
-        return tuple(c.named(output=label) for label, c in self.outputs.items() if c.blocks)
 
 
 # -- the verdict ------------------------------------------------------------------------------------
@@ -290,13 +287,6 @@ class Reduction:
     def fusion(self) -> List[str]:
         return list(self.entry.get("fusion") or [])
 
-    @property
-    def trials(self) -> List[Mapping[str, Any]]:
-        return list(self.entry.get("trials") or [])
-
-    @property
-    def isolation_tried(self) -> List[Mapping[str, Any]]:
-        return list((self.entry.get("isolation") or {}).get("tried") or [])
 
 
 @dataclasses.dataclass(frozen=True)

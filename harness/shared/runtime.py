@@ -77,12 +77,6 @@ class StagePlan:
     skip: Optional[str] = None  # the lever does not exist here: reason and source
     requires: Tuple[Requirement, ...] = ()
     search: Optional[SearchSpace] = None
-    runtime: str = "paddle_inference"  # the registered runtime whose cell module runs it
-
-    def __post_init__(self) -> None:
-        if self.config.runtime != self.runtime:  # a descriptor's slip: never a config another runtime reads
-            raise TypeError(f"stage {self.name} runs on {self.runtime} but was planned with a "
-                            f"{type(self.config).__name__} ({self.config.runtime}'s)")
     # Whose tolerance the comparison uses, when not the stage's own precision: a quantized
     # program's consistency check runs fp32 against its fake-quant dygraph model at int8's.
     tolerance_of: Optional[Precision] = None
@@ -92,6 +86,11 @@ class StagePlan:
     @property
     def tolerance_precision(self) -> Precision:
         return self.tolerance_of or self.precision
+
+    @property
+    def runtime(self) -> str:
+        """The registered runtime whose cell module runs the stage: the one its config is for."""
+        return self.config.runtime
 
 
 @dataclasses.dataclass(frozen=True)

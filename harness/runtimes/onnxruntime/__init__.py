@@ -61,10 +61,10 @@ class OnnxRuntimeCpu(Backend):
         needs = self.requires(ladder.fmt, precision)
         return [StagePlan(ORT_CONVERT, convert, Precision.FP32, Reference.BASELINE,
                           "paddle2onnx.export, ONNX Runtime with GraphOptimizationLevel.ORT_DISABLE_ALL",
-                          skip=skip, requires=needs, runtime=self.runtime),
+                          skip=skip, requires=needs),
                 StagePlan(self.stage_name(precision), deploy, precision, Reference.BASELINE,
                           f"GraphOptimizationLevel.ORT_ENABLE_ALL, {options.deploy_threads} thread(s)", skip=skip,
-                          requires=needs, runtime=self.runtime, search=self.search)]
+                          requires=needs, search=self.search)]
 
     def evidence_note(self, evidence: Dict[str, Any]) -> Optional[str]:
         """The converted graph and what the session made of it."""

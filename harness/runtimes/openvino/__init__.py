@@ -70,10 +70,10 @@ class OpenVinoCpu(Backend):
                  "OpenVINO's defaults (no precision hint; the precision it ran is read back)")
         return [StagePlan(OV_CONVERT, convert, Precision.FP32, Reference.BASELINE,
                           f"openvino.Core().read_model on {self.reads(fmt)}, compiled with INFERENCE_PRECISION_HINT=f32",
-                          skip=skip, requires=self.requires(fmt, Precision.FP32), runtime=self.runtime),
+                          skip=skip, requires=self.requires(fmt, Precision.FP32)),
                 StagePlan(self.stage_name(precision), deploy, precision, Reference.BASELINE,
                           f"{lever}, {options.deploy_threads} thread(s)", skip=skip,
-                          requires=self.requires(fmt, precision), runtime=self.runtime)]
+                          requires=self.requires(fmt, precision))]
 
     def evidence_note(self, evidence: Dict[str, Any]) -> Optional[str]:
         """What the plugin's nodes ran in."""
