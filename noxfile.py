@@ -98,8 +98,10 @@ def _compile_bytecode(s: nox.Session, env: _sessions.Environment, *imports: str)
     per ``import paddle`` on this project's machines, where PYTHONDONTWRITEBYTECODE is set)."""
     if env.packages:
         key = hashlib.sha256(json.dumps([env.to_dict(), imports], sort_keys=True).encode()).hexdigest()[:16]
+        # Only a speed-up: a process that dies importing Paddle here is not this step's to report (the
+        # cell meets the same import and records it as a finding), so no exit code fails the session.
         s.run_install("python", "-m", "harness.cell.bytecode", "--stamp", key, *imports, env={"PYTHONPATH": str(ROOT)},
-              silent=True)
+                      silent=True, success_codes=list(range(-64, 256)))
 
 
 def _install_families(s: nox.Session, models, version: str) -> None:
