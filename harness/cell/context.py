@@ -60,12 +60,17 @@ class CellContext:
         return predictor
 
     def plan(self, setup: StageRecord) -> List[StagePlan]:
+        return self.plan_for(setup.get("export")["format"])
+
+    def plan_for(self, fmt: str) -> List[StagePlan]:
+        """The session's stages for a program of format ``fmt`` (a source reproducer exports
+        whichever format the Paddle running it writes)."""
         cell = self.cell
         session = cell.session
         options = DeployOptions(reference_threads=cell.reference_threads, deploy_threads=cell.deploy_threads,
                                 trt_workspace_mb=cell.trt_workspace_mb, trt_min_subgraph_size=cell.trt_min_subgraph_size)
-        return plan_stages(session.device, session.backend, session.precision,
-                           setup.get("export")["format"], options, quantized=cell.mode in QUANTIZED_MODES)
+        return plan_stages(session.device, session.backend, session.precision, fmt, options,
+                           quantized=cell.mode in QUANTIZED_MODES)
 
     @property
     def task(self) -> Optional[Task]:

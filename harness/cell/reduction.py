@@ -113,6 +113,10 @@ def _reduce_one(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], p
     result.update(_op_or_fusion(result["op_types"], found, answer, plan, done))
     if answer is not None:
         result["piece"] = _replayable(answer, trials.failed)
+        # What a source reproducer rebuilds: the answer's members and its generated piece module.
+        home = Path(answer.files["program"]).parent
+        result["source_piece"] = {"members": list(answer.members), "module": str(source_path(home, "Piece")),
+                                  "inputs": str(home / "inputs.npz")}
     if "fusion" not in result:
         result.update(_isolate(ctx, trials, answer, model, call_args, done, plan))
     return result
@@ -292,6 +296,12 @@ def model_and_args(ctx: CellContext, setup: StageRecord, shape: int) -> Tuple[An
     against those weights, every name and shape: a model that differs is not reduced, and one line
     says what differs. A factory that raises when rebuilt is said with its exception's type,
     message and the file:line it was raised at."""
+    layer, input_spec, how = model_and_spec(ctx, setup)
+    return layer, build_call_args(ctx.paddle, input_spec, ctx.feeds(shape)), how
+
+
+def model_and_spec(ctx: CellContext, setup: StageRecord) -> Tuple[Any, List[Any], str]:
+    """``model_and_args``' model with its InputSpecs instead of arguments."""
     from ..models import sources
 
     paddle = ctx.paddle
@@ -316,7 +326,7 @@ def model_and_args(ctx: CellContext, setup: StageRecord, shape: int) -> Tuple[An
     if ctx.built is None:
         layer.set_state_dict({k: paddle.to_tensor(v) for k, v in weights.items()})
     layer.eval()
-    return layer, build_call_args(paddle, input_spec, ctx.feeds(shape)), how
+    return layer, list(input_spec), how
 
 
-__all__ = ["reduce_failure", "model_and_args", "own_op_types"]
+__all__ = ["reduce_failure", "model_and_args", "model_and_spec", "own_op_types"]

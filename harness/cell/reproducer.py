@@ -36,9 +36,11 @@ from ..shared.machine import label
 from ..shared.notes import clip
 from ..shared.spec import OUTPUTS
 from ..shared.record_model import AnalysisEntry, StageRecord
-from ..shared.vocab import Analysis, Status
+from ..shared.releases import RunOutcome, outcome as run_outcome
+from ..shared.vocab import Analysis, ProgramFormat, Status
 from .context import CellContext
 from .ledger import Ledger
+from . import source_repro
 from .registry import runtime
 from .stages import stage_reference
 
@@ -95,7 +97,8 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[st
     (folder / "README.md").write_text(_readme(ctx, plan, setup, stage, shapes, expected, where), encoding="utf-8")
     run = _run(folder, ctx.cell.stage_timeout)
     verified = _verified(status, engine.cause_words(stage.message), run)
-    return {"status": Status.PASS, "stage": plan.name, "folder": str(folder), "script": str(folder / SCRIPT),
+    source = _source_reproducer(ctx, plan, done, folder / "source", expected)
+    return {"source": source, "status": Status.PASS, "stage": plan.name, "folder": str(folder), "script": str(folder / SCRIPT),
             "shape": shape, "program": "piece" if piece else "model", "path": where.get("path") if where else None,
             "verified": verified, "exit": run["exit"], "last_line": run["last_line"],
             "seconds": round(time.perf_counter() - started, 3)}
@@ -137,6 +140,24 @@ def _script(imports: str, run_lines: str, expected: "Dict[str, Any] | None") -> 
             # |got - ref| <= atol + scaled_atol * max|ref| + rtol * |ref|
             tolerances = {tolerances}
             ref = np.load(os.path.join(here, "expected.npz"))
+            ''') + compare_code()
+    return textwrap.dedent('''\
+        """Reproducer written by the Paddle qualification harness: the runtime's public API and numpy only.
+        Run it with the Python of the stage's environment: python repro.py (exits non-zero when it reproduces)."""
+        import os
+        import sys
+
+        import numpy as np
+        ''') + imports + textwrap.dedent('''
+        here = os.path.dirname(os.path.abspath(__file__))
+        inputs = np.load(os.path.join(here, "inputs.npz"))
+        ''') + run_lines + (compare or 'print("ran without error: not reproduced")\n')
+
+
+def compare_code() -> str:
+    """Every output (``names``, ``outputs``) against ``ref[o<i>]`` at ``tolerances[i]``; exits 1 on a
+    mismatch (\"MISMATCH: reproduced\"), 0 otherwise."""
+    return textwrap.dedent(f'''
             failed = False
             for i, (name, got) in enumerate(zip(names, outputs)):
                 want = ref[f"o{{i}}"]
@@ -159,17 +180,6 @@ def _script(imports: str, run_lines: str, expected: "Dict[str, Any] | None") -> 
             print("MISMATCH: reproduced" if failed else "match: not reproduced")
             sys.exit(1 if failed else 0)
             ''')
-    return textwrap.dedent('''\
-        """Reproducer written by the Paddle qualification harness: the runtime's public API and numpy only.
-        Run it with the Python of the stage's environment: python repro.py (exits non-zero when it reproduces)."""
-        import os
-        import sys
-
-        import numpy as np
-        ''') + imports + textwrap.dedent('''
-        here = os.path.dirname(os.path.abspath(__file__))
-        inputs = np.load(os.path.join(here, "inputs.npz"))
-        ''') + run_lines + (compare or 'print("ran without error: not reproduced")\n')
 
 
 def _readme(ctx: CellContext, plan: StagePlan, setup: StageRecord, stage: StageRecord,
@@ -210,14 +220,67 @@ def _program_words(setup: StageRecord, where: Optional[AnalysisEntry]) -> str:
             f"{', '.join(sorted(where.get('op_types') or {})) or 'not recorded'}")
 
 
-def _run(folder: Path, timeout: float) -> Dict[str, Any]:
+def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path,
+                       expected: "Dict[str, Any] | None") -> Dict[str, Any]:
+    """The stage's failure as a source reproducer (``source_repro.py``), run once here: it must
+    reproduce at this release as the program reproducer does, or it is not ``verified``."""
+    from .reduction import model_and_spec
+
+    setup, stage = done.setup, done.stage(plan.name)
+    engine = runtime(plan.runtime)
+    numeric = stage.status is Status.FAIL
+    shape = stage.failing_shape or 0
+    if folder.exists():
+        shutil.rmtree(folder)
+    if ctx.cell.mode != "normal":
+        return {"why": f"not written: the {ctx.cell.mode} mode changes the layers after they are built; "
+                       f"only the program reproducer replays it"}
+    reduced = done.analysis(Analysis.REDUCE)
+    chosen = reduced.get("source_piece") if reduced is not None else None
     try:
-        proc = subprocess.run([sys.executable, SCRIPT], cwd=folder, capture_output=True, text=True,
+        model, input_spec, _ = model_and_spec(ctx, setup)
+        if chosen:
+            layers = dict(model.named_sublayers())
+            members = [layers[path] if path else model for path in chosen["members"]]
+            feeds = dict(np.load(chosen["inputs"]))
+            what = f"the piece {', '.join(chosen['members'])} of {ctx.cell.model['name']}"
+            built = source_repro.piece(ctx.paddle, Path(chosen["module"]).read_text(encoding="utf-8"), members,
+                                       feeds, what)
+            tolerances = [ctx.tolerance(plan).to_dict()]
+        else:
+            built = source_repro.whole_model(ctx.paddle, model, input_spec, ctx.feeds(shape))
+            tolerances = [ctx.tolerance(plan, label).to_dict() for label in setup.output_labels] or \
+                [ctx.tolerance(plan).to_dict()]
+    except source_repro.Unspellable as why:
+        return {"why": f"not written: {why}"}
+    # The stage as the harness plans it for the format the running Paddle exports (.json on 3.x,
+    # .pdmodel on 2.6): the same stage, the calls that exist for that program.
+    export = setup.get("export")
+    per_format = {}
+    for fmt in (ProgramFormat.PIR, ProgramFormat.LEGACY):
+        same = next((p for p in ctx.plan_for(fmt) if p.name == plan.name and p.skip is None), None)
+        per_format[fmt.value] = (engine.reproducer_lines(source_repro.MODEL_PLACEHOLDER, source_repro.PARAMS_PLACEHOLDER,
+                                                         same.config, {**export, "format": fmt.value})
+                                 if same is not None else None)
+    run_lines = source_repro.by_format(per_format, plan.name)
+    compare = compare_code() if numeric else 'print("ran without error: not reproduced")\n'
+    source_repro.write(folder, built, run_lines, engine.reproducer_imports, tolerances, compare)
+    run = _run(folder, ctx.cell.stage_timeout, source_repro.SCRIPT)
+    key = engine.cause_words(stage.message)
+    outcome, line = run_outcome(run["exit"], run["output"], key, numeric)
+    return {"folder": str(folder), "script": str(folder / source_repro.SCRIPT), "what": built.what,
+            "verified": outcome is RunOutcome.REPRODUCED, "outcome": outcome.value, "last_line": line,
+            "cause_words": key, "numeric": numeric}
+
+
+def _run(folder: Path, timeout: float, script: str = SCRIPT) -> Dict[str, Any]:
+    try:
+        proc = subprocess.run([sys.executable, script], cwd=folder, capture_output=True, text=True,
                               timeout=min(timeout, TIMEOUT), stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return {"exit": None, "last_line": f"ran over {min(timeout, TIMEOUT):g} s", "output": ""}
     output = (proc.stdout or "") + (proc.stderr or "")
-    (folder / "repro.log").write_text(output, encoding="utf-8")
+    (folder / Path(script).with_suffix(".log").name).write_text(output, encoding="utf-8")
     # The script's verdict is its last stdout line; an error is the last line of stderr.
     out = [ln for ln in (proc.stdout or "").splitlines() if ln.strip()]
     err = [ln for ln in (proc.stderr or "").splitlines() if ln.strip() and not ln.lstrip().startswith("\x1b")]

@@ -12,6 +12,7 @@ import importlib
 from typing import Any, List, Tuple
 
 from ..shared.errors import UserError
+from .construction import recording_construction
 
 
 def build(factory_path: str, paddle: Any, seed: int, where: str) -> Tuple[Any, List[Any]]:
@@ -27,7 +28,8 @@ def build(factory_path: str, paddle: Any, seed: int, where: str) -> Tuple[Any, L
         raise UserError(f"{where}: {module_name!r} has no callable {attr!r}; fix the function name.")
     paddle.seed(seed)
     try:
-        built = factory()
+        with recording_construction(paddle):  # a source reproducer rebuilds the layers from these
+            built = factory()
     except Exception as exc:
         exc.phase = "build"  # type: ignore[attr-defined]
         raise

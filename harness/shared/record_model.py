@@ -30,6 +30,7 @@ from .compare import Comparison, _optional_float
 from .spec import CellSpec
 from .vocab import Judged, SETUP, Status, Word
 from .json_types import JsonObject
+from .releases import ReleaseSpan, SourceReproducer
 
 SCHEMA = 3
 READABLE_SCHEMAS = (2, 3)
@@ -304,6 +305,14 @@ class Reproducer:
     def verified(self) -> bool:
         return bool(self.entry.get("verified"))
 
+    @property
+    def stage(self) -> Optional[str]:
+        return self.entry.stage
+
+    @property
+    def source(self) -> "SourceReproducer":
+        return SourceReproducer.from_dict(self.entry.get("source"))
+
 
 @dataclasses.dataclass(frozen=True)
 class Analyses:
@@ -337,6 +346,11 @@ class Analyses:
     def reproducer(self) -> Optional[Reproducer]:
         entry = self.entries.get("reproducer")
         return Reproducer(entry) if entry is not None else None
+
+    @property
+    def releases(self) -> Optional[ReleaseSpan]:
+        entry = self.entries.get("releases")
+        return ReleaseSpan.from_dict(entry.to_dict()) if entry is not None else None
 
     def localized_stage(self) -> Optional[str]:
         """The stage the cell reduced (its reduction's, else its reproducer's)."""

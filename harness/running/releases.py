@@ -1,0 +1,264 @@
+"""Host side: the exact release a cause appeared in, and whether a newer one fixed it.
+
+``python -m harness releases --run RUN`` takes every cause of the run whose source reproducer was
+verified (``cell/source_repro.py``: a script that rebuilds the failing piece and exports it with
+whatever Paddle runs it) and runs that script at the Paddle releases the package index serves for
+the cells' Python — listed from the index (``pip index versions``), final releases, pre-releases
+with ``--pre`` — each in an environment made once and kept (``envs.ensure``: the pool's venvs,
+keyed by their package list; a second run makes none).
+
+Bisection over the release order, as a bisect tool does it: the ends first (the cell's own release
+must reproduce, the oldest must not — else the cause is in every release that runs it), then halves;
+a release that cannot run the script (an API or a package missing there, no wheel) is skipped and its
+neighbour tried. The boundary is confirmed by running each side ``--confirm`` times (3): a side that
+answers both ways is a *flaky boundary*, said. Newer releases than the cell's: the newest first; if
+it no longer reproduces, the first that does not is ``fixed_in``.
+
+The answer (``shared/releases.ReleaseSpan``) is written into every record of the cause as
+``analysis.releases``, under the run's lock; the regress report, the HTML report and the drafts show
+it."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..matrix import load as load_matrix, session_runtime_packages
+from ..matrix.sessions import CELL_SIDE_EXTRAS, Environment
+from ..shared.errors import UserError
+from ..shared.record_model import AnalysisEntry, Analyses, CellRecord
+from ..shared.records import load_records, write_record
+from ..shared.releases import ReleaseRun, ReleaseSpan, RunOutcome, SpanOutcome, outcome as run_outcome
+from ..shared.spec import version_order
+from . import envs
+from .runlock import owned
+
+PACKAGE = "paddlepaddle"
+CONFIRMATIONS = 3
+TIMEOUT = 600.0
+
+Say = Callable[[str], object]
+
+
+def index_releases(python: str, pre: bool = False) -> List[str]:
+    """The releases of Paddle's CPU package the index serves for ``python`` (wheels only), oldest
+    first, as pip lists them (the configured index, not a list kept here)."""
+    command = [sys.executable, "-m", "pip", "index", "versions", PACKAGE, "--python-version", python,
+               "--only-binary=:all:", "--disable-pip-version-check", *(["--pre"] if pre else [])]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    listed = next((ln.split(":", 1)[1] for ln in proc.stdout.splitlines() if ln.startswith("Available versions:")), "")
+    versions = [v.strip() for v in listed.split(",") if v.strip()]
+    if not versions:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise UserError(f"the package index lists no {PACKAGE} release for Python {python} ({tail[0][:160]}); "
+                        f"check the index (pip config) or give --releases.")
+    return sorted(versions, key=version_order)
+
+
+@dataclasses.dataclass
+class Cause:
+    """One cause of the run and the records it was met in; ``home`` is the record whose source
+    reproducer stands for it (the newest Paddle among them)."""
+
+    key: str
+    numeric: bool
+    records: List[CellRecord]
+
+    @property
+    def home(self) -> CellRecord:
+        return max(self.records, key=lambda r: version_order(r.version))
+
+    @property
+    def script(self) -> Path:
+        return self.home.located(self.home.analysis.reproducer.source.script)
+
+    @property
+    def cause_words(self) -> str:
+        return self.home.analysis.reproducer.source.cause_words
+
+
+def causes_of(records: Sequence[CellRecord]) -> Tuple[List[Cause], List[str]]:
+    """The run's causes with a verified source reproducer, and why each other reproducer has none."""
+    found: Dict[str, Cause] = {}
+    without: List[str] = []
+    for record in records:
+        repro = record.analysis.reproducer
+        if repro is None:
+            continue
+        source = repro.source
+        if not source.verified:
+            why = source.why or f"its source reproducer did not reproduce ({source.last_line[:120]})"
+            without.append(f"{record.id}: {why}")
+            continue
+        key = f"{record.id}:{repro.stage}" if source.numeric else source.cause_words
+        found.setdefault(key, Cause(key, source.numeric, [])).records.append(record)
+    return list(found.values()), without
+
+
+class Bisection:
+    """Runs one cause's script at releases, remembering every answer."""
+
+    def __init__(self, cause: Cause, environment: Callable[[str], Optional[Path]], say: Say,
+                 timeout: float = TIMEOUT):
+        self.cause, self.environment, self.say, self.timeout = cause, environment, say, timeout
+        self.answers: Dict[str, List[Tuple[RunOutcome, str]]] = {}
+
+    def run(self, version: str) -> RunOutcome:
+        python = self.environment(version)
+        if python is None:
+            answer = (RunOutcome.NO_ENVIRONMENT, f"{PACKAGE}=={version} could not be installed")
+        else:
+            script = self.cause.script
+            try:
+                proc = subprocess.run([str(python), script.name], cwd=script.parent, capture_output=True, text=True,
+                                      timeout=self.timeout, stdin=subprocess.DEVNULL)
+                answer = run_outcome(proc.returncode, proc.stdout + proc.stderr, self.cause.cause_words,
+                                     self.cause.numeric)
+            except subprocess.TimeoutExpired:
+                answer = (RunOutcome.OTHER, f"ran over {self.timeout:g} s")
+        self.answers.setdefault(version, []).append(answer)
+        self.say(f"[releases] {version}: {answer[0].value} ({answer[1][:120]})")
+        return answer[0]
+
+    def first(self, version: str) -> RunOutcome:
+        return self.answers[version][0][0] if version in self.answers else self.run(version)
+
+    def confirmed(self, version: str, times: int) -> List[RunOutcome]:
+        while len(self.answers.get(version, [])) < times:
+            self.run(version)
+        return [a for a, _ in self.answers[version]]
+
+    def tried(self) -> Tuple[ReleaseRun, ...]:
+        rows = []
+        for version in sorted(self.answers, key=version_order):
+            kinds = [a for a, _ in self.answers[version]]
+            same = len(set(kinds)) == 1
+            line = self.answers[version][-1][1] if same else f"answered {', '.join(k.value for k in kinds)}"
+            rows.append(ReleaseRun(version, kinds[0] if same else RunOutcome.OTHER, line[:300], len(kinds)))
+        return tuple(rows)
+
+
+def _boundary(bisect: Bisection, ordered: List[str], good_is: RunOutcome) -> Tuple[str, str]:
+    """Between ``ordered[0]`` (which answers ``good_is``) and ``ordered[-1]`` (the other answer):
+    the adjacent pair where the answer changes, skipping releases that say nothing."""
+    candidates = list(ordered)
+    lo, hi = 0, len(candidates) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        answer = bisect.first(candidates[mid])
+        if not answer.says:
+            del candidates[mid]
+            hi -= 1
+        elif answer is good_is:
+            lo = mid
+        else:
+            hi = mid
+    return candidates[lo], candidates[hi]
+
+
+def place(cause: Cause, releases: Sequence[str], environment: Callable[[str], Optional[Path]], say: Say,
+          confirm: int = CONFIRMATIONS) -> ReleaseSpan:
+    """The release span of one cause (see the module's docstring)."""
+    bisect = Bisection(cause, environment, say)
+    own = cause.home.version
+    ordered = sorted(set(releases) | {own}, key=version_order)
+    older = [v for v in ordered if version_order(v) < version_order(own)]
+    newer = [v for v in ordered if version_order(v) > version_order(own)]
+    run = cause.home.run
+    common = dict(cause=cause.key, reproducer=str(cause.script.relative_to(run)) if run else cause.script.name,
+                  releases=tuple(ordered), confirmations=confirm)
+    if bisect.first(own) is not RunOutcome.REPRODUCED:
+        return ReleaseSpan(SpanOutcome.NOT_AT_ITS_RELEASE, tried=bisect.tried(),
+                           note=f"its script does not reproduce at {own} in a fresh environment: "
+                                f"{bisect.answers[own][0][1][:200]}", **common)
+    oldest = next((v for v in older if bisect.first(v).says), None)  # the oldest release that runs it
+    fixed_in, newest = _fixed(bisect, own, newer)
+    if oldest is None or bisect.first(oldest) is RunOutcome.REPRODUCED:
+        return ReleaseSpan(SpanOutcome.IN_EVERY_RELEASE, tried=bisect.tried(), first_bad=oldest or own,
+                           fixed_in=fixed_in, newest=newest, **common)
+    span = [v for v in ordered if version_order(oldest) <= version_order(v) <= version_order(own)]
+    last_good, first_bad = _boundary(bisect, span, RunOutcome.NOT_REPRODUCED)
+    sides = ((last_good, bisect.confirmed(last_good, confirm)), (first_bad, bisect.confirmed(first_bad, confirm)))
+    flaky = [f"{v} answered {', '.join(a.value for a in answers)}" for v, answers in sides if len(set(answers)) > 1]
+    return ReleaseSpan(SpanOutcome.FLAKY if flaky else SpanOutcome.FOUND, tried=bisect.tried(), first_bad=first_bad,
+                       last_good=last_good, fixed_in=fixed_in, newest=newest, note="; ".join(flaky), **common)
+
+
+def _fixed(bisect: Bisection, own: str, newer: List[str]) -> Tuple[Optional[str], str]:
+    """The first newer release where it no longer reproduces (None: it still does at the newest)."""
+    newest = next((v for v in reversed(newer) if bisect.first(v).says), None)
+    if newest is None:
+        return None, own
+    if bisect.first(newest) is RunOutcome.REPRODUCED:
+        return None, newest
+    span = [own] + [v for v in newer if version_order(v) <= version_order(newest)]
+    _, fixed = _boundary(bisect, span, RunOutcome.REPRODUCED)
+    return fixed, newest
+
+
+def environments(root: Path, record: CellRecord, python: str, say: Say) -> Callable[[str], Optional[Path]]:
+    """A release's environment: Paddle at that release with what a cell of this session and model
+    installs there (the session's runtime packages and the model's family, as the record's matrix
+    pins them for that release), made once under ``root`` — the pool's own venv when it is the same
+    list — and reused."""
+    matrix_path = Path(record.cell.matrix) if record.cell.matrix else None
+    matrix = load_matrix(matrix_path) if matrix_path is not None and matrix_path.is_file() else None
+    made: Dict[str, Optional[Path]] = {}
+
+    def get(version: str) -> Optional[Path]:
+        if version not in made:
+            runtime: List[str] = []
+            families: Dict[str, List[str]] = {"packages": [], "no_deps": []}
+            if matrix is not None:
+                runtime = session_runtime_packages(matrix.data["sessions"].get(record.session, {}), version)
+                families = matrix.family_packages([record.cell.model["name"]], version)
+            env = Environment(python, tuple(dict.fromkeys([f"{PACKAGE}=={version}", *runtime, *CELL_SIDE_EXTRAS])),
+                              tuple(families["no_deps"]), tuple(families["packages"]))
+            try:
+                made[version] = envs.ensure(root, env, version, say)
+            except UserError as exc:
+                say(f"[releases] {version}: {exc}")
+                made[version] = None
+        return made[version]
+    return get
+
+
+def run(results: Path, releases: Optional[List[str]], pre: bool, envs_root: Path, python: str,
+        confirm: int = CONFIRMATIONS, say: Say = print) -> int:
+    """Place every cause of run folder ``results``; 0 when each was tried (the spans say the rest)."""
+    records = load_records(results)
+    causes, without = causes_of(records)
+    if not causes:
+        failing = sum(1 for r in records if not r.verdict.passed)
+        detail = (f"no failing cell among {len(records)} records" if not failing else
+                  f"{failing} failing cell(s), none with a verified source reproducer ({'; '.join(without)[:300]})")
+        say(f"[releases] {results}: nothing to place: {detail}")
+        return 0
+    served = index_releases(python, pre)
+    if releases:
+        missing = [v for v in releases if v not in served]
+        if missing:
+            raise UserError(f"--releases {missing[0]}: the package index serves no {PACKAGE} {missing[0]} for "
+                            f"Python {python} (it serves {', '.join(served)}).")
+        served = sorted(releases, key=version_order)
+    started = time.perf_counter()
+    with owned(results):
+        for cause in causes:
+            say(f"[releases] {cause.key[:100]}: {len(cause.records)} cell(s), the source reproducer of {cause.home.id}")
+            span = place(cause, served, environments(envs_root, cause.home, python, say), say, confirm)
+            say(f"[releases] {cause.key[:100]}: {span.words()}")
+            for record in cause.records:
+                entry = AnalysisEntry.from_dict("releases", {**span.to_dict(), "stage": record.analysis.reproducer.stage})
+                entries = {**record.analysis.entries, "releases": entry}
+                write_record(results, dataclasses.replace(record, analysis=Analyses(entries)))
+    say(f"[releases] {len(causes)} cause(s) placed in {time.perf_counter() - started:.0f} s")
+    for line in without:
+        say(f"[releases] not placed: {line}")
+    return 0
+
+
+__all__ = ["index_releases", "causes_of", "place", "run", "Cause", "Bisection"]

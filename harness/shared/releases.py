@@ -1,0 +1,157 @@
+"""Which Paddle release a cause appeared in, as a record part (``analysis.releases``).
+
+``python -m harness releases`` runs a cause's source reproducer at the releases the package index
+serves and bisects them (``running/releases.py``); these are its answers, the same types for the
+record, the regress report, the HTML report and the issue drafts."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any, Mapping, Optional, Tuple
+
+from .causes import cause_of
+from .json_types import JsonObject
+
+# What a source reproducer prints once its program is exported, and when its stage has no form
+# for the program this release wrote.
+BUILT = "BUILT:"
+NOT_RUNNABLE = "cannot run here:"
+
+
+class RunOutcome(str, enum.Enum):
+    """One run of a source reproducer at one release."""
+
+    REPRODUCED = "reproduced"
+    NOT_REPRODUCED = "not_reproduced"
+    NOT_BUILT = "not_built"        # failed before its program was exported, or a call it makes is missing there
+    OTHER = "other"                # failed after, another way (another error, a crash, over its time)
+    NO_ENVIRONMENT = "no_environment"  # the release could not be installed for this Python
+
+    @property
+    def says(self) -> bool:
+        """Whether the run tells good from bad (the others are skipped, as ``git bisect skip``)."""
+        return self in (RunOutcome.REPRODUCED, RunOutcome.NOT_REPRODUCED)
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceReproducer:
+    """The reproducer in source (``reproducer.source``): the script that runs at any release, whether
+    it reproduced at the cell's own, what it prints for the cause, or why there is none."""
+
+    script: Optional[str] = None
+    verified: bool = False
+    outcome: Optional[RunOutcome] = None
+    last_line: str = ""
+    cause_words: str = ""
+    numeric: bool = False
+    what: str = ""
+    why: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Optional[Mapping[str, Any]]) -> "SourceReproducer":
+        if not data:
+            return cls(why="no source reproducer (written by the harness since schema 3's releases)")
+        return cls(data.get("script"), bool(data.get("verified")),
+                   RunOutcome(data["outcome"]) if data.get("outcome") else None, str(data.get("last_line") or ""),
+                   str(data.get("cause_words") or ""), bool(data.get("numeric")), str(data.get("what") or ""),
+                   str(data.get("why") or ""))
+
+
+class SpanOutcome(str, enum.Enum):
+    FOUND = "found"                        # a last good and a first bad release, confirmed
+    IN_EVERY_RELEASE = "in every release"  # it reproduces at the oldest release that runs it
+    FLAKY = "flaky boundary"               # a release at the boundary answered both ways
+    NOT_AT_ITS_RELEASE = "not reproduced at its own release"  # in a fresh environment: nothing to place
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseRun:
+    version: str
+    outcome: RunOutcome
+    line: str = ""
+    runs: int = 1
+
+    def to_dict(self) -> JsonObject:
+        return {"version": self.version, "outcome": self.outcome.value, "line": self.line, "runs": self.runs}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ReleaseRun":
+        return cls(str(data["version"]), RunOutcome(data["outcome"]), str(data.get("line") or ""),
+                   int(data.get("runs") or 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseSpan:
+    """Where a cause begins and ends among the releases: ``first_bad``/``last_good`` (None when it
+    is in every release that runs it), ``fixed_in`` (a newer release where it no longer reproduces,
+    None while it still does at ``newest``), every release tried and what it said."""
+
+    outcome: SpanOutcome
+    cause: str
+    reproducer: str
+    releases: Tuple[str, ...]
+    tried: Tuple[ReleaseRun, ...]
+    first_bad: Optional[str] = None
+    last_good: Optional[str] = None
+    fixed_in: Optional[str] = None
+    newest: Optional[str] = None
+    confirmations: int = 3
+    note: str = ""
+    produced_by: str = "python -m harness releases"
+
+    def to_dict(self) -> JsonObject:
+        return {"status": "pass", "outcome": self.outcome.value, "cause": self.cause, "reproducer": self.reproducer,
+                "releases": list(self.releases), "tried": [t.to_dict() for t in self.tried],
+                "first_bad": self.first_bad, "last_good": self.last_good, "fixed_in": self.fixed_in,
+                "newest": self.newest, "confirmations": self.confirmations, "note": self.note,
+                "produced_by": self.produced_by}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ReleaseSpan":
+        return cls(SpanOutcome(data["outcome"]), str(data.get("cause") or ""), str(data.get("reproducer") or ""),
+                   tuple(data.get("releases") or ()), tuple(ReleaseRun.from_dict(t) for t in data.get("tried") or ()),
+                   data.get("first_bad"), data.get("last_good"), data.get("fixed_in"), data.get("newest"),
+                   int(data.get("confirmations") or 3), str(data.get("note") or ""),
+                   str(data.get("produced_by") or "python -m harness releases"))
+
+    def words(self) -> str:
+        """One line: "first bad 3.3.0, last good 3.2.2, still at 3.3.1"."""
+        if self.outcome is SpanOutcome.NOT_AT_ITS_RELEASE:
+            return f"not placed: {self.note}"
+        if self.outcome is SpanOutcome.IN_EVERY_RELEASE:
+            head = f"in every release tried that runs it (oldest {self.first_bad})"
+        else:
+            head = f"first bad {self.first_bad}, last good {self.last_good}"
+            if self.outcome is SpanOutcome.FLAKY:
+                head += f" (flaky boundary: {self.note})"
+        tail = f"fixed in {self.fixed_in}" if self.fixed_in else f"still at {self.newest}"
+        return f"{head}, {tail}"
+
+
+def _missing_api(line: str) -> bool:
+    """An AttributeError on Paddle's own objects: the call does not exist at that release."""
+    return line.startswith("AttributeError") and ("paddle" in line or "Config" in line)
+
+
+def outcome(exit_code: Optional[int], output: str, cause_words: str, numeric: bool) -> Tuple[RunOutcome, str]:
+    """What one run of the script says: ``reproduced``, ``not_reproduced`` or ``not_built`` (it
+    failed before the program was exported: that release cannot run it), or ``other`` (it failed
+    after, another way), with the line that says it."""
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    verdicts = [ln for ln in lines if "not reproduced" in ln or "MISMATCH" in ln]  # the script's own word
+    last = verdicts[-1] if verdicts else lines[-1] if lines else ""
+    if exit_code is None:
+        return RunOutcome.OTHER, last or "ran over its time"
+    if BUILT not in output or NOT_RUNNABLE in output or _missing_api(last):
+        return RunOutcome.NOT_BUILT, last
+    if exit_code == 0:
+        return RunOutcome.NOT_REPRODUCED, last
+    if numeric:
+        reproduced = "MISMATCH: reproduced" in output
+    else:
+        reproduced = bool(cause_words) and cause_words in cause_of(output)
+    return (RunOutcome.REPRODUCED if reproduced else RunOutcome.OTHER), last
+
+
+__all__ = ["SourceReproducer", "outcome", "BUILT", "NOT_RUNNABLE", "RunOutcome", "SpanOutcome", "ReleaseRun", "ReleaseSpan"]
