@@ -22,10 +22,12 @@ from ..shared.machine import label as machine_label
 from ..shared.notes import clip, fmt_number
 from ..shared.vocab import Status
 from ..shared.record_model import CellRecord
+from ..shared.releases import ReleaseSpan
 from .model import DRAFT, Diagnosis, RunModel, VersionSpan
 
 # A script up to this many lines goes into the draft inline.
 INLINE_LINES = 80
+SOURCE_INLINE_LINES = 140  # the source reproducer carries the model's classes
 
 
 def write_all(model: RunModel) -> List[Path]:
@@ -72,7 +74,7 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
     script = Path(diagnosis.script)
     text = script.read_text(encoding="utf-8") if script.is_file() else ""
     lines = [
-        title(session, subject, message if raised else "", culprits, paddle.get("version")),
+        title(session, subject, message if raised else "", culprits, paddle.get("version"), record.analysis.releases),
         "",
         "### Describe the Bug",
         "",
@@ -88,14 +90,13 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
         clip(message, 1500),
         "```",
         "",
-        "**To reproduce**: `python repro.py` in the folder of this file (inputs in `inputs.npz`; it exits "
-        "non-zero when the bug reproduces)." + (" The script:" if text and len(text.splitlines()) <= INLINE_LINES else ""),
-        "",
     ]
-    if text and len(text.splitlines()) <= INLINE_LINES:
-        lines += ["```python", text.rstrip("\n"), "```", ""]
-    lines += ["**Versions**: " + (span.words() if span and span.words() else
-                                  f"seen at Paddle {paddle.get('version')} (no other version ran this cell)"), ""]
+    lines += _to_reproduce(record, script, text)
+    releases = record.analysis.releases
+    lines += ["**Versions**: " + (_release_words(releases) if releases is not None else
+                                  span.words() if span and span.words() else
+                                  f"seen at Paddle {paddle.get('version')} (no other version ran this cell; "
+                                  f"`python -m harness releases` places it among the releases)"), ""]
     if culprits:
         lever = "; ".join(f'config.delete_pass("{c}")' for c in culprits)
         lines += [f"**A change to try**: `{lever}` — the culprit search found that the stage "
@@ -118,17 +119,50 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
     return "\n".join(lines)
 
 
+def _to_reproduce(record: CellRecord, script: Path, text: str) -> List[str]:
+    """The source reproducer inline (it runs at any release), the program reproducer beside it."""
+    source = record.analysis.reproducer.source if record.analysis.reproducer is not None else None
+    source_path = record.located(source.script) if source is not None and source.verified and source.script else None
+    if source_path is not None and source_path.is_file():
+        code = source_path.read_text(encoding="utf-8")
+        where = source_path.relative_to(script.parent).as_posix() if source_path.is_relative_to(script.parent) \
+            else source_path.name
+        lines = [f"**To reproduce** (any Paddle release): `python {where}` — {source.what}, rebuilt from its "
+                 f"classes with the weights it had (`weights.npz`, inputs in `inputs.npz` beside it), exported "
+                 f"by the Paddle that runs it; it exits non-zero when the bug reproduces."
+                 + (" The script:" if len(code.splitlines()) <= SOURCE_INLINE_LINES else ""), ""]
+        if len(code.splitlines()) <= SOURCE_INLINE_LINES:
+            lines += ["```python", code.rstrip("\n"), "```", ""]
+        return lines + [f"The saved program this release wrote replays it too: `python {script.name}` (this "
+                        f"release's program format only).", ""]
+    lines = ["**To reproduce**: `python repro.py` in the folder of this file (inputs in `inputs.npz`; it exits "
+             "non-zero when the bug reproduces)." + (" The script:" if text and len(text.splitlines()) <= INLINE_LINES
+                                                     else ""), ""]
+    if text and len(text.splitlines()) <= INLINE_LINES:
+        lines += ["```python", text.rstrip("\n"), "```", ""]
+    return lines
+
+
+def _release_words(span: ReleaseSpan) -> str:
+    tried = ", ".join(f"{t.version} {t.outcome.value.replace('_', ' ')}" for t in span.tried)
+    return (f"{span.words()} — the source reproducer run at the releases the package index serves "
+            f"({len(span.releases)}), bisected, {span.confirmations} runs on each side of the boundary: {tried}")
+
+
 TITLE_WORDS = 110  # characters of Paddle's words a title keeps, cut at a word
 
 
-def title(session: str, subject: str, error: str, culprits: Sequence[str], version: Optional[str]) -> str:
+def title(session: str, subject: str, error: str, culprits: Sequence[str], version: Optional[str],
+          releases: Optional[ReleaseSpan] = None) -> str:
     """``[session] <op or layer> raises <error> under <pass> (Paddle X)``: the words cut at a word
     boundary (never mid-word), the culprit pass named when the search found one."""
     said = _at_word(_without_source(first_line(error)), TITLE_WORDS)
     # "predictor.run() raised ..." already says what raised: not "raises predictor.run() raised".
     what = ("gives different numbers" if not error else f"fails: {said}" if names_its_call(error) else f"raises {said}")
     under = f" under {', '.join(culprits)}" if culprits else ""
-    return f"# [{session}] {subject} {what}{under} (Paddle {version})"
+    since = (f"since Paddle {releases.first_bad}" if releases is not None and releases.last_good and releases.first_bad
+             else f"Paddle {version}")
+    return f"# [{session}] {subject} {what}{under} ({since})"
 
 
 def _without_source(error: str) -> str:
