@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .pieces import Slot
+from .public_api import PublicCall, PublicRecorder
 
 # Ops that make tensors from nothing (initializers, constants): never "the op".
 CREATION = {"full", "full_", "full_like", "full_int_array", "uniform", "gaussian", "assign_value", "assign_value_",
@@ -71,6 +72,7 @@ class OpCall:
     output_ids: List[int] = dataclasses.field(default_factory=list)
     held: Tuple[int, ...] = ()  # indices of ``arrays`` that were the model's parameters or buffers
     branched_before: Optional[int] = None  # the forward branched on its output before this op index
+    public: Optional[PublicCall] = None  # the public function the forward called that ran it
 
     @property
     def op_type(self) -> str:
@@ -204,7 +206,7 @@ def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = ()
     paddle.Tensor.__bool__ = recorder.branched(truth)
     paddle.jit.enable_to_static(False)
     try:
-        with paddle.no_grad():
+        with paddle.no_grad(), PublicRecorder(paddle, recorder.found):
             forward()
     finally:
         paddle.jit.enable_to_static(True)

@@ -36,6 +36,7 @@ from .context import CellContext
 from .ledger import Ledger
 from .descent import Found, Trial, budget, descend
 from .pieces import Call, capture, source_path
+from .public_api import written_public
 from .registry import runtime
 from .setup import read_weights, weights_differ
 from .structure import build_call_args
@@ -158,6 +159,7 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
     first = ((diff.get("first_divergence") if diff is not None else None) or {}).get("op")
     message = done.stage(plan.name).message
     calls = isolation.record_ops(paddle, forward, [*holder.parameters(), *holder.buffers()])
+    trials.held_ids = {id(t) for t in [*holder.parameters(), *holder.buffers()]}
     ranked, rules = isolation.schedule(calls, message, first)
     types = len({c.name.rstrip("_") for c in ranked})
     tried: List[Dict[str, Any]] = []
@@ -236,6 +238,9 @@ def _try_written(trials: PieceTrials, program: "isolation.Written", tried: List[
 def _isolated(found: Tuple[Any, Trial], trials: PieceTrials, tried: List[Dict[str, Any]], candidates: int,
               rules: Dict[str, int], types: int) -> Dict[str, Any]:
     program, trial = found
+    public = _public_form(trials, program, tried)
+    if public is not None and public[1].reproduces:
+        program, trial = public  # the same op, as the model's forward called it: the reproducer's form
     alone = len(program.op_types) == 1
     held = None
     if program.held:  # the model's parameters the op read: the reproducer sets them as they were
@@ -250,7 +255,32 @@ def _isolated(found: Tuple[Any, Trial], trials: PieceTrials, tried: List[Dict[st
                       "op_source": str(source_path(Path(trial.files["program"]).parent, isolation.ONE_OP)),
                       "held": str(held) if held else None},
             "isolation": {"outcome": Outcome.ISOLATED, "runs": len(tried), "candidates": candidates,
-                          "rules": rules, "op_types": types, "tried": tried}}
+                          "rules": rules, "op_types": types, "tried": tried},
+            **_public_words(program, public)}
+
+
+def _public_form(trials: PieceTrials, program: "isolation.Written", tried: List[Dict[str, Any]]
+                 ) -> Optional[Tuple[Any, Trial]]:
+    """The isolated op written as the public call the model's forward made (``public_api``), tried
+    once: the reproducer calls it when it reproduces as the ``_C_ops`` form did."""
+    call = program.calls[0].public if len(program.calls) == 1 and program.branched_at is None else None
+    if call is None:
+        return None
+    source, fed, held = written_public(call, trials.held_ids, isolation.ONE_OP)
+    public = isolation.Written(list(program.calls), source, fed, held)
+    trial = trials.one_op(public)
+    tried.append({"op": program.op_type, "call": call.describe(), "public": True, **trial.to_dict()})
+    return public, trial
+
+
+def _public_words(program: "isolation.Written", public: Optional[Tuple[Any, Trial]]) -> Dict[str, Any]:
+    calls = list({id(c.public): c.public for c in program.calls if c.public is not None}.values())
+    if not calls:
+        return {}
+    words: Dict[str, Any] = {"op_api": [c.describe() for c in calls], "api_config": [c.config_line() for c in calls]}
+    if public is not None:
+        words["op_api_reproduces"] = public[1].reproduces
+    return words
 
 
 def _op_or_fusion(op_types: Dict[str, int], found: Found, answer: Optional[Trial], plan: StagePlan,

@@ -69,6 +69,7 @@ class PieceTrials:
         self.tried = 0      # pieces exported (or tried to be)
         self.op_exports = 0  # one-op programs exported (or tried to be)
         self.layers: Dict[Tuple[str, ...], Any] = {}  # the generated layer and inputs of each reproducing piece
+        self.held_ids: set = set()  # the isolated forward's parameters and buffers (by id): they stay parameters
 
     def __call__(self, paths: List[str]) -> Trial:
         self.tried += 1

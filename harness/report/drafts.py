@@ -107,6 +107,10 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
     # Names relative to the draft's folder: a draft carries no path of this machine.
     found = dataclasses.replace(diagnosis, draft="", script=script.name).words()
     context = [f"- where: {found}"] if found else []
+    if reduce is not None and reduce.op_api:
+        context.append("- the op alone, as the model's forward called it: " + "; ".join(f"`{c}`" for c in reduce.op_api))
+        context.append("- as PaddleAPITest config lines (Paddle's API checker replays them): "
+                       + "; ".join(f"`{c}`" for c in reduce.api_config))
     if reduce is not None and reduce.op_call:
         context.append(f"- the op alone: `{reduce.op_call}`")
     lines += ["### Additional Supplementary Information", "", *context,

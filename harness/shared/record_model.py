@@ -281,6 +281,16 @@ class Reduction:
         return str(self.entry.get("op_call") or "")
 
     @property
+    def op_api(self) -> List[str]:
+        """The public calls the model's forward made that ran the op (``paddle.nn.functional...``)."""
+        return list(self.entry.get("op_api") or [])
+
+    @property
+    def api_config(self) -> List[str]:
+        """Those calls as PaddleAPITest config lines."""
+        return list(self.entry.get("api_config") or [])
+
+    @property
     def own_op_types(self) -> List[str]:
         return list(self.entry.get("own_op_types") or [])
 

@@ -1,0 +1,180 @@
+"""The public call behind each op (cell side): which ``paddle.nn.functional`` or ``paddle`` function
+the model's forward (or a Paddle layer's) called when the op ran, with what.
+
+``_C_ops`` signatures change between releases (FIELD_NOTES: ``nearest_interp`` took other
+positional attributes at 3.0 and 3.3); the public API is what a Paddle developer reads and what
+stays. While ``isolation.record_ops`` runs the forward, every public function of those two
+namespaces is wrapped; the outermost one running when an op is recorded is that op's ``public``
+call (a public function calling another is one call: ``F.conv2d`` running ``conv2d`` then ``add``).
+
+A call whose arguments are tensors and literals is spelled two ways: as Python
+(``paddle.nn.functional.interpolate(in0, scale_factor=2, mode="bilinear")``) for a one-op
+reproducer, and as a PaddleAPITest config line
+(``paddle.nn.functional.interpolate(Tensor([2, 8, 16, 16],"float32"), scale_factor=2, mode="bilinear", )``),
+which Paddle's API checker replays."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .pieces import Slot
+
+
+@dataclasses.dataclass
+class PublicCall:
+    name: str                       # "paddle.nn.functional.interpolate"
+    args: List[Any]                 # tensors as Slot (into ``arrays``), literals as they were
+    kwargs: Dict[str, Any]
+    arrays: List[np.ndarray]
+    ids: List[int]                  # which tensors of the forward (``id``) each array was
+    returns_tensor: bool = True
+
+    def _spell(self, value: Any, tensor: Callable[[int], str], quote: Callable[[str], str]) -> str:
+        if isinstance(value, Slot):
+            return tensor(value.index)
+        if isinstance(value, list):
+            return "[" + ", ".join(self._spell(v, tensor, quote) for v in value) + "]"
+        if isinstance(value, tuple):
+            return "(" + ", ".join(self._spell(v, tensor, quote) for v in value) + ("," if len(value) == 1 else "") + ")"
+        if isinstance(value, str):
+            return quote(value)
+        return repr(value)
+
+    def config_line(self) -> str:
+        """The call as a PaddleAPITest config line."""
+        def tensor(k: int) -> str:
+            return f'Tensor({list(self.arrays[k].shape)},"{self.arrays[k].dtype}")'
+
+        def quote(text: str) -> str:
+            return '"' + text.replace('"', '\\"') + '"'
+        words = [self._spell(a, tensor, quote) for a in self.args]
+        words += [f"{k}={self._spell(v, tensor, quote)}" for k, v in self.kwargs.items()]
+        return f"{self.name}({''.join(w + ', ' for w in words)})"
+
+    def call_line(self, names: Dict[int, str]) -> str:
+        """The call as Python, its tensors by ``names`` (array index -> name)."""
+        words = [self._spell(a, names.__getitem__, repr) for a in self.args]
+        words += [f"{k}={self._spell(v, names.__getitem__, repr)}" for k, v in self.kwargs.items()]
+        return f"{self.name}({', '.join(words)})"
+
+    def describe(self) -> str:
+        def tensor(k: int) -> str:
+            return f"{self.arrays[k].dtype}{list(self.arrays[k].shape)}"
+        return self.call_line({k: tensor(k) for k in range(len(self.arrays))})
+
+
+def _spelled(paddle: Any, value: Any, arrays: List[np.ndarray], ids: List[int]) -> Any:
+    if isinstance(value, paddle.Tensor):
+        arrays.append(value.numpy())
+        ids.append(id(value))
+        return Slot(len(arrays) - 1)
+    if isinstance(value, (list, tuple)):
+        inner = [_spelled(paddle, v, arrays, ids) for v in value]
+        return inner if isinstance(value, list) else tuple(inner)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if type(value).__name__ in ("DataType", "VarType", "dtype"):
+        return str(value).split(".")[-1].lower()
+    raise TypeError(f"an argument of type {type(value).__name__}")
+
+
+def public_functions(paddle: Any) -> Dict[str, tuple]:
+    """``qualified name -> (namespace, attribute, function)`` for the Python functions of
+    ``paddle.nn.functional`` and ``paddle`` (Paddle's own, not re-exported builtins)."""
+    found: Dict[str, tuple] = {}
+    for prefix, namespace in (("paddle.nn.functional", paddle.nn.functional), ("paddle", paddle)):
+        for attribute in dir(namespace):
+            if attribute.startswith("_"):
+                continue
+            fn = getattr(namespace, attribute, None)
+            if isinstance(fn, types.FunctionType) and (fn.__module__ or "").startswith("paddle"):
+                found[f"{prefix}.{attribute}"] = (namespace, attribute, fn)
+    return found
+
+
+class PublicRecorder:
+    """Wraps the public functions while a forward runs; sets ``public`` on the ops recorded inside
+    the outermost call (``ops``: the op recorder's list, appended to as ops run)."""
+
+    def __init__(self, paddle: Any, ops: List[Any]):
+        self.paddle, self.ops = paddle, ops
+        self.depth = 0
+        self.functions = public_functions(paddle)
+
+    def _wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.depth:
+                return fn(*args, **kwargs)
+            start = len(self.ops)
+            arrays: List[np.ndarray] = []
+            ids: List[int] = []
+            try:
+                spelled: Optional[PublicCall] = PublicCall(
+                    name, [_spelled(self.paddle, a, arrays, ids) for a in args],
+                    {k: _spelled(self.paddle, v, arrays, ids) for k, v in kwargs.items()}, arrays, ids)
+            except TypeError:
+                spelled = None  # an argument with no literal form: the ops keep their _C_ops form only
+            self.depth += 1
+            try:
+                result = fn(*args, **kwargs)
+            finally:
+                self.depth -= 1
+            if spelled is not None:
+                spelled.returns_tensor = isinstance(result, self.paddle.Tensor)
+                for op in self.ops[start:]:
+                    if getattr(op, "public", None) is None:
+                        op.public = spelled
+            return result
+        return call
+
+    def __enter__(self) -> "PublicRecorder":
+        for name, (namespace, attribute, fn) in self.functions.items():
+            setattr(namespace, attribute, self._wrap(name, fn))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for namespace, attribute, fn in self.functions.values():
+            setattr(namespace, attribute, fn)
+
+
+def written_public(call: PublicCall, held_ids: Sequence[int], class_name: str) -> Optional[tuple]:
+    """A one-op layer calling the public function instead of ``_C_ops``: ``(source, fed, held)`` as
+    ``isolation.written`` makes them (a tensor that was a model parameter stays one), or None when
+    the call returns something other than a tensor or a list of them."""
+    names: Dict[int, str] = {}
+    fed: List[np.ndarray] = []
+    held: Dict[str, np.ndarray] = {}
+    seen: Dict[int, str] = {}
+    for k, array in enumerate(call.arrays):
+        identity = call.ids[k]
+        if identity in seen:
+            names[k] = seen[identity]
+        elif identity in held_ids:
+            names[k] = f"self.p{len(held)}"
+            held[f"p{len(held)}"] = array
+        else:
+            names[k] = f"in{len(fed)}"
+            fed.append(array)
+        seen[identity] = names[k]
+    params = ", ".join(f"in{k}" for k in range(len(fed)))
+    init = ["    def __init__(self):", "        super().__init__()"] + [
+        f"        self.register_buffer({name!r}, paddle.zeros({list(a.shape)}, dtype={str(a.dtype)!r}), persistable=True)"
+        for name, a in held.items()] + [""] if held else []
+    result = "[out]" if call.returns_tensor else "list(out)"
+    source = (f'"""One public call, written by the harness as the model\'s forward made it: {call.name}."""\n'
+              "import paddle\n\n\n"
+              f"class {class_name}(paddle.nn.Layer):\n"
+              + "".join(f"{line}\n" for line in init)
+              + f"    def forward(self{', ' if params else ''}{params}):\n"
+              + f"        out = {call.call_line(names)}\n"
+              + f"        return {result}\n")
+    return source, fed, held
+
+
+__all__ = ["PublicCall", "PublicRecorder", "public_functions", "written_public"]
