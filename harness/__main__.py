@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     from .running import pool
 
     pool.add_parser(sub, DEFAULT_MATRIX)
+    from .running import releases
+
+    releases.add_parser(sub)
     return parser
 
 
@@ -153,19 +156,6 @@ def _add_reports(sub: Any) -> None:
     regress.add_argument("--base", help="base Paddle version (default: every older version)")
     regress.add_argument("--head", help="head Paddle version (default: the newest with records)")
     regress.add_argument("--out", type=Path, help="markdown file (default: <results>/<run>/regression.md)")
-
-    releases = sub.add_parser("releases", help="the Paddle release each cause of a run first appeared in "
-                                               "(bisection of its source reproducer over the index's releases)")
-    releases.add_argument("--results", type=folder_to_read, default=Path("results"))
-    releases.add_argument("--run", dest="run_name", type=run_name, default="default")
-    releases.add_argument("--releases", type=_versions, default=None,
-                          help="comma-separated releases to bisect over (default: every release the index serves)")
-    releases.add_argument("--pre", action="store_true", help="pre-releases of the index too")
-    releases.add_argument("--python", default=f"{sys.version_info.major}.{sys.version_info.minor}",
-                          help="the Python of the release environments (default: %(default)s)")
-    releases.add_argument("--envs", type=Path, default=None, help="where release environments are kept "
-                                                                   "(default: the pool's, .nox/)")
-    releases.add_argument("--confirm", type=int, default=3, help="runs on each side of the boundary (default: 3)")
 
     port = sub.add_parser("port", help="run other versions' exports with this environment's Paddle")
     port.add_argument("--results", type=folder_to_read, default=Path("results"))
@@ -448,22 +438,6 @@ def _cmd_regress(args: argparse.Namespace) -> int:
     return regress.run(args.results / args.run_name, args.base, args.head, args.out)
 
 
-def _versions(text: str) -> List[str]:
-    versions = [v.strip() for v in text.split(",") if v.strip()]
-    if not versions:
-        raise argparse.ArgumentTypeError("give one or more releases, comma-separated (e.g. 3.2.2,3.3.0,3.3.1)")
-    return versions
-
-
-def _cmd_releases(args: argparse.Namespace) -> int:
-    from .running import pool, releases
-
-    if args.confirm < 1:
-        raise UserError(f"--confirm {args.confirm}: give 1 or more runs per side of the boundary.")
-    return releases.run(args.results / args.run_name, args.releases, args.pre, args.envs or pool.default_envs_root(),
-                        args.python, args.confirm)
-
-
 def _cmd_port(args: argparse.Namespace) -> int:
     from .artefacts import portability
 
@@ -492,11 +466,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         # inherits SIG_IGN, and Python then keeps it): Ctrl-C and `kill -INT` end the run cleanly.
         signal.signal(signal.SIGINT, signal.default_int_handler)
     args = _parser().parse_args(argv)
-    from .running import pool
+    from .running import pool, releases
 
     handler = {"run": _cmd_run, "pool": pool.command, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
                "diff": _cmd_diff, "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,
-               "shards": _cmd_shards, "tipc": _cmd_tipc, "merge": _cmd_merge, "releases": _cmd_releases}[args.command]
+               "shards": _cmd_shards, "tipc": _cmd_tipc, "merge": _cmd_merge, "releases": releases.command}[args.command]
     try:
         return handler(args)
     except UserError as exc:

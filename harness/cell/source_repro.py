@@ -36,7 +36,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..models.construction import made_with
 from ..shared.releases import BUILT, NOT_RUNNABLE
 
 SCRIPT = "source_repro.py"
@@ -92,6 +91,8 @@ class Writer:
         raise Unspellable(f"an argument of type {type(value).__module__}.{type(value).__qualname__} has no source form")
 
     def layer(self, layer: Any) -> str:
+        from ..models.construction import made_with  # harness.models imports paddle: only when a cell runs
+
         made = made_with(layer)
         if made is None:
             raise Unspellable(f"{type(layer).__qualname__} was not built while the model's factory ran "

@@ -20,6 +20,7 @@ it."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import subprocess
 import sys
@@ -261,4 +262,42 @@ def run(results: Path, releases: Optional[List[str]], pre: bool, envs_root: Path
     return 0
 
 
-__all__ = ["index_releases", "causes_of", "place", "run", "Cause", "Bisection"]
+def add_parser(sub: "argparse._SubParsersAction") -> None:
+    from .pathargs import folder_to_read, run_name
+
+    parser = sub.add_parser("releases", help="the Paddle release each cause of a run first appeared in "
+                                              "(bisection of its source reproducer over the index's releases)")
+    parser.add_argument("--results", type=folder_to_read, default=Path("results"))
+    parser.add_argument("--run", dest="run_name", type=run_name, default="default")
+    parser.add_argument("--releases", type=_versions, default=None,
+                        help="comma-separated releases to bisect over (default: every release the index serves)")
+    parser.add_argument("--pre", action="store_true", help="pre-releases of the index too")
+    parser.add_argument("--python", default=f"{sys.version_info.major}.{sys.version_info.minor}",
+                        help="the Python of the release environments (default: %(default)s)")
+    parser.add_argument("--envs", type=Path, default=None,
+                        help="where release environments are kept (default: the pool's, .nox/)")
+    parser.add_argument("--confirm", type=_positive, default=CONFIRMATIONS,
+                        help="runs on each side of the boundary (default: %(default)s)")
+
+
+def _versions(text: str) -> List[str]:
+    versions = [v.strip() for v in text.split(",") if v.strip()]
+    if not versions:
+        raise argparse.ArgumentTypeError("give one or more releases, comma-separated (e.g. 3.2.2,3.3.0,3.3.1)")
+    return versions
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of runs, 1 or more")
+    return int(text)
+
+
+def command(args: "argparse.Namespace") -> int:
+    from .pool import default_envs_root
+
+    return run(args.results / args.run_name, args.releases, args.pre, args.envs or default_envs_root(), args.python,
+               args.confirm)
+
+
+__all__ = ["index_releases", "causes_of", "place", "run", "command", "add_parser", "Cause", "Bisection"]
