@@ -11,6 +11,7 @@ venvs first (``--envs-only``).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -49,10 +50,21 @@ def ready(venv: Path, env: Environment) -> bool:
 
 
 def ensure(root: Path, env: Environment, label: str, say: Callable[[str], Any] = print) -> Path:
-    """The Python of ``env``'s venv, made (or made again) when its list changed."""
+    """The Python of ``env``'s venv, made (or made again) when its list changed. Two processes
+    (or threads) asking for the same venv at once: one makes it, the other waits and uses it."""
     venv = folder(root, env, label)
     if ready(venv, env):
         return python_of(venv)
+    Path(root).mkdir(parents=True, exist_ok=True)
+    with open(venv.with_name(venv.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return python_of(venv) if ready(venv, env) else _make(venv, env, say)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _make(venv: Path, env: Environment, say: Callable[[str], Any]) -> Path:
     say(f"[harness] making the environment {venv.name} (Python {env.python}: {' '.join(env.packages)})")
     uv = uv_command()
     # No interpreter download: the machine's Pythons only (as the noxfile tells nox).

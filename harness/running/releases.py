@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -229,7 +231,7 @@ def environments(root: Path, record: CellRecord, python: str, say: Say) -> Calla
 
 
 def run(results: Path, releases: Optional[List[str]], pre: bool, envs_root: Path, python: str,
-        confirm: int = CONFIRMATIONS, say: Say = print) -> int:
+        confirm: int = CONFIRMATIONS, jobs: int = 2, say: Say = print) -> int:
     """Place every cause of run folder ``results``; 0 when each was tried (the spans say the rest)."""
     records = load_records(results)
     causes, without = causes_of(records)
@@ -247,11 +249,21 @@ def run(results: Path, releases: Optional[List[str]], pre: bool, envs_root: Path
                             f"Python {python} (it serves {', '.join(served)}).")
         served = sorted(releases, key=version_order)
     started = time.perf_counter()
+
+    def placed(numbered: Tuple[int, Cause]) -> ReleaseSpan:
+        k, cause = numbered
+        said: Say = lambda line: say(line.replace("[releases]", f"[releases {k}]", 1))  # noqa: E731
+        said(f"[releases] {cause.key[:100]}: {len(cause.records)} cell(s), the source reproducer of {cause.home.id}")
+        span = place(cause, served, environments(envs_root, cause.home, python, said), said, confirm)
+        said(f"[releases] {cause.key[:100]}: {span.words()}")
+        return span
+
     with owned(results):
-        for cause in causes:
-            say(f"[releases] {cause.key[:100]}: {len(cause.records)} cell(s), the source reproducer of {cause.home.id}")
-            span = place(cause, served, environments(envs_root, cause.home, python, say), say, confirm)
-            say(f"[releases] {cause.key[:100]}: {span.words()}")
+        # Causes are independent: each bisects in its own thread (its runs are processes); a
+        # release environment two of them need is made once (``envs.ensure`` locks it).
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(causes)))) as pool:
+            spans = list(pool.map(placed, enumerate(causes, 1)))
+        for cause, span in zip(causes, spans):
             for record in cause.records:
                 entry = AnalysisEntry.from_dict("releases", {**span.to_dict(), "stage": record.analysis.reproducer.stage})
                 entries = {**record.analysis.entries, "releases": entry}
@@ -278,6 +290,8 @@ def add_parser(sub: "argparse._SubParsersAction") -> None:
                         help="where release environments are kept (default: the pool's, .nox/)")
     parser.add_argument("--confirm", type=_positive, default=CONFIRMATIONS,
                         help="runs on each side of the boundary (default: %(default)s)")
+    parser.add_argument("--jobs", type=_positive, default=None,
+                        help="causes bisected at once (default: the CPU count)")
 
 
 def _versions(text: str) -> List[str]:
@@ -297,7 +311,7 @@ def command(args: "argparse.Namespace") -> int:
     from .pool import default_envs_root
 
     return run(args.results / args.run_name, args.releases, args.pre, args.envs or default_envs_root(), args.python,
-               args.confirm)
+               args.confirm, args.jobs or os.cpu_count() or 1)
 
 
 __all__ = ["index_releases", "causes_of", "place", "run", "command", "add_parser", "Cause", "Bisection"]
