@@ -164,9 +164,10 @@ def _boundary(bisect: Bisection, ordered: List[str], good_is: RunOutcome) -> Tup
 
 
 def place(cause: Cause, releases: Sequence[str], environment: Callable[[str], Optional[Path]], say: Say,
-          confirm: int = CONFIRMATIONS) -> ReleaseSpan:
-    """The release span of one cause (see the module's docstring)."""
-    bisect = Bisection(cause, environment, say)
+          confirm: int = CONFIRMATIONS, bisect: Optional[Bisection] = None) -> ReleaseSpan:
+    """The release span of one cause (see the module's docstring); ``bisect``: what runs the
+    script at a release (its runs and answers), by default a ``Bisection`` of ``environment``."""
+    bisect = bisect or Bisection(cause, environment, say)
     own = cause.home.version
     ordered = sorted(set(releases) | {own}, key=version_order)
     older = [v for v in ordered if version_order(v) < version_order(own)]

@@ -1,0 +1,82 @@
+"""A source reproducer's spelling (``cell/source_repro.py``): layers rebuilt from their classes
+with the constructor arguments recorded while the factory ran, the model's own classes copied
+with what they read, Paddle's by their public names; what cannot be spelled says why."""
+
+import numpy as np
+import paddle
+import pytest
+
+from harness.cell import source_repro
+from harness.models.construction import made_with, recording_construction
+from tests import factories
+
+
+def _rebuilt(writer: source_repro.Writer, expression: str):
+    namespace: dict = {}
+    exec(compile(writer.header() + writer.body() + f"\nbuilt = {expression}\n", "<source>", "exec"), namespace)
+    return namespace["built"]
+
+
+def test_a_layer_is_spelled_with_the_arguments_it_was_built_with_and_rebuilds():
+    with recording_construction(paddle):
+        backbone = factories.Backbone()
+    writer = source_repro.Writer(paddle)
+    stage = backbone.stages[1]
+    expression = writer.layer(stage)
+    # The blocks were constructor arguments: spelled as their own constructions, in order.
+    assert expression == "Stage([Block(8), CountingBlock(8), Block(8)])"
+    assert "import paddle.nn as nn" in writer.header()
+    body = writer.body()
+    assert body.index("class Block(") < body.index("class CountingBlock(Block)") < body.index("class Stage(")
+    rebuilt = _rebuilt(writer, expression)
+    want = {k: list(v.shape) for k, v in stage.state_dict().items()}
+    assert {k: list(v.shape) for k, v in rebuilt.state_dict().items()} == want
+    assert writer.layer(backbone.stem) == "paddle.nn.Conv2D(3, 8, 3, padding=1)"  # Paddle's own, by its public name
+
+
+def test_layers_build_as_before_outside_the_recorder_and_a_list_is_kept_as_passed():
+    sizes = [4, 4]
+    with recording_construction(paddle):
+        layer = factories.Block(sizes[0])
+        stage = factories.Stage([factories.Block(4)])
+    assert made_with(layer) == ((4,), {})
+    blocks = made_with(stage)[0][0]
+    assert isinstance(blocks, list) and len(blocks) == 1
+    # Outside it a layer takes its constructor's arguments as ever (CPython cannot give a class's
+    # __new__ back: the recorder stays installed, recording nothing) and keeps nothing.
+    after = factories.Stage([factories.Block(4), factories.Block(4)])
+    assert made_with(after) is None and len(after.blocks) == 2
+
+
+def test_what_cannot_be_spelled_says_why():
+    writer = source_repro.Writer(paddle)
+    with pytest.raises(source_repro.Unspellable, match="not built while the model's factory ran"):
+        writer.layer(factories.Block(4))
+
+    def local_factory():
+        class Local(paddle.nn.Layer):
+            pass
+        return Local()
+    with recording_construction(paddle):
+        local = local_factory()
+    with pytest.raises(source_repro.Unspellable, match="defined inside a function"):
+        writer.layer(local)
+    with pytest.raises(source_repro.Unspellable, match="has no source form"):
+        writer.value(object())
+
+
+def test_values_spell_as_python_that_reads_back():
+    writer = source_repro.Writer(paddle)
+    for value in (None, True, 3, -0.5, "bilinear", [1, (2,), {"a": 2.0}], np.float32(0.25)):
+        assert eval(writer.value(value)) == (value.item() if isinstance(value, np.generic) else value)
+    assert writer.value(float("inf")) == "float('inf')"
+
+
+def test_the_stage_per_program_format_shares_what_both_formats_call():
+    pir = "config = C(m)\nconfig.enable_new_ir(True)\nconfig.disable_gpu()\n\npredictor = create(config)\n"
+    legacy = "config = C(m)\nconfig.disable_gpu()\n\npredictor = create(config)\n"
+    text = source_repro.by_format({"pir": pir, "legacy": legacy}, "ir")
+    assert text.count("config = C(m)") == 1 and text.count("predictor = create(config)") == 1
+    assert 'if model_file.endswith(".json"):' in text and "    config.enable_new_ir(True)" in text
+    missing = source_repro.by_format({"pir": pir, "legacy": None}, "memory")
+    assert "cannot run here: the stage memory does not exist for a legacy program" in missing

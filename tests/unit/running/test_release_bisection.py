@@ -1,0 +1,114 @@
+"""The release bisection's logic (``running/releases.place``) on answers given per release: the
+ends first, halves, skipped releases, confirmation and a flaky boundary, fixed_in. The script runs
+are real processes in ``tests/test_crossversion.py``; here each release's answer is a table."""
+
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from harness.running import releases
+from harness.shared.releases import RunOutcome, SpanOutcome, outcome
+
+R, N, B = RunOutcome.REPRODUCED, RunOutcome.NOT_REPRODUCED, RunOutcome.NOT_BUILT
+SERVED = ["2.6.2", "3.0.0", "3.1.0", "3.1.1", "3.2.0", "3.2.1", "3.2.2", "3.3.0", "3.3.1"]
+
+
+class _Home:
+    version = "3.3.1"
+    run = None
+
+
+class _Cause:
+    key = "words"
+    numeric = False
+    cause_words = "words"
+    home = _Home()
+    script = Path("source_repro.py")
+
+
+class _Table(releases.Bisection):
+    """Answers from a table (a list per release: successive runs answer in turn)."""
+
+    def __init__(self, table: Dict[str, List[RunOutcome]]):
+        super().__init__(_Cause(), lambda v: None, lambda line: None)
+        self.table = {v: list(a) for v, a in table.items()}
+        self.order: List[str] = []
+
+    def run(self, version: str) -> RunOutcome:
+        answers = self.table[version]
+        answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        self.order.append(version)
+        self.answers.setdefault(version, []).append((answer, answer.value))
+        return answer
+
+
+def _place(table, own="3.3.1", confirm=3, served=SERVED):
+    bisect = _Table(table)
+    _Home.version = own
+    span = releases.place(_Cause(), served, lambda v: None, lambda line: None, confirm, bisect=bisect)
+    return span, bisect
+
+
+def _regression_at(first_bad: str) -> Dict[str, List[RunOutcome]]:
+    return {v: [R if releases.version_order(v) >= releases.version_order(first_bad) else N] for v in SERVED}
+
+
+@pytest.mark.parametrize("first_bad,last_good", [("3.3.0", "3.2.2"), ("3.0.0", "2.6.2"), ("3.1.1", "3.1.0")])
+def test_the_boundary_is_found_with_the_ends_first_and_confirmed(first_bad, last_good):
+    span, bisect = _place(_regression_at(first_bad))
+    assert (span.outcome, span.first_bad, span.last_good, span.fixed_in) == (SpanOutcome.FOUND, first_bad, last_good, None)
+    assert bisect.order[:2] == ["3.3.1", "2.6.2"]  # the ends first: its own release, then the oldest
+    assert len(bisect.answers[first_bad]) == 3 and len(bisect.answers[last_good]) == 3
+    assert len(set(bisect.order)) <= 6  # halving, not every release
+    assert "first bad %s, last good %s, still at 3.3.1" % (first_bad, last_good) in span.words()
+
+
+def test_a_release_that_cannot_run_the_script_is_skipped_for_its_neighbour():
+    table = _regression_at("3.3.0")
+    table["3.2.0"] = [B]  # an API missing there: says nothing
+    table["2.6.2"] = [B]  # the oldest cannot run it: the next oldest is the good end
+    span, bisect = _place(table)
+    assert (span.first_bad, span.last_good) == ("3.3.0", "3.2.2")
+    assert "3.0.0" in bisect.answers
+    assert {t.version: t.outcome for t in span.tried}["2.6.2"] is B
+
+
+def test_a_boundary_that_answers_both_ways_is_said_flaky():
+    table = _regression_at("3.3.0")
+    table["3.3.0"] = [R, N, R]
+    span, _ = _place(table)
+    assert span.outcome is SpanOutcome.FLAKY and "3.3.0 answered reproduced, not_reproduced" in span.note
+
+
+def test_in_every_release_and_not_at_its_own_release():
+    span, _ = _place({v: [R] for v in SERVED})
+    assert span.outcome is SpanOutcome.IN_EVERY_RELEASE and span.first_bad == "2.6.2" and span.last_good is None
+    span, _ = _place({v: [N] for v in SERVED})
+    assert span.outcome is SpanOutcome.NOT_AT_ITS_RELEASE
+
+
+def test_a_newer_release_that_no_longer_reproduces_is_fixed_in():
+    table = {v: [R if "3.2.0" <= v <= "3.2.2" else N] for v in SERVED}
+    span, _ = _place(table, own="3.2.1")
+    assert (span.first_bad, span.last_good, span.fixed_in, span.newest) == ("3.2.0", "3.1.1", "3.3.0", "3.3.1")
+    assert span.words().endswith("fixed in 3.3.0")
+
+
+def test_a_span_reads_back_as_it_was_written():
+    span, _ = _place(_regression_at("3.3.0"))
+    again = releases.ReleaseSpan.from_dict(span.to_dict())
+    assert again == span
+
+
+@pytest.mark.parametrize("exit_code,output,expected", [
+    (1, "BUILT: Paddle 3.3.1, model.json\nNotImplementedError: ... words (at x.cc:1)", R),
+    (0, "BUILT: Paddle 3.2.2, model.json\nran without error: not reproduced", N),
+    (1, "Traceback\nImportError: cannot import name 'X'", B),  # before the program was exported
+    (1, "BUILT: Paddle 2.6.2, model.pdmodel\nAttributeError: 'paddle.base.libpaddle.AnalysisConfig' object has no "
+        "attribute 'set_optimization_level'", B),  # a Config call missing at that release
+    (1, "BUILT: Paddle 3.0.0, model.json\nValueError: another error", RunOutcome.OTHER),
+    (None, "", RunOutcome.OTHER),
+])
+def test_one_run_of_a_source_reproducer_says_one_of_five_things(exit_code, output, expected):
+    assert outcome(exit_code, output, "words", numeric=False)[0] is expected
