@@ -38,8 +38,10 @@ def _parser() -> argparse.ArgumentParser:
 
     pool.add_parser(sub, DEFAULT_MATRIX)
     from .running import releases
+    from .report import workarounds
 
     releases.add_parser(sub)
+    workarounds.add_parser(sub)
     return parser
 
 
@@ -466,11 +468,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         # inherits SIG_IGN, and Python then keeps it): Ctrl-C and `kill -INT` end the run cleanly.
         signal.signal(signal.SIGINT, signal.default_int_handler)
     args = _parser().parse_args(argv)
+    from .report import workarounds
     from .running import pool, releases
 
     handler = {"run": _cmd_run, "pool": pool.command, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
                "diff": _cmd_diff, "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,
-               "shards": _cmd_shards, "tipc": _cmd_tipc, "merge": _cmd_merge, "releases": releases.command}[args.command]
+               "shards": _cmd_shards, "tipc": _cmd_tipc, "merge": _cmd_merge, "releases": releases.command,
+               "workarounds": workarounds.command}[args.command]
     try:
         return handler(args)
     except UserError as exc:

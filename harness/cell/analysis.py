@@ -33,7 +33,7 @@ from ..shared.errors import UserError, raised_at
 from ..shared.search import build_budget, find_alternatives, find_culprits
 from ..shared.record_model import Outcome
 from ..shared.vocab import Analysis, Probe, Reference, Stage, Status
-from . import reduction, reproducer
+from . import reduction, reproducer, workaround
 from .context import CellContext
 from .ledger import Ledger
 from .registry import runtime
@@ -62,6 +62,7 @@ def analyse(ctx: CellContext, done: Ledger) -> None:
         steps.append((Analysis.BISECT, target, lambda: bisect(ctx, target, done)))
         if isinstance(target.config, PredictorConfig) and target.config.onednn and target.config.device == "cpu":
             steps.append((Analysis.EXCLUDE, target, lambda: exclude_onednn_ops(ctx, target, done)))
+        steps.append((Analysis.WORKAROUND, target, lambda: workaround.search(ctx, target, done, baseline)))
     if baseline is not None and status(baseline.name) in FAILED:
         steps.append((Analysis.TRIAGE, baseline, lambda: triage(ctx, baseline, done)))
     failing = reproducer.first_failing(ordered, done)

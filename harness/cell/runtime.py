@@ -87,6 +87,11 @@ class Runtime(abc.ABC):
     def without(self, plan: StagePlan, disabled: List[str]) -> StageConfig:
         """The stage's config with ``disabled`` items of its search space switched off."""
 
+    def coarser(self, plan: StagePlan) -> List[Tuple[str, StageConfig]]:
+        """Coarser levers than the search's items, for a workaround: a lower optimization level,
+        the backend off; each in words with the stage's config changed. None by default."""
+        return []
+
     @abc.abstractmethod
     def config_calls(self, files: Dict[str, str], config: StageConfig) -> List[str]:
         """The runtime's own API calls that configure ``config``, as lines of code on a variable

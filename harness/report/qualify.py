@@ -25,6 +25,7 @@ The known-issues file (TOML), as pytest's xfail::
     stage = "onednn_int8"              # optional: only when this stage is the first failing one
     reason = "enable_mkldnn_int8 gives wrong numbers on QAT models"
     link = "https://github.com/PaddlePaddle/Paddle/issues/NNNN"
+    workaround = "config.delete_pass('...')"   # optional: what ships meanwhile (``workarounds`` writes it)
 
 An expected failure does not block; a cell an entry expects that passed is reported (remove the
 entry); an entry that matches no cell of the run is reported as stale.
@@ -48,7 +49,7 @@ from ..shared.records import Unreadable
 from ..shared.vocab import Status
 from .model import RunModel
 
-_KNOWN_KEYS = {"cell", "stage", "reason", "link"}
+_KNOWN_KEYS = {"cell", "stage", "reason", "link", "workaround"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +89,7 @@ def load_known(path: Optional[Path]) -> List[Known]:
         for key in ("cell", "reason"):
             if not isinstance(entry.get(key), str) or not entry[key].strip():
                 raise UserError(f"{where}.{key}: missing; every entry names a cell glob and a reason.")
-        for key in ("stage", "link"):
+        for key in ("stage", "link", "workaround"):
             if key in entry and not isinstance(entry[key], str):
                 raise UserError(f"{where}.{key}: expected a string, got {entry[key]!r}.")
         known.append(Known(entry["cell"], entry["reason"], entry.get("stage"), entry.get("link")))

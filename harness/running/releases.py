@@ -63,7 +63,7 @@ def index_releases(python: str, pre: bool = False) -> List[str]:
 
 
 @dataclasses.dataclass
-class Cause:
+class ReleaseCause:
     """One cause of the run and the records it was met in; ``home`` is the record whose source
     reproducer stands for it (the newest Paddle among them)."""
 
@@ -84,9 +84,9 @@ class Cause:
         return self.home.analysis.reproducer.source.cause_words
 
 
-def causes_of(records: Sequence[CellRecord]) -> Tuple[List[Cause], List[str]]:
+def causes_of(records: Sequence[CellRecord]) -> Tuple[List[ReleaseCause], List[str]]:
     """The run's causes with a verified source reproducer, and why each other reproducer has none."""
-    found: Dict[str, Cause] = {}
+    found: Dict[str, ReleaseCause] = {}
     without: List[str] = []
     for record in records:
         repro = record.analysis.reproducer
@@ -98,14 +98,14 @@ def causes_of(records: Sequence[CellRecord]) -> Tuple[List[Cause], List[str]]:
             without.append(f"{record.id}: {why}")
             continue
         key = f"{record.id}:{repro.stage}" if source.numeric else source.cause_words
-        found.setdefault(key, Cause(key, source.numeric, [])).records.append(record)
+        found.setdefault(key, ReleaseCause(key, source.numeric, [])).records.append(record)
     return list(found.values()), without
 
 
 class Bisection:
     """Runs one cause's script at releases, remembering every answer."""
 
-    def __init__(self, cause: Cause, environment: Callable[[str], Optional[Path]], say: Say,
+    def __init__(self, cause: ReleaseCause, environment: Callable[[str], Optional[Path]], say: Say,
                  timeout: float = TIMEOUT):
         self.cause, self.environment, self.say, self.timeout = cause, environment, say, timeout
         self.answers: Dict[str, List[Tuple[RunOutcome, str]]] = {}
@@ -163,7 +163,7 @@ def _boundary(bisect: Bisection, ordered: List[str], good_is: RunOutcome) -> Tup
     return candidates[lo], candidates[hi]
 
 
-def place(cause: Cause, releases: Sequence[str], environment: Callable[[str], Optional[Path]], say: Say,
+def place(cause: ReleaseCause, releases: Sequence[str], environment: Callable[[str], Optional[Path]], say: Say,
           confirm: int = CONFIRMATIONS, bisect: Optional[Bisection] = None) -> ReleaseSpan:
     """The release span of one cause (see the module's docstring); ``bisect``: what runs the
     script at a release (its runs and answers), by default a ``Bisection`` of ``environment``."""
@@ -251,7 +251,7 @@ def run(results: Path, releases: Optional[List[str]], pre: bool, envs_root: Path
         served = sorted(releases, key=version_order)
     started = time.perf_counter()
 
-    def placed(numbered: Tuple[int, Cause]) -> ReleaseSpan:
+    def placed(numbered: Tuple[int, ReleaseCause]) -> ReleaseSpan:
         k, cause = numbered
         said: Say = lambda line: say(line.replace("[releases]", f"[releases {k}]", 1))  # noqa: E731
         said(f"[releases] {cause.key[:100]}: {len(cause.records)} cell(s), the source reproducer of {cause.home.id}")
@@ -315,4 +315,4 @@ def command(args: "argparse.Namespace") -> int:
                args.confirm, args.jobs or os.cpu_count() or 1)
 
 
-__all__ = ["index_releases", "causes_of", "place", "run", "command", "add_parser", "Cause", "Bisection"]
+__all__ = ["index_releases", "causes_of", "place", "run", "command", "add_parser", "ReleaseCause", "Bisection"]

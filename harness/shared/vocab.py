@@ -168,6 +168,7 @@ class Analysis(str, enum.Enum):
     TRIAGE = "triage"
     REDUCE = "reduce"
     EXCLUDE = "exclude"
+    WORKAROUND = "workaround"
 
     @property
     def journal_key(self) -> str:

@@ -21,7 +21,7 @@ from ...shared.tensor_diff import TensorDiff
 from ...cell.paddle_api import config as paddle_config, predictor as paddle_predictor, unmet
 from ...cell.runtime import Runtime, Session
 from ...shared.vocab import ProgramFormat
-from ..paddle_inference import PASSES, TENSORRT_OPS
+from ..paddle_inference import PASSES, PIR_LOWEST_LEVEL, TENSORRT_OPS
 
 
 class PaddleSession(Session):
@@ -80,6 +80,19 @@ class PaddleInference(Runtime):
         if plan.search == PASSES:
             return plan.config.replace(deleted_passes=tuple(disabled))
         return plan.config.replace(trt=dataclasses.replace(plan.config.trt, disabled_ops=tuple(disabled)))
+
+    def coarser(self, plan: StagePlan) -> List[Tuple[str, PredictorConfig]]:
+        config = plan.config
+        found: List[Tuple[str, PredictorConfig]] = []
+        if config.opt_level is not None:  # PIR: the optimization level chooses the passes
+            found += [(f"set_optimization_level({level})", config.replace(opt_level=level))
+                      for level in range(config.opt_level - 1, PIR_LOWEST_LEVEL - 1, -1)]
+        elif config.ir:
+            found.append(("switch_ir_optim(False)", config.replace(ir=False)))
+        if config.onednn:
+            found.append(("oneDNN off (disable_mkldnn)", config.replace(onednn=False, bf16=False, int8=False,
+                                                                        onednn_ops=None)))
+        return found
 
     def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
         calls: List[str] = []

@@ -1,0 +1,218 @@
+"""Workarounds of a run (host side): what to ship this week, per cause, in the forms users deploy with.
+
+``python -m harness workarounds --run RUN`` reads every record's ``analysis.workaround`` (the cell's
+verified smallest change, ``cell/workaround.py``) and writes:
+
+* ``<run>/workarounds.md``: per cause, the change, the cells it was verified on (every cell of the
+  cause searched its own: one line per cell, so a release manager sees whether one change fixes
+  every model the cause hits), its speed ratio per cell, what else it changes; the Paddle
+  Inference ``Config`` lines and PaddleX's high-performance inference config (``hpi_config``);
+  what was tried where nothing worked;
+* ``<run>/known-issues.toml``: one ``[[known]]`` entry per failing cell (cell, stage, the cause as
+  the reason, the reproducer as the link, the verified change as ``workaround``), the file
+  ``qualify --known`` reads: the run's known failures pass, a new one still blocks;
+* ``workaround.md`` beside each cell's reproducer (the draft links it).
+
+A cause is the failing stage's cause in Paddle's words (``shared.causes``; a numeric failure is the
+stage's). Only verified workarounds are written as workarounds; a cell with none says what was
+tried."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..shared.causes import cause_of
+from ..shared.notes import clip
+from ..shared.record_model import AnalysisEntry, CellRecord
+from ..shared.records import atomic_write_text, load_records
+from ..shared.vocab import Status
+
+KNOWN_FILE = "known-issues.toml"
+TABLE_FILE = "workarounds.md"
+BESIDE = "workaround.md"
+
+
+@dataclasses.dataclass
+class CellWorkaround:
+    cell: str
+    stage: str
+    cause: str
+    entry: AnalysisEntry
+    reproducer: Optional[str]
+
+    @property
+    def verified(self) -> bool:
+        return bool(self.entry.get("verified"))
+
+    @property
+    def change(self) -> str:
+        """The change as the runtime's own call(s) (``config.delete_pass('...')``), else in words."""
+        lines = self.entry.get("change_lines") or []
+        return "; ".join(lines) if lines else str(self.entry.get("change") or "")
+
+    @property
+    def ratio(self) -> Optional[float]:
+        return (self.entry.get("speed") or {}).get("ratio")
+
+
+def _cause(record: CellRecord, stage_name: str) -> str:
+    stage = next((s for s in record.stages if s.name == stage_name), None)
+    if stage is None:
+        return stage_name
+    if stage.status is Status.FAIL:
+        return f"{stage_name}: outputs beyond the tolerance"
+    return cause_of(stage.message) or stage.message[:160]
+
+
+def collect(records: Sequence[CellRecord]) -> List[CellWorkaround]:
+    found = []
+    for record in records:
+        entry = record.analysis.get("workaround")
+        if entry is None or entry.status is not Status.PASS:
+            continue
+        repro = record.analysis.reproducer
+        found.append(CellWorkaround(record.id, entry.stage or "", _cause(record, entry.stage or ""), entry,
+                                    repro.entry.get("folder") if repro is not None else None))
+    return found
+
+
+def by_cause(cells: Sequence[CellWorkaround]) -> Dict[str, List[CellWorkaround]]:
+    grouped: Dict[str, List[CellWorkaround]] = {}
+    for cell in cells:
+        grouped.setdefault(cell.cause, []).append(cell)
+    return dict(sorted(grouped.items(), key=lambda kv: -len(kv[1])))
+
+
+def _common_change(cells: Sequence[CellWorkaround]) -> str:
+    changes = [c.change for c in cells if c.verified]
+    return max(set(changes), key=changes.count) if changes else ""
+
+
+def table(cells: Sequence[CellWorkaround]) -> str:
+    """The across-cells table: cause, workaround, cells fixed by it, speed ratio."""
+    lines = ["| cause | workaround | cells fixed | speed ratio (with / without) |", "|---|---|---|---|"]
+    for cause, group in by_cause(cells).items():
+        change = _common_change(group)
+        fixed = [c for c in group if c.verified and c.change == change]
+        ratios = [c.ratio for c in fixed if c.ratio is not None]
+        speed = (f"{statistics.median(ratios):.2f}" + (f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else "")
+                 if ratios else "-")
+        lines.append(f"| {_cell_text(clip(cause, 90))} | {_cell_text(change) or 'none verified'} | "
+                     f"{len(fixed)} of {len(group)} | {speed} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell_text(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _yaml(value: Any, indent: int = 0) -> List[str]:
+    """A nested dict of scalars and lists as YAML block lines (PaddleX reads its configs as YAML)."""
+    lines = []
+    for key, item in value.items():
+        if isinstance(item, dict):
+            lines += [" " * indent + f"{key}:", *_yaml(item, indent + 2)]
+        else:
+            lines.append(" " * indent + f"{key}: {json.dumps(item)}")
+    return lines
+
+
+def cell_section(cell: CellWorkaround) -> str:
+    entry = cell.entry
+    if not cell.verified:
+        tried = "; ".join(f"{t['change']} ({', '.join(f'shape {k}: {v}' for k, v in t['verdicts'].items())})"
+                          for t in entry.get("tried") or []) or "nothing"
+        not_tried = "; ".join(entry.get("not_tried") or [])
+        return (f"- `{cell.cell}` ({cell.stage}): no verified workaround. Tried: {tried}."
+                + (f" Not tried: {not_tried}." if not_tried else "") + "\n")
+    speed = entry.get("speed") or {}
+    changes = entry.get("changes") or {}
+    said = [f"- `{cell.cell}` ({cell.stage}): **{cell.change}**, verified at {entry.get('shapes')} shape(s); "
+            f"latency {speed.get('with_ms')} ms against {speed.get('against_ms')} ms for {speed.get('against')} "
+            f"(ratio {speed.get('ratio')}, median of {speed.get('runs')} runs each, alternated)"]
+    if changes.get("passes_no_longer_run"):
+        said.append(f"  - passes that no longer run: {', '.join(changes['passes_no_longer_run'])}")
+    if changes.get("off_backend") is not None:
+        off = ", ".join(f"{t} ×{n}" for t, n in changes["off_backend"].items()) or "none"
+        said.append(f"  - {changes.get('backend_ops')} of {changes.get('ops')} ops run on oneDNN with it; off oneDNN: {off}")
+    said += ["", "  Paddle Inference:", "", "  ```python", *[f"  {line}" for line in entry.get("config_lines") or []],
+             "  ```", ""]
+    if entry.get("paddlex_hpi"):
+        said += ["  PaddleX (`hpi_config` of the model's config):", "", "  ```yaml",
+                 *[f"  {line}" for line in _yaml(entry.get("paddlex_hpi"))], "  ```", ""]
+    return "\n".join(said) + "\n"
+
+
+def known_issues(cells: Sequence[CellWorkaround], records: Sequence[CellRecord], run: Path) -> str:
+    """``[[known]]`` entries for every failing cell (with its workaround when one was verified)."""
+    lines = ["# Known failures of this run, written by `python -m harness workarounds` from its records.",
+             "# `python -m harness qualify --known <this file>` passes them; a new failure still blocks.", ""]
+    by_cell = {c.cell: c for c in cells}
+    for record in records:
+        if record.verdict.status not in (Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT):
+            continue
+        stage = record.verdict.first_failing_stage
+        found = by_cell.get(record.id)
+        repro = record.analysis.reproducer
+        entry = {"cell": record.id, "stage": stage, "reason": clip(_cause(record, stage or ""), 300)}
+        if repro is not None and repro.entry.get("folder"):
+            entry["link"] = str(Path(repro.entry.get("folder")) / "issue.md")
+        if found is not None and found.verified:
+            entry["workaround"] = "; ".join(found.entry.get("change_lines") or [found.change])
+        lines.append("[[known]]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in entry.items() if v is not None]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write(run: Path, say=print) -> List[Path]:
+    records = load_records(run)
+    cells = collect(records)
+    written = []
+    sections = []
+    for cause, group in by_cause(cells).items():
+        sections += [f"### {_cell_text(clip(cause, 200))}", "", *[cell_section(c) for c in group]]
+    text = (f"# Workarounds: {run.name}\n\nThe smallest change to each failing stage's config that makes it pass at "
+            f"every shape, verified by running the stage with it (`python -m harness workarounds`).\n\n"
+            + (table(cells) if cells else "No failing stage was searched for a workaround.\n") + "\n"
+            + "\n".join(sections))
+    atomic_write_text(run / TABLE_FILE, text)
+    written.append(run / TABLE_FILE)
+    atomic_write_text(run / KNOWN_FILE, known_issues(cells, records, run))
+    written.append(run / KNOWN_FILE)
+    for cell in cells:
+        if cell.reproducer:
+            folder = Path(cell.reproducer) if Path(cell.reproducer).is_absolute() else run / cell.reproducer
+            if folder.is_dir():
+                atomic_write_text(folder / BESIDE, f"# Workaround for `{cell.cell}`\n\n" + cell_section(cell))
+                written.append(folder / BESIDE)
+    verified = sum(1 for c in cells if c.verified)
+    say(f"workarounds: {verified} of {len(cells)} searched stage(s) have a verified workaround: {run / TABLE_FILE}; "
+        f"known issues: {run / KNOWN_FILE}")
+    return written
+
+
+def add_parser(sub: Any) -> None:
+    from ..running.pathargs import folder_to_read, run_name
+
+    parser = sub.add_parser("workarounds", help="each failing stage's verified workaround: a table, Config lines, "
+                                                 "PaddleX's hpi_config, a known-issues file for qualify")
+    parser.add_argument("--results", type=folder_to_read, default=Path("results"))
+    parser.add_argument("--run", dest="run_name", type=run_name, default="default")
+
+
+def command(args: Any) -> int:
+    run = args.results / args.run_name
+    if not run.is_dir():
+        from ..shared.errors import UserError
+
+        raise UserError(f"--run {args.run_name}: no run folder {run}; run a session first (or give --results).")
+    write(run)
+    return 0
+
+
+__all__ = ["add_parser", "command", "write", "collect", "table", "known_issues", "CellWorkaround", "KNOWN_FILE", "TABLE_FILE"]
