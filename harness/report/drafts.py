@@ -97,7 +97,15 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
                                   span.words() if span and span.words() else
                                   f"seen at Paddle {paddle.get('version')} (no other version ran this cell; "
                                   f"`python -m harness releases` places it among the releases)"), ""]
-    if culprits:
+    workaround = record.analysis.get("workaround")
+    if workaround is not None and workaround.stage == diagnosis.stage and workaround.get("verified"):
+        speed = workaround.get("speed") or {}
+        lines += [f"**Workaround (verified)**: `{'; '.join(workaround.get('change_lines') or [workaround.get('change')])}` "
+                  f"— the stage passes with it at every shape the cell runs ({workaround.get('shapes')}); latency "
+                  f"{speed.get('with_ms')} ms against {speed.get('against_ms')} ms for {speed.get('against')} "
+                  f"(ratio {speed.get('ratio')}). `python -m harness workarounds` writes it as Config lines and "
+                  f"PaddleX's hpi_config.", ""]
+    elif culprits:
         lever = "; ".join(f'config.delete_pass("{c}")' for c in culprits)
         lines += [f"**A change to try**: `{lever}` — the culprit search found that the stage "
                   f"{'no longer raises' if raised else 'matches'} with it (not yet verified as a workaround "

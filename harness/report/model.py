@@ -36,6 +36,8 @@ class Diagnosis:
     reproducer: Optional[Reproducer] = None
     draft: str = ""  # the issue draft beside the reproducer (``drafts.py`` writes it), when there is one
     not_analysed: str = ""  # why this stage has no analysis of its own (another stage had it)
+    workaround: str = ""  # the verified smallest change that makes the stage pass (``cell/workaround.py``)
+    releases: str = ""  # the release span of its cause (``python -m harness releases``)
 
     script: str = ""  # the reproducer's script, where this process can open it
 
@@ -69,6 +71,9 @@ class Diagnosis:
         triage = analysis.get("triage")
         if triage is not None and triage.outcome and triage.stage == stage:
             found.triage = f"triage: {triage.outcome}"
+        found.workaround = workaround_words(analysis.get("workaround"), stage)
+        if analysis.releases is not None and localized == stage:
+            found.releases = analysis.releases.words()
         return found if found.words() else None
 
     def _place(self, reduce: Optional[Reduction], repro: Optional[Reproducer], record: CellRecord) -> None:
@@ -102,12 +107,28 @@ class Diagnosis:
         parts += self.searches
         if self.triage:
             parts.append(self.triage)
+        if self.releases:
+            parts.append(f"releases: {self.releases}")
+        if self.workaround:
+            parts.append(f"workaround: {self.workaround}")
         if self.reproducer:
             verified = "verified" if self.reproducer.verified else "NOT verified"
             parts.append(f"reproducer: {self.script} ({verified})")
         if self.draft:
             parts.append(f"issue draft: {self.draft}")
         return "; ".join(parts)
+
+
+def workaround_words(entry: Optional[Any], stage: str) -> str:
+    """A stage's verified workaround in one line: the runtime's call(s), the shapes, the speed."""
+    if entry is None or entry.stage != stage or entry.status is not Status.PASS:
+        return ""
+    if not entry.get("verified"):
+        return f"none verified ({len(entry.get('tried') or [])} change(s) tried)"
+    lines = "; ".join(entry.get("change_lines") or []) or str(entry.get("change") or "")
+    speed = entry.get("speed") or {}
+    ratio = f", latency ×{speed['ratio']} against {speed.get('against')}" if speed.get("ratio") is not None else ""
+    return f"{lines} (verified at {entry.get('shapes')} shape(s){ratio})"
 
 
 # The issue draft's file name, beside a reproducer's script.

@@ -231,9 +231,23 @@ def environments(root: Path, record: CellRecord, python: str, say: Say) -> Calla
     return get
 
 
-def run(results: Path, releases: Optional[List[str]], pre: bool, envs_root: Path, python: str,
-        confirm: int = CONFIRMATIONS, jobs: int = 2, say: Say = print) -> int:
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How ``releases`` runs: over which releases (None: every one the index serves), pre-releases
+    too, where the environments live, at which Python, runs per side of the boundary, causes at once."""
+
+    envs_root: Path
+    python: str
+    releases: Optional[Tuple[str, ...]] = None
+    pre: bool = False
+    confirm: int = CONFIRMATIONS
+    jobs: int = 2
+
+
+def run(results: Path, options: Options, say: Say = print) -> int:
     """Place every cause of run folder ``results``; 0 when each was tried (the spans say the rest)."""
+    releases, pre, envs_root, python = options.releases, options.pre, options.envs_root, options.python
+    confirm, jobs = options.confirm, options.jobs
     records = load_records(results)
     causes, without = causes_of(records)
     if not causes:
@@ -311,8 +325,9 @@ def _positive(text: str) -> int:
 def command(args: "argparse.Namespace") -> int:
     from .pool import default_envs_root
 
-    return run(args.results / args.run_name, args.releases, args.pre, args.envs or default_envs_root(), args.python,
-               args.confirm, args.jobs or os.cpu_count() or 1)
+    options = Options(args.envs or default_envs_root(), args.python, tuple(args.releases) if args.releases else None,
+                      args.pre, args.confirm, args.jobs or os.cpu_count() or 1)
+    return run(args.results / args.run_name, options)
 
 
-__all__ = ["index_releases", "causes_of", "place", "run", "command", "add_parser", "ReleaseCause", "Bisection"]
+__all__ = ["Options", "index_releases", "causes_of", "place", "run", "command", "add_parser", "ReleaseCause", "Bisection"]

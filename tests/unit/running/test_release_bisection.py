@@ -121,6 +121,6 @@ def test_a_run_with_no_failure_says_so_in_one_line_and_exits_0(tmp_path):
     run = tmp_path / "default"
     write_record(run, as_record({"id": "cpu_fp32/3.3.1/normal/a", "verdict": {"status": "pass"}}))
     said: List[str] = []
-    assert releases.run(run, None, False, tmp_path / "envs", "3.11", say=said.append) == 0
+    assert releases.run(run, releases.Options(tmp_path / "envs", "3.11"), say=said.append) == 0
     assert len(said) == 1 and "nothing to place: no failing cell among 1 records" in said[0], said
     assert not (tmp_path / "envs").exists()  # nothing made, the index not even asked
