@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -213,6 +216,53 @@ def test_memory_is_real_on_legacy_and_its_hazard_exists_only_under_pir(two_versi
                for v in (OLD, two_versions["head"])}
     assert "memory_optim_without_new_executor" not in hazards[OLD]
     assert hazards[two_versions["head"]]["memory_optim_without_new_executor"] == "hazard"
+
+
+def test_the_smallest_verified_workaround_ships_as_config_lines_hpi_config_and_known_issues(two_versions, tmp_path):
+    """An ``if`` on a Parameter under cpu_fp32: deleting constant_folding_pass alone, verified at every
+    shape, with its speed; pasted into the program reproducer, it passes. The interpolate under
+    oneDNN: a verified change and the ops it takes off oneDNN, counted from the evidence. The
+    known-issues file passes the run's failures in qualify, and still blocks a new one."""
+    head = two_versions["head"]
+    if not head.startswith("3.3"):
+        pytest.skip("the two failures are measured on Paddle 3.3.x")
+    default = two_versions["results"] / "default"
+    ifparam = load_record(default, f"cpu_fp32/{head}/normal/ifparam")
+    found = ifparam["analysis"]["workaround"]
+    assert found["verified"] and found["change_lines"] == ["config.delete_pass('constant_folding_pass')"], found
+    assert found["config"]["deleted_passes"] == ["constant_folding_pass"]
+    assert set(found["tried"][-1]["verdicts"].values()) == {"pass"} and found["shapes"] >= 2
+    assert found["speed"]["ratio"] > 0 and found["speed"]["runs"] >= 5
+    assert found["paddlex_hpi"]["hpi_config"]["backend_config"]["delete_pass"] == ["constant_folding_pass"]
+    # The Config lines, pasted into the reproducer before the predictor is made, make it pass.
+    folder = Path(ifparam["analysis"]["reproducer"]["folder"])
+    folder = folder if folder.is_absolute() else default / folder
+    script = (folder / "repro.py").read_text()
+    assert subprocess.run([sys.executable, "repro.py"], cwd=folder, capture_output=True).returncode != 0
+    patched = tmp_path / "repro"
+    shutil.copytree(folder, patched)
+    anchor = "predictor = paddle.inference.create_predictor(config)"
+    (patched / "repro.py").write_text(script.replace(anchor, "\n".join(found["change_lines"]) + "\n" + anchor))
+    fixed = subprocess.run([sys.executable, "repro.py"], cwd=patched, capture_output=True, text=True)
+    assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-2000:]
+    interp = load_record(default, f"cpu_onednn_fp32/{head}/normal/interp")["analysis"]["workaround"]
+    assert interp["verified"] and interp["changes"]["off_backend"], interp
+    assert interp["changes"]["ops"] >= interp["changes"]["backend_ops"] + sum(interp["changes"]["off_backend"].values())
+    # The forms users deploy with, for the run; qualify reads the known issues it wrote.
+    proc = run_harness("workarounds", "--results", str(two_versions["results"]))
+    assert proc.returncode == 0, proc.stderr
+    table = (default / "workarounds.md").read_text()
+    assert "config.delete_pass('constant_folding_pass')" in table and "hpi_config:" in table
+    known = default / "known-issues.toml"
+    args = ("qualify", "--matrix", str(two_versions["matrix"]), "--results", str(two_versions["results"]), "--partial")
+    assert run_harness(*args).returncode == 1  # the run's failures block without the file
+    assert run_harness(*args, "--known", str(known)).returncode == 0
+    # A failure the file does not know still blocks.
+    text = known.read_text()
+    first = text.index("[[known]]")
+    second = text.index("[[known]]", first + 1)
+    (tmp_path / "fewer.toml").write_text(text[:first] + text[second:])
+    assert run_harness(*args, "--known", str(tmp_path / "fewer.toml")).returncode == 1
 
 
 def test_releases_place_each_cause_at_its_first_bad_release_and_the_drafts_say_it(two_versions, nox_envdir):
