@@ -216,7 +216,10 @@ def test_the_onednn_interpolate_error_is_localized_searched_and_reproduced(write
     assert reduce["op"] == "pd_op.bilinear_interp", reduce
     # The op alone, with its attribute: one one-op run, the message's attribute kind ranking it first.
     assert reduce["outcome"] == "isolated" and "[2.0, 2.0], 'bilinear'" in reduce["op_call"], reduce
-    assert reduce["isolation"]["runs"] == 1
+    # Then the same op as the public call the model's forward made, which the reproducer uses.
+    assert reduce["isolation"]["runs"] == 2 and reduce["isolation"]["tried"][1]["public"] is True
+    assert reduce["op_api"] == ["paddle.nn.functional.interpolate(float32[2, 8, 16, 16], scale_factor=2, mode='bilinear')"]
+    assert reduce["op_api_reproduces"] is True
     assert reduce["halving_exports"] <= reduce["budget"]
     bisect = analysis["bisect"]
     assert bisect["predicate"] == "raises the same cause"
@@ -233,7 +236,10 @@ def test_the_onednn_interpolate_error_is_localized_searched_and_reproduced(write
     assert "import harness" not in text and "from harness" not in text
     assert "config.enable_mkldnn()" in text and "config.set_optimization_level(3)" in text
     # The reproducer is that one op: the script builds its program itself, no params file beside it.
-    assert "paddle._C_ops.bilinear_interp(in0," in text and not list(script.parent.glob("*.pdiparams"))
+    assert "paddle.nn.functional.interpolate(in0, scale_factor=2, mode='bilinear')" in text
+    assert "_C_ops" not in text and not list(script.parent.glob("*.pdiparams"))
+    # Beside it, the piece in source (it runs at any release): verified here.
+    assert repro["source"]["verified"] is True and repro["source"]["what"] == "the piece decoder of interp", repro
     readme = (script.parent / "README.md").read_text()
     assert f"Paddle {paddle_version}" in readme and "isa " in readme and words in readme and "`decoder`" in readme
     alone = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)

@@ -54,19 +54,29 @@ def _code(value: Any) -> str:
     return repr(value)
 
 
+class _Spelling:
+    """A stand-in Config whose every method does nothing: ``make_config`` run on it only spells its
+    calls (a source reproducer's block for the other program format, whose calls may not exist in
+    the Paddle writing it: 2.6.2 has no ``enable_new_ir``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: None
+
+
 def make_config(files: Dict[str, str], cfg: PredictorConfig,
                 input_shapes: Optional[Dict[str, Dict[str, List[int]]]] = None,
-                shape_file: Optional[Path] = None, calls: Optional[List[str]] = None) -> "paddle_infer.Config":
+                shape_file: Optional[Path] = None, calls: Optional[List[str]] = None,
+                spell_only: bool = False) -> "paddle_infer.Config":
     """The one place a ``PredictorConfig`` becomes a ``paddle.inference.Config``. ``input_shapes``:
     TensorRT's dynamic-shape profile per input (``{"min", "opt", "max"}``, from the shapes the
     cell runs: ``harness.shared.shapes.shape_range``); ``shape_file``: legacy TensorRT's dynamic
     shapes, collected by ``collect_shape_range``. ``calls``: when given, every call made on the
     config is appended to it as plain Paddle code."""
-    if cfg.device == "gpu" and cfg.trt is not None and files.get("format") == ProgramFormat.PIR:
+    if cfg.device == "gpu" and cfg.trt is not None and files.get("format") == ProgramFormat.PIR and not spell_only:
         files = pir_trt_convert(files, cfg.trt, input_shapes or {})
     # A program without parameters still names an (empty) params file: Config(path) alone reads
     # the path as a model directory (measured on 2.6.2 and 3.3.1).
-    config = paddle_infer.Config(files["program"], files.get("params") or "")
+    config = _Spelling() if spell_only else paddle_infer.Config(files["program"], files.get("params") or "")
     real = config
     if calls is not None:
         config = _Recorded(config, calls)

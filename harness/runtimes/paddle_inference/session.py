@@ -96,7 +96,7 @@ class PaddleInference(Runtime):
 
     def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
         calls: List[str] = []
-        paddle_config.make_config(files, config, None, None, calls=calls)
+        paddle_config.make_config(files, config, None, None, calls=calls, spell_only=True)  # spelled, not built
         return calls
 
     def reproducer_lines(self, model: str, params: str, config: PredictorConfig, files: Dict[str, str]) -> str:
