@@ -136,3 +136,25 @@ class UpsampleDecoder(nn.Layer):
 
 def upsample_decoder():
     return UpsampleDecoder(), [InputSpec([None, 3, None, None], "float32", "image")]
+
+
+class GatedConv(nn.Layer):
+    """A conv scaled by a learned switch read in Python (``if self.gate > 0``), as models that turn
+    a branch on at load write it: ``to_static`` writes a ``pd_op.if`` on a Parameter, which
+    ``constant_folding_pass`` folds into an if with no regions — Paddle 3.0 to 3.3.1 raise when the
+    predictor is made. Declared in the matrix, not in its default models: ``-- --model gated``."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2D(3, 4, 3, padding=1)
+        self.gate = self.create_parameter([1], default_initializer=nn.initializer.Constant(1.0))
+
+    def forward(self, image):
+        hidden = self.conv(image)
+        if self.gate > 0:
+            hidden = hidden * self.gate
+        return hidden
+
+
+def gated_conv():
+    return GatedConv(), [InputSpec([None, 3, None, None], "float32", "image")]
