@@ -260,6 +260,22 @@ def qualify(s: nox.Session) -> None:
 
 
 @nox.session(python=HOST_PYTHON)
+def releases(s: nox.Session) -> None:
+    """The release each cause of a run first appeared in (``-- --run NAME [--releases A,B] [--pre]``):
+    its source reproducer bisected over the releases the package index serves."""
+    s.install(*HOST_SIDE, "pip", "uv", silent=True)  # pip lists the index's releases; uv makes their envs
+    _run_harness(s, "releases", *s.posargs)
+
+
+@nox.session(python=HOST_PYTHON)
+def workarounds(s: nox.Session) -> None:
+    """Each failing stage's verified workaround (``-- --run NAME``): a table, Config lines, PaddleX's
+    hpi_config and a known-issues file for ``qualify --known``."""
+    s.install(*HOST_SIDE, silent=True)
+    _run_harness(s, "workarounds", *s.posargs)
+
+
+@nox.session(python=HOST_PYTHON)
 def bench(s: nox.Session) -> None:
     """Harness overhead against hand-written scripts making the same Paddle calls (ratios)."""
     default = MATRIX.run["default_paddle"]
