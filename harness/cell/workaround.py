@@ -93,6 +93,12 @@ def verifier(ctx: CellContext, plan: StagePlan, done: Ledger, shape: int) -> Cal
 def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan) -> Dict[str, Any]:
     """The first verified candidate (see the module's docstring), what was tried, its cost."""
     started = time.perf_counter()
+    base = done.stage(reference.name)
+    if base is not None and base.status in (Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT):
+        return {"status": Status.SKIP, "message": (
+            f"the {reference.name} stage, at the lowest optimization, fails too ({base.status}): no change to "
+            f"{plan.name}'s config is smaller than it, and the stages after it are judged against it; the failure "
+            f"is the export's or a kernel's (the triage says which)")}
     setup = done.setup
     shapes = [0] + [v["index"] for v in setup.get("shape_variants") or [] if Status.of(v["status"]) is Status.PASS]
     onednn_types = [t.split(".", 1)[-1] for t in done.evidence(Stage.BASELINE.value).get("op_types") or {}]

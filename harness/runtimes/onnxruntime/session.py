@@ -142,6 +142,14 @@ class OnnxRuntime(Runtime):
     def without(self, plan: StagePlan, disabled: List[str]) -> StageConfig:
         return ort_options(plan.config).replace(disabled_optimizers=tuple(disabled))
 
+    def coarser(self, plan: StagePlan) -> List[Tuple[str, StageConfig]]:
+        """Lower graph optimization levels than the stage's (the conversion itself is no option of
+        the session's: a converter's failure is out of this space)."""
+        ort = ort_options(plan.config)
+        order = list(LEVELS)
+        return [(f"graph_optimization_level {level}", ort.replace(level=level))
+                for level in reversed(order[:order.index(ort.level)])]
+
     def config_calls(self, files: Dict[str, str], config: StageConfig) -> List[str]:
         ort = ort_options(config)
         calls = ["options = ort.SessionOptions()",
