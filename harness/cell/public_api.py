@@ -28,7 +28,7 @@ from .pieces import Slot
 class PublicCall:
     name: str                       # "paddle.nn.functional.interpolate"
     args: List[Any]                 # tensors as Slot (into ``arrays``), literals as they were
-    kwargs: Dict[str, Any]
+    kwargs: Dict[str, object]
     arrays: List[np.ndarray]
     ids: List[int]                  # which tensors of the forward (``id``) each array was
     returns_tensor: bool = True

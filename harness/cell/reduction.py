@@ -31,6 +31,7 @@ from ..shared.runtime import StagePlan
 from ..shared.spec import OUTPUTS
 from ..shared.record_model import Outcome, StageRecord
 from ..shared.vocab import Analysis, Stage, Status
+from ..shared.json_types import JsonObject
 from . import isolation
 from .context import CellContext
 from .ledger import Ledger
@@ -259,7 +260,7 @@ def _isolated(found: Tuple[Any, Trial], trials: PieceTrials, tried: List[Dict[st
             **_public_words(program, public)}
 
 
-def _public_form(trials: PieceTrials, program: "isolation.Written", tried: List[Dict[str, Any]]
+def _public_form(trials: PieceTrials, program: "isolation.Written", tried: List[JsonObject]
                  ) -> Optional[Tuple[Any, Trial]]:
     """The isolated op written as the public call the model's forward made (``public_api``), tried
     once: the reproducer calls it when it reproduces as the ``_C_ops`` form did."""
@@ -273,11 +274,11 @@ def _public_form(trials: PieceTrials, program: "isolation.Written", tried: List[
     return public, trial
 
 
-def _public_words(program: "isolation.Written", public: Optional[Tuple[Any, Trial]]) -> Dict[str, Any]:
+def _public_words(program: "isolation.Written", public: Optional[Tuple[Any, Trial]]) -> JsonObject:
     calls = list({id(c.public): c.public for c in program.calls if c.public is not None}.values())
     if not calls:
         return {}
-    words: Dict[str, Any] = {"op_api": [c.describe() for c in calls], "api_config": [c.config_line() for c in calls]}
+    words: JsonObject = {"op_api": [c.describe() for c in calls], "api_config": [c.config_line() for c in calls]}
     if public is not None:
         words["op_api_reproduces"] = public[1].reproduces
     return words

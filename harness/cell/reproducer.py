@@ -38,6 +38,7 @@ from ..shared.spec import OUTPUTS
 from ..shared.record_model import AnalysisEntry, StageRecord
 from ..shared.releases import RunOutcome, outcome as run_outcome
 from ..shared.vocab import Analysis, ProgramFormat, Status
+from ..shared.json_types import JsonObject
 from .context import CellContext
 from .ledger import Ledger
 from . import source_repro
@@ -221,7 +222,7 @@ def _program_words(setup: StageRecord, where: Optional[AnalysisEntry]) -> str:
 
 
 def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path,
-                       expected: "Dict[str, Any] | None") -> Dict[str, Any]:
+                       expected: "Dict[str, Any] | None") -> JsonObject:
     """The stage's failure as a source reproducer (``source_repro.py``), run once here: it must
     reproduce at this release as the program reproducer does, or it is not ``verified``."""
     from .reduction import model_and_spec
@@ -273,7 +274,7 @@ def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: 
             "cause_words": key, "numeric": numeric}
 
 
-def _run(folder: Path, timeout: float, script: str = SCRIPT) -> Dict[str, Any]:
+def _run(folder: Path, timeout: float, script: str = SCRIPT) -> JsonObject:
     try:
         proc = subprocess.run([sys.executable, script], cwd=folder, capture_output=True, text=True,
                               timeout=min(timeout, TIMEOUT), stdin=subprocess.DEVNULL)

@@ -32,11 +32,12 @@ import sysconfig
 import textwrap
 import types
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from ..shared.releases import BUILT, NOT_RUNNABLE
+from ..shared.json_types import JsonObject
 
 SCRIPT = "source_repro.py"
 MODEL_PLACEHOLDER = "__harness_model__"
@@ -268,7 +269,7 @@ def by_format(lines: Dict[str, Optional[str]], stage: str) -> str:
     return "\n".join([*before, *middle, *after]) + "\n"
 
 
-def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances: List[Dict[str, Any]],
+def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances: List[JsonObject],
           compare_code: str) -> Path:
     """``source_repro.py``, ``weights.npz`` and ``inputs.npz`` in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..shared.causes import raised_status
 from ..shared.compare import compare_all
 from ..shared.config import PredictorConfig, StageConfig
 from ..shared.runtime import StagePlan
 from ..shared.vocab import Analysis, Probe, Stage, Status
+from ..shared.json_types import JsonObject
 from .context import CellContext
 from .ledger import Ledger
 from .registry import runtime
@@ -90,7 +91,7 @@ def verifier(ctx: CellContext, plan: StagePlan, done: Ledger, shape: int) -> Cal
     return check
 
 
-def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan) -> Dict[str, Any]:
+def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan) -> JsonObject:
     """The first verified candidate (see the module's docstring), what was tried, its cost."""
     started = time.perf_counter()
     base = done.stage(reference.name)
@@ -104,7 +105,7 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan
     onednn_types = [t.split(".", 1)[-1] for t in done.evidence(Stage.BASELINE.value).get("op_types") or {}]
     tried_changes, not_tried = candidates(plan, done, onednn_types)
     checks = {shape: verifier(ctx, plan, done, shape) for shape in shapes}
-    tried: List[Dict[str, Any]] = []
+    tried: List[JsonObject] = []
     chosen: Optional[Candidate] = None
     for words, config in tried_changes:
         verdicts: Dict[str, str] = {}
@@ -118,7 +119,7 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan
         if len(verdicts) == len(shapes) and all(v == Probe.PASS.value for v in verdicts.values()):
             chosen = (words, config)
             break
-    result: Dict[str, Any] = {"status": Status.PASS, "tried": tried, "not_tried": not_tried, "shapes": len(shapes)}
+    result: JsonObject = {"status": Status.PASS, "tried": tried, "not_tried": not_tried, "shapes": len(shapes)}
     if chosen is None:
         result.update(outcome="none verified", verified=False,
                       message=(f"none of {len(tried)} change(s) makes {plan.name} pass at every shape"
@@ -138,7 +139,7 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan
     return dict(result, seconds=round(time.perf_counter() - started, 3))
 
 
-def _what_else(ctx: CellContext, plan: StagePlan, done: Ledger, config: StageConfig) -> Dict[str, Any]:
+def _what_else(ctx: CellContext, plan: StagePlan, done: Ledger, config: StageConfig) -> JsonObject:
     """What the change does beyond the fix, read from a run with it and the stage's own evidence."""
     setup = done.setup
     feeds = ctx.feeds()
@@ -152,7 +153,7 @@ def _what_else(ctx: CellContext, plan: StagePlan, done: Ledger, config: StageCon
         passes_before = list(search.get("items") or [])  # the stage raised first: the passes its build printed
     types_after = dict(evidence.get("op_types") or {})
     types_before = dict(before.get("op_types") or {})
-    said: Dict[str, Any] = {
+    said: JsonObject = {
         "passes_no_longer_run": [p for p in dict.fromkeys(passes_before) if p not in passes_after],
         "ops": sum(types_after.values()),
         "backend_ops": _backend_ops(types_after),
@@ -175,7 +176,7 @@ def _backend_ops(op_types: Dict[str, int]) -> int:
     return sum(n for t, n in op_types.items() if t.startswith("onednn_op.") or "tensorrt_engine" in t)
 
 
-def _speed(ctx: CellContext, plan: StagePlan, config: StageConfig, done: Ledger, reference: StagePlan) -> Dict[str, Any]:
+def _speed(ctx: CellContext, plan: StagePlan, config: StageConfig, done: Ledger, reference: StagePlan) -> JsonObject:
     """Median latency with the change against the stage's own config (the baseline's when that one
     raises), alternated run by run on the primary shape."""
     setup = done.setup
@@ -200,10 +201,10 @@ def _speed(ctx: CellContext, plan: StagePlan, config: StageConfig, done: Ledger,
             "ratio": round(with_ms / against_ms, 3) if against_ms else None, "runs": SPEED_RUNS}
 
 
-def _paddlex_hpi(config: PredictorConfig) -> Dict[str, Any]:
+def _paddlex_hpi(config: PredictorConfig) -> JsonObject:
     """The change in PaddleX's high-performance inference config (``hpi_config``): the Paddle
     backend's ``run_mode``, threads, and the passes its runner deletes (``delete_pass``)."""
-    backend: Dict[str, Any] = {"run_mode": "mkldnn" if config.onednn else ("paddle" if config.device == "cpu" else
+    backend: JsonObject = {"run_mode": "mkldnn" if config.onednn else ("paddle" if config.device == "cpu" else
                                                                              "trt_fp32" if config.trt else "paddle")}
     if config.device == "cpu":
         backend["cpu_threads"] = config.threads

@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 
 ATTRIBUTE = "_harness_made_with"
 
-Made = Tuple[Tuple[Any, ...], Dict[str, Any]]
+Made = Tuple[Tuple[object, ...], Dict[str, object]]
 
 
 _recording = threading.local()
