@@ -66,6 +66,9 @@ def candidates(plan: StagePlan, done: Ledger, onednn_types: Sequence[str]) -> Tu
             not_tried.append("keeping op types off oneDNN (set_mkldnn_op): this Paddle ignores the list "
                              "(measured by the exclude step)")
     found += engine.coarser(plan)
+    if plan.name.endswith("_convert"):
+        not_tried.append("the converter's own options (another opset, paddle2onnx's flags): a conversion's failure "
+                         "comes before any option of the runtime's session; not in this search yet")
     return found, not_tried
 
 
