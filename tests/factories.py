@@ -692,24 +692,12 @@ def causal_lm_perturbed():
     return CausalLM(failing=None, perturbed=1), [InputSpec([None, None], "int64", "input_ids")]
 
 
-class IfOnParameter(nn.Layer):
-    """An ``if`` on a Parameter (a model switch learned or set at load): ``to_static`` writes a
-    ``pd_op.if`` whose condition ``constant_folding_pass`` folds, and the predictor raises (3.x)."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2D(3, 4, 3, padding=1)
-        self.alpha = self.create_parameter([1], default_initializer=nn.initializer.Constant(1.0))
-
-    def forward(self, image):
-        hidden = self.conv(image)
-        if self.alpha > 0:
-            hidden = hidden * self.alpha
-        return hidden
-
-
 def if_on_parameter():
-    return IfOnParameter(), _image_spec()
+    """An ``if`` on a Parameter: the built-in gated conv (``harness.models.GatedConv``), whose ``if``
+    ``constant_folding_pass`` folds at 3.x (the predictor raises)."""
+    from harness.models import gated_conv
+
+    return gated_conv()
 
 
 class Graph:
