@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from pathlib import Path
+
 import pytest
 
 from .conftest import assert_exit_agrees, NOX, ROOT, load_record, nox_run, run_harness, stages_by_name
@@ -78,6 +80,13 @@ def test_the_reading_order_encoder_s_onednn_error_is_placed_at_a_chain_of_ops(tm
     assert len(reduce["ops"]) > 1 and reduce["ops"][-1] == "pd_op.embedding" and "pd_op.clip" in reduce["ops"]
     assert not any(t["reproduces"] for t in reduce["isolation"]["tried"] if " -> " not in t["op"])
     assert record["analysis"]["reproducer"]["verified"]
+    # The piece in source, built with PaddleX's config class from its own dict: it runs at any release.
+    source = record["analysis"]["reproducer"]["source"]
+    assert source["verified"] is True and source["what"] == "the piece embeddings of reading_order_encoder", source
+    assert "_config_pp_doclayout_v2" in Path(source["script"]).read_text()
+    # The smallest verified change, with what it leaves on oneDNN.
+    workaround = record["analysis"]["workaround"]
+    assert workaround["verified"] and workaround["changes"]["off_backend"], workaround
 
 
 def test_a_suite_decoder_exported_as_it_ships_records_paddle_s_error_and_where(tmp_path, paddle_version):

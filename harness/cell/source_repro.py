@@ -89,6 +89,14 @@ class Writer:
             return self.reference(value)
         if type(value).__name__ == "DataType" or type(value).__name__ == "VarType":  # a paddle dtype
             return f"paddle.{str(value).split('.')[-1].lower()}"
+        if callable(getattr(value, "to_dict", None)) and _installed(type(value).__module__):
+            # A suite's model config (PaddleX's, PaddleFormers' PretrainedConfig): rebuilt from its
+            # own dict, as the suites load a saved config.json; the cell's run says whether it holds.
+            try:
+                data = dict(value.to_dict())
+            except Exception as exc:
+                raise Unspellable(f"{type(value).__qualname__}.to_dict() raised {type(exc).__name__}") from None
+            return f"{self.reference(type(value))}(**{self.value(data)})"
         raise Unspellable(f"an argument of type {type(value).__module__}.{type(value).__qualname__} has no source form")
 
     def layer(self, layer: Any) -> str:
