@@ -4,7 +4,6 @@ finding, and a family that needs a newer Paddle is a skip with the reason, not a
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import pytest
