@@ -32,6 +32,9 @@ class CellContext:
         # The model this process built, trained and exported, with its InputSpecs: what the
         # reduction takes apart (a factory may not build the same model twice in one process).
         self.built: Optional[Tuple[Any, List[Any]]] = None
+        # The model rebuilt from its source with the exported weights, in a process where it was not
+        # built (a restarted worker): kept, so that a second analysis step does not build it again.
+        self.rebuilt: Optional[Tuple[Any, List[Any]]] = None
 
     # Paddle is imported lazily so that a resumed worker whose stages are all done costs
     # nothing, and so that import failures are recorded like any other error.

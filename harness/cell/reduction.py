@@ -280,7 +280,11 @@ def _public_words(program: "isolation.Written", public: Optional[Tuple[Any, Tria
         return {}
     words: JsonObject = {"op_api": [c.describe() for c in calls], "api_config": [c.config_line() for c in calls]}
     if public is not None:
-        words["op_api_reproduces"] = public[1].reproduces
+        trial = public[1]
+        # A public form the harness could not export alone says nothing about the op: said apart.
+        words["op_api_reproduces"] = None if trial.untestable else trial.reproduces
+        if trial.untestable:
+            words["op_api_note"] = trial.note
     return words
 
 
@@ -338,9 +342,13 @@ def model_and_spec(ctx: CellContext, setup: StageRecord) -> Tuple[Any, List[Any]
     paddle = ctx.paddle
     factory = f"{ctx.where}.factory ({ctx.cell.model['factory']})"
     weights = read_weights(setup.get("weights")["path"])
+    rebuilt_how = "rebuilt from its source in a process where its factory had not run, with the exported weights"
     if ctx.built is not None:
         layer, input_spec = ctx.built
         how = "the instance this process trained and exported"
+    elif ctx.rebuilt is not None:  # an earlier step of this process rebuilt it: a factory may not build twice
+        layer, input_spec = ctx.rebuilt
+        how = rebuilt_how
     else:
         try:
             layer, input_spec = sources.build(ctx.cell.model["factory"], paddle, ctx.cell.seed, f"{ctx.where}.factory")
@@ -350,12 +358,13 @@ def model_and_spec(ctx: CellContext, setup: StageRecord) -> Tuple[Any, List[Any]
         except Exception as exc:
             raise HarnessFailure(f"{factory} raised {paddle_message(exc)} at {raised_at(exc)} when the reduction "
                                  f"rebuilt the model in a fresh process; the exported model cannot be taken apart") from exc
-        how = "rebuilt from its source in a process where its factory had not run, with the exported weights"
+        how = rebuilt_how
     differs = weights_differ(layer.state_dict(), weights)
     if differs:
         raise HarnessFailure(f"{factory} built something else than the exported model ({how}): {differs}")
     if ctx.built is None:
         layer.set_state_dict({k: paddle.to_tensor(v) for k, v in weights.items()})
+        ctx.rebuilt = (layer, input_spec)
     layer.eval()
     return layer, list(input_spec), how
 

@@ -32,6 +32,7 @@ import numpy as np
 from ..shared.runtime import StagePlan
 from ..shared.causes import cause_of
 from ..shared.compare import Tolerance
+from ..shared.errors import HarnessFailure
 from ..shared.machine import label
 from ..shared.notes import clip
 from ..shared.spec import OUTPUTS
@@ -233,9 +234,9 @@ def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: 
     shape = stage.failing_shape or 0
     if folder.exists():
         shutil.rmtree(folder)
-    if ctx.cell.mode != "normal":
-        return {"why": f"not written: the {ctx.cell.mode} mode changes the layers after they are built; "
-                       f"only the program reproducer replays it"}
+    if not ctx.mode.reducible:  # the reduction's own criterion: the mode converts the model as it exports
+        return {"why": f"not written: train mode {ctx.cell.mode} converts the model when it exports; rebuilt from "
+                       f"its classes it would not be the program that failed (the program reproducer replays it)"}
     reduced = done.analysis(Analysis.REDUCE)
     chosen = reduced.get("source_piece") if reduced is not None else None
     try:
@@ -252,7 +253,7 @@ def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: 
             built = source_repro.whole_model(ctx.paddle, model, input_spec, ctx.feeds(shape))
             tolerances = [ctx.tolerance(plan, label).to_dict() for label in setup.output_labels] or \
                 [ctx.tolerance(plan).to_dict()]
-    except source_repro.Unspellable as why:
+    except (source_repro.Unspellable, HarnessFailure) as why:  # the program reproducer above stands either way
         return {"why": f"not written: {why}"}
     # The stage as the harness plans it for the format the running Paddle exports (.json on 3.x,
     # .pdmodel on 2.6): the same stage, the calls that exist for that program.

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import builtins
 import enum
+import importlib.util
 import inspect
 import json
 import sys
@@ -42,7 +43,8 @@ from ..shared.json_types import JsonObject
 SCRIPT = "source_repro.py"
 MODEL_PLACEHOLDER = "__harness_model__"
 PARAMS_PLACEHOLDER = "__harness_params__"
-_INSTALLED_ROOTS = tuple({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})
+# Where installed packages and the standard library live: a class from there is imported, never copied.
+_INSTALLED_ROOTS = tuple({sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib", "platstdlib")})
 
 
 class Unspellable(Exception):
@@ -51,10 +53,13 @@ class Unspellable(Exception):
 
 def _installed(module_name: str) -> bool:
     root = module_name.split(".")[0]
-    if root in sys.stdlib_module_names:
+    if root in sys.builtin_module_names:
         return True
     module = sys.modules.get(root)
     where = getattr(module, "__file__", None) or ""
+    if not where:
+        spec = importlib.util.find_spec(root)
+        where = (spec.origin or "") if spec is not None else ""
     return bool(where) and where.startswith(_INSTALLED_ROOTS)
 
 

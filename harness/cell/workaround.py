@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..shared.causes import raised_status
 from ..shared.compare import compare_all
@@ -34,6 +34,7 @@ from ..shared.json_types import JsonObject
 from .context import CellContext
 from .ledger import Ledger
 from .registry import runtime
+from .runtime import Session
 from .stages import stage_reference
 from .trials import bookkeeping
 
@@ -72,26 +73,54 @@ def candidates(plan: StagePlan, done: Ledger, onednn_types: Sequence[str]) -> Tu
     return found, not_tried
 
 
-def verifier(ctx: CellContext, plan: StagePlan, done: Ledger, shape: int) -> Callable[[StageConfig], Tuple[Probe, str]]:
-    """``check(config)``: does the stage, with ``config``, run and match its reference at ``shape``
-    within its tolerance (PASS), or not (FAIL, with the words why)?"""
-    setup = done.setup
-    engine = runtime(plan.runtime)
-    feeds = ctx.feeds(shape)
-    labels = setup.output_labels
-    _, reference, _ = stage_reference(ctx, plan, labels, shape)
-    tolerances = [ctx.tolerance(plan, label) for label in labels]
+class Verifier:
+    """Builds the stage with a candidate config once, for every shape the cell runs (a runtime
+    with shape profiles needs them all at build time, as the stage's own build has them), and runs
+    it shape by shape against the stage's reference at its tolerance."""
 
-    def check(config: StageConfig) -> Tuple[Probe, str]:
+    def __init__(self, ctx: CellContext, plan: StagePlan, done: Ledger, shapes: List[int]):
+        setup = done.setup
+        self.ctx, self.plan, self.shapes, self.files = ctx, plan, shapes, setup.get("export")
+        self.engine = runtime(plan.runtime)
+        self.feeds = {shape: ctx.feeds(shape) for shape in shapes}
+        labels = setup.output_labels
+        self.references = {shape: stage_reference(ctx, plan, labels, shape)[1] for shape in shapes}
+        self.tolerances = [ctx.tolerance(plan, label) for label in labels]
+
+    def build(self, config: StageConfig) -> Session:
+        return self.engine.session(self.files, config, self.feeds[self.shapes[0]],
+                                   self.ctx.work / f"{self.plan.name}.workaround",
+                                   [self.feeds[s] for s in self.shapes[1:]])
+
+    def check(self, config: StageConfig) -> Tuple[Dict[str, str], str, Optional[Session]]:
+        """Each shape's verdict until the first that is not a pass (``pass``, ``fail``, or
+        ``untestable`` when the harness itself could not build what the check needs), why, and the
+        session when every shape passed."""
+        verdicts: Dict[str, str] = {}
         try:
-            session = engine.session(setup.get("export"), config, feeds, ctx.work / f"{plan.name}.workaround")
-            _, got = session.run_settled(feeds)
-            stats = compare_all(reference, got, tolerances, "the workaround's outputs")
+            session = self.build(config)
         except Exception as exc:
-            return Probe.FAIL, raised_status(exc)[1][:200]
-        failed = [s for s in stats if not s.passed]
-        return (Probe.FAIL, f"{len(failed)} output(s) beyond the tolerance") if failed else (Probe.PASS, "")
-    return check
+            status, message = raised_status(exc)
+            return {str(self.shapes[0]): _verdict_of(status)}, message[:200], None
+        for shape in self.shapes:
+            try:
+                _, got = session.run_settled(self.feeds[shape])
+                stats = compare_all(self.references[shape], got, self.tolerances, "the workaround's outputs")
+            except Exception as exc:
+                status, message = raised_status(exc)
+                verdicts[str(shape)] = _verdict_of(status)
+                return verdicts, message[:200], None
+            failed = [s for s in stats if not s.passed]
+            verdicts[str(shape)] = Probe.FAIL.value if failed else Probe.PASS.value
+            if failed:
+                return verdicts, f"{len(failed)} output(s) beyond the tolerance at shape {shape}", None
+        return verdicts, "", session
+
+
+def _verdict_of(status: Status) -> str:
+    """A raise while checking a candidate: Paddle's (or the runtime's) is the candidate failing; the
+    harness's own (``untestable``) says nothing about the candidate, and is said apart."""
+    return Status.UNTESTABLE.value if status is Status.UNTESTABLE else Probe.FAIL.value
 
 
 def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan) -> JsonObject:
@@ -107,20 +136,14 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan
     shapes = [0] + [v["index"] for v in setup.get("shape_variants") or [] if Status.of(v["status"]) is Status.PASS]
     onednn_types = [t.split(".", 1)[-1] for t in done.evidence(Stage.BASELINE.value).get("op_types") or {}]
     tried_changes, not_tried = candidates(plan, done, onednn_types)
-    checks = {shape: verifier(ctx, plan, done, shape) for shape in shapes}
+    verifier = Verifier(ctx, plan, done, shapes)
     tried: List[JsonObject] = []
-    chosen: Optional[Candidate] = None
+    chosen: Optional[Tuple[str, StageConfig, Session]] = None
     for words, config in tried_changes:
-        verdicts: Dict[str, str] = {}
-        why = ""
-        for shape in shapes:
-            verdict, why = checks[shape](config)
-            verdicts[str(shape)] = verdict.value
-            if verdict is not Probe.PASS:
-                break  # a shape it does not fix: not a workaround, the other shapes need not run
+        verdicts, why, session = verifier.check(config)
         tried.append({"change": words, "verdicts": verdicts, **({"why": why} if why else {})})
-        if len(verdicts) == len(shapes) and all(v == Probe.PASS.value for v in verdicts.values()):
-            chosen = (words, config)
+        if session is not None:
+            chosen = (words, config, session)
             break
     result: JsonObject = {"status": Status.PASS, "tried": tried, "not_tried": not_tried, "shapes": len(shapes)}
     if chosen is None:
@@ -128,25 +151,25 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan
                       message=(f"none of {len(tried)} change(s) makes {plan.name} pass at every shape"
                                if tried else "nothing in the runtime's config space to try"))
         return dict(result, seconds=round(time.perf_counter() - started, 3))
-    words, config = chosen
+    words, config, session = chosen
     engine = runtime(plan.runtime)
     files = setup.get("export")
     lines = [c for c in engine.config_calls(files, config) if c not in engine.config_calls(files, plan.config)]
+    # The verified session itself gives the evidence and the timing: no second build of it.
     result.update(outcome="verified", verified=True, change=words, config=config.to_dict(),
                   config_lines=engine.config_calls(files, config), change_lines=lines,
-                  changes=_what_else(ctx, plan, done, config),
-                  speed=_speed(ctx, plan, config, done, reference))
+                  changes=_what_else(ctx, plan, done, config, session),
+                  speed=_speed(ctx, plan, session, done, reference))
     paddlex = _paddlex_hpi(config) if isinstance(config, PredictorConfig) else None
     if paddlex is not None:
         result["paddlex_hpi"] = paddlex
     return dict(result, seconds=round(time.perf_counter() - started, 3))
 
 
-def _what_else(ctx: CellContext, plan: StagePlan, done: Ledger, config: StageConfig) -> JsonObject:
-    """What the change does beyond the fix, read from a run with it and the stage's own evidence."""
-    setup = done.setup
+def _what_else(ctx: CellContext, plan: StagePlan, done: Ledger, config: StageConfig, session: Session) -> JsonObject:
+    """What the change does beyond the fix, read from a run of the verified session and the
+    stage's own evidence."""
     feeds = ctx.feeds()
-    session = runtime(plan.runtime).session(setup.get("export"), config, feeds, ctx.work / f"{plan.name}.workaround")
     _, _, ran = session.run_with_evidence(feeds)
     evidence = dict(session.build_evidence, **ran)
     before = done.stage(plan.name).evidence or {}
@@ -179,13 +202,11 @@ def _backend_ops(op_types: Dict[str, int]) -> int:
     return sum(n for t, n in op_types.items() if t.startswith("onednn_op.") or "tensorrt_engine" in t)
 
 
-def _speed(ctx: CellContext, plan: StagePlan, config: StageConfig, done: Ledger, reference: StagePlan) -> JsonObject:
-    """Median latency with the change against the stage's own config (the baseline's when that one
-    raises), alternated run by run on the primary shape."""
+def _speed(ctx: CellContext, plan: StagePlan, with_it: Session, done: Ledger, reference: StagePlan) -> JsonObject:
+    """Median latency with the change (the verified session) against the stage's own config (the
+    baseline's when that one raises), alternated run by run on the primary shape."""
     setup = done.setup
     feeds = ctx.feeds()
-    engine = runtime(plan.runtime)
-    with_it = engine.session(setup.get("export"), config, feeds, ctx.work / f"{plan.name}.speed")
     against, against_name = plan, "the stage's own config"
     if done.stage(plan.name).status is Status.ERROR:
         against, against_name = reference, f"{reference.name} (the stage's own config raises)"
@@ -206,9 +227,16 @@ def _speed(ctx: CellContext, plan: StagePlan, config: StageConfig, done: Ledger,
 
 def _paddlex_hpi(config: PredictorConfig) -> JsonObject:
     """The change in PaddleX's high-performance inference config (``hpi_config``): the Paddle
-    backend's ``run_mode``, threads, and the passes its runner deletes (``delete_pass``)."""
-    backend: JsonObject = {"run_mode": "mkldnn" if config.onednn else ("paddle" if config.device == "cpu" else
-                                                                             "trt_fp32" if config.trt else "paddle")}
+    backend's ``run_mode`` (PaddleX's names: ``paddle``, ``paddle_fp16``, ``mkldnn``,
+    ``mkldnn_bf16``, ``trt_fp32``/``trt_fp16``/``trt_int8``), threads, and the passes its runner
+    deletes (``delete_pass``)."""
+    if config.device == "cpu":
+        run_mode = ("mkldnn_bf16" if config.bf16 else "mkldnn") if config.onednn else "paddle"
+    elif config.trt is not None:
+        run_mode = f"trt_{config.trt.precision}"
+    else:
+        run_mode = "paddle" if config.gpu_precision == "fp32" else f"paddle_{config.gpu_precision}"
+    backend: JsonObject = {"run_mode": run_mode}
     if config.device == "cpu":
         backend["cpu_threads"] = config.threads
     if config.deleted_passes:

@@ -24,7 +24,7 @@ from ..artefacts.shards import CELLS_TAG
 
 # The host side: tabulate prints the tables; openpyxl and matplotlib write the per-tensor sheets
 # and plots; the docker SDK drives containers.
-HOST_SIDE = ("numpy", "tabulate", "openpyxl", "matplotlib", "docker", "jinja2", "packaging")
+HOST_SIDE = ("numpy", "tabulate", "openpyxl", "matplotlib", "docker", "jinja2", "packaging", "pyyaml", "tomli-w")
 # A uv-made venv cannot import paddle without setuptools.
 CELL_SIDE_EXTRAS = ("setuptools", "tabulate", "openpyxl", "matplotlib")
 

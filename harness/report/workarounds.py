@@ -19,11 +19,14 @@ tried."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-import json
 import statistics
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
+
+import tomli_w
+import yaml
 
 from ..shared.causes import cause_of
 from ..shared.notes import clip
@@ -88,8 +91,9 @@ def by_cause(cells: Sequence[CellWorkaround]) -> Dict[str, List[CellWorkaround]]
 
 
 def _common_change(cells: Sequence[CellWorkaround]) -> str:
-    changes = [c.change for c in cells if c.verified]
-    return max(set(changes), key=changes.count) if changes else ""
+    """The change most cells of a cause verified (the first met on a tie: the same answer every run)."""
+    counted = collections.Counter(c.change for c in cells if c.verified)
+    return counted.most_common(1)[0][0] if counted else ""
 
 
 def table(cells: Sequence[CellWorkaround]) -> str:
@@ -108,17 +112,6 @@ def table(cells: Sequence[CellWorkaround]) -> str:
 
 def _cell_text(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _yaml(value: Any, indent: int = 0) -> List[str]:
-    """A nested dict of scalars and lists as YAML block lines (PaddleX reads its configs as YAML)."""
-    lines = []
-    for key, item in value.items():
-        if isinstance(item, dict):
-            lines += [" " * indent + f"{key}:", *_yaml(item, indent + 2)]
-        else:
-            lines.append(" " * indent + f"{key}: {json.dumps(item)}")
-    return lines
 
 
 def cell_section(cell: CellWorkaround) -> str:
@@ -142,16 +135,18 @@ def cell_section(cell: CellWorkaround) -> str:
     said += ["", "  Paddle Inference:", "", "  ```python", *[f"  {line}" for line in entry.get("config_lines") or []],
              "  ```", ""]
     if entry.get("paddlex_hpi"):
+        text = yaml.safe_dump(dict(entry.get("paddlex_hpi")), sort_keys=False, default_flow_style=False)
         said += ["  PaddleX (`hpi_config` of the model's config):", "", "  ```yaml",
-                 *[f"  {line}" for line in _yaml(entry.get("paddlex_hpi"))], "  ```", ""]
+                 *[f"  {line}" for line in text.splitlines()], "  ```", ""]
     return "\n".join(said) + "\n"
 
 
 def known_issues(cells: Sequence[CellWorkaround], records: Sequence[CellRecord], run: Path) -> str:
     """``[[known]]`` entries for every failing cell (with its workaround when one was verified)."""
-    lines = ["# Known failures of this run, written by `python -m harness workarounds` from its records.",
-             "# `python -m harness qualify --known <this file>` passes them; a new failure still blocks.", ""]
+    header = ("# Known failures of this run, written by `python -m harness workarounds` from its records.\n"
+              "# `python -m harness qualify --known <this file>` passes them; a new failure still blocks.\n\n")
     by_cell = {c.cell: c for c in cells}
+    known = []
     for record in records:
         if record.verdict.status not in (Status.FAIL, Status.ERROR, Status.CRASH, Status.TIMEOUT):
             continue
@@ -163,10 +158,8 @@ def known_issues(cells: Sequence[CellWorkaround], records: Sequence[CellRecord],
             entry["link"] = str(Path(repro.entry.get("folder")) / "issue.md")
         if found is not None and found.verified:
             entry["workaround"] = "; ".join(found.entry.get("change_lines") or [found.change])
-        lines.append("[[known]]")
-        lines += [f"{k} = {json.dumps(v)}" for k, v in entry.items() if v is not None]
-        lines.append("")
-    return "\n".join(lines)
+        known.append({k: v for k, v in entry.items() if v is not None})
+    return header + tomli_w.dumps({"known": known})
 
 
 def write(run: Path, say=print) -> List[Path]:

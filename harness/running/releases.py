@@ -94,7 +94,10 @@ def causes_of(records: Sequence[CellRecord]) -> Tuple[List[ReleaseCause], List[s
             continue
         source = repro.source
         if not source.verified:
-            why = source.why or f"its source reproducer did not reproduce ({source.last_line[:120]})"
+            why = source.why or (
+                f"the harness's source reproducer did not build at the cell's own release ({source.last_line[:120]}): "
+                f"the harness's failure, not a finding" if source.outcome is RunOutcome.NOT_BUILT else
+                f"its source reproducer did not reproduce at the cell's own release ({source.last_line[:120]})")
             without.append(f"{record.id}: {why}")
             continue
         key = f"{record.id}:{repro.stage}" if source.numeric else source.cause_words
@@ -245,9 +248,14 @@ class Options:
 
 
 def run(results: Path, options: Options, say: Say = print) -> int:
-    """Place every cause of run folder ``results``; 0 when each was tried (the spans say the rest)."""
-    releases, pre, envs_root, python = options.releases, options.pre, options.envs_root, options.python
-    confirm, jobs = options.confirm, options.jobs
+    """Place every cause of run folder ``results``; 0 when each was tried (the spans say the rest).
+    The run's lock is held from reading its records to writing them back: a run of cells cannot
+    replace a record in between and have its new verdict overwritten by the old one."""
+    with owned(results):
+        return _run_locked(results, options, say)
+
+
+def _run_locked(results: Path, options: Options, say: Say) -> int:
     records = load_records(results)
     causes, without = causes_of(records)
     if not causes:
@@ -256,33 +264,33 @@ def run(results: Path, options: Options, say: Say = print) -> int:
                   f"{failing} failing cell(s), none with a verified source reproducer ({'; '.join(without)[:300]})")
         say(f"[releases] {results}: nothing to place: {detail}")
         return 0
-    served = index_releases(python, pre)
-    if releases:
-        missing = [v for v in releases if v not in served]
+    served = index_releases(options.python, options.pre)
+    if options.releases:
+        missing = [v for v in options.releases if v not in served]
         if missing:
             raise UserError(f"--releases {missing[0]}: the package index serves no {PACKAGE} {missing[0]} for "
-                            f"Python {python} (it serves {', '.join(served)}).")
-        served = sorted(releases, key=version_order)
+                            f"Python {options.python} (it serves {', '.join(served)}).")
+        served = sorted(options.releases, key=version_order)
     started = time.perf_counter()
 
     def placed(numbered: Tuple[int, ReleaseCause]) -> ReleaseSpan:
         k, cause = numbered
         said: Say = lambda line: say(line.replace("[releases]", f"[releases {k}]", 1))  # noqa: E731
         said(f"[releases] {cause.key[:100]}: {len(cause.records)} cell(s), the source reproducer of {cause.home.id}")
-        span = place(cause, served, environments(envs_root, cause.home, python, said), said, confirm)
+        span = place(cause, served, environments(options.envs_root, cause.home, options.python, said), said,
+                     options.confirm)
         said(f"[releases] {cause.key[:100]}: {span.words()}")
         return span
 
-    with owned(results):
-        # Causes are independent: each bisects in its own thread (its runs are processes); a
-        # release environment two of them need is made once (``envs.ensure`` locks it).
-        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(causes)))) as pool:
-            spans = list(pool.map(placed, enumerate(causes, 1)))
-        for cause, span in zip(causes, spans):
-            for record in cause.records:
-                entry = AnalysisEntry.from_dict("releases", {**span.to_dict(), "stage": record.analysis.reproducer.stage})
-                entries = {**record.analysis.entries, "releases": entry}
-                write_record(results, dataclasses.replace(record, analysis=Analyses(entries)))
+    # Causes are independent: each bisects in its own thread (its runs are processes); a release
+    # environment two of them need is made once (``envs.ensure`` locks it).
+    with ThreadPoolExecutor(max_workers=max(1, min(options.jobs, len(causes)))) as pool:
+        spans = list(pool.map(placed, enumerate(causes, 1)))
+    for cause, span in zip(causes, spans):
+        for record in cause.records:
+            entry = AnalysisEntry.from_dict("releases", {**span.to_dict(), "stage": record.analysis.reproducer.stage})
+            write_record(results, dataclasses.replace(record, analysis=Analyses({**record.analysis.entries,
+                                                                                 "releases": entry})))
     say(f"[releases] {len(causes)} cause(s) placed in {time.perf_counter() - started:.0f} s")
     for line in without:
         say(f"[releases] not placed: {line}")

@@ -90,8 +90,9 @@ class PaddleInference(Runtime):
         elif config.ir:
             found.append(("switch_ir_optim(False)", config.replace(ir=False)))
         if config.onednn:
-            found.append(("oneDNN off (disable_mkldnn)", config.replace(onednn=False, bf16=False, int8=False,
-                                                                        onednn_ops=None)))
+            dropped = " and with it " + ("bf16" if config.bf16 else "int8") if config.bf16 or config.int8 else ""
+            found.append((f"oneDNN off (disable_mkldnn){dropped}",
+                          config.replace(onednn=False, bf16=False, int8=False, onednn_ops=None)))
         return found
 
     def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:
