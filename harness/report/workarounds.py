@@ -25,9 +25,6 @@ import statistics
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-import tomli_w
-import yaml
-
 from ..shared.causes import cause_of
 from ..shared.notes import clip
 from ..shared.record_model import AnalysisEntry, CellRecord
@@ -135,6 +132,8 @@ def cell_section(cell: CellWorkaround) -> str:
     said += ["", "  Paddle Inference:", "", "  ```python", *[f"  {line}" for line in entry.get("config_lines") or []],
              "  ```", ""]
     if entry.get("paddlex_hpi"):
+        import yaml  # host side's (HOST_SIDE); the CLI's parser imports this module in cell envs too
+
         text = yaml.safe_dump(dict(entry.get("paddlex_hpi")), sort_keys=False, default_flow_style=False)
         said += ["  PaddleX (`hpi_config` of the model's config):", "", "  ```yaml",
                  *[f"  {line}" for line in text.splitlines()], "  ```", ""]
@@ -143,6 +142,8 @@ def cell_section(cell: CellWorkaround) -> str:
 
 def known_issues(cells: Sequence[CellWorkaround], records: Sequence[CellRecord], run: Path) -> str:
     """``[[known]]`` entries for every failing cell (with its workaround when one was verified)."""
+    import tomli_w  # host side's (HOST_SIDE), imported where it writes
+
     header = ("# Known failures of this run, written by `python -m harness workarounds` from its records.\n"
               "# `python -m harness qualify --known <this file>` passes them; a new failure still blocks.\n\n")
     by_cell = {c.cell: c for c in cells}
