@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from harness import matrix as _matrix  # noqa: E402  (host side: no paddle)
 from harness.matrix import sessions as _sessions  # noqa: E402
 from harness.shared.errors import UserError  # noqa: E402
+from harness.running import envs as _envs  # noqa: E402
 from harness.running.hostenv import gpu_absence_reason  # noqa: E402
 
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -60,9 +61,9 @@ CELL_SIDE_EXTRAS = list(_sessions.CELL_SIDE_EXTRAS)
 NOX_SESSIONS = _sessions.nox_sessions(MATRIX)
 
 
-def _run_harness(s: nox.Session, *args: str) -> None:
+def _run_harness(s: nox.Session, *args: str, python: str = "python") -> None:
     try:
-        s.run("python", "-m", "harness", *args)
+        s.run(python, "-m", "harness", *args, external=True)
     except CommandFailed as exc:
         if getattr(exc, "return_code", None) == 2:
             sys.exit(2)  # bad input: the harness printed its one line
@@ -79,6 +80,25 @@ def _models(posargs):
     chosen = [posargs[i + 1] for i, arg in enumerate(posargs[:-1]) if arg == "--model"]
     chosen += [arg.split("=", 1)[1] for arg in posargs if arg.startswith("--model=")]
     return chosen or None
+
+
+def _envs_root(s: nox.Session) -> Path:
+    """Where the cell sessions' environments live: the pool's venvs (``harness.running.envs``: one
+    per distinct Python and package list, made under a lock, kept while its list holds), so
+    ``cpu_fp32``, ``cpu_onednn_fp32`` and ``nox -s matrix`` at one version share one venv instead of
+    making one each. Under nox's ``--envdir`` (``.nox``), or ``$HARNESS_ENVS`` (the tests share one
+    folder across their workers)."""
+    named = os.environ.get("HARNESS_ENVS")
+    return Path(named).resolve() if named else Path(s.cache_dir).resolve().parent
+
+
+def _env_python(s: nox.Session, env: _sessions.Environment, label: str, what: str) -> str:
+    """The Python of ``env``'s venv in the sessions' shared folder, made when its list is new."""
+    try:
+        return str(_envs.ensure(_envs_root(s), env, label, say=s.log))
+    except UserError as exc:
+        _user_error(f"{MATRIX_PATH}: {what}: cannot install {' '.join(env.packages)} for Python {env.python} "
+                    f"here ({exc}); fix the version or its python.")
 
 
 def _install(s: nox.Session, env: _sessions.Environment, *imports: str) -> None:
@@ -130,24 +150,20 @@ def _cell_session(nox_session: _sessions.NoxSession):
             if reason:
                 s.skip(f"{name}: {reason}")
         if _runner(session, s.posargs) == "docker":
-            s.install(*HOST_SIDE, silent=True)
+            host = _env_python(s, _sessions.Environment(HOST_PYTHON, tuple(HOST_SIDE)), "host", "the host side")
             if session.device == "gpu":  # the third thing a GPU container needs: the NVIDIA runtime
-                out = s.run("python", "-m", "harness", "probe", "--image", MATRIX.image(version, "gpu"), "--gpu",
-                            silent=True, env={"PYTHONPATH": str(ROOT)})
+                out = s.run(host, "-m", "harness", "probe", "--image", MATRIX.image(version, "gpu"), "--gpu",
+                            silent=True, env={"PYTHONPATH": str(ROOT)}, external=True)
                 if out and out.strip():
                     s.skip(f"{name}: {out.strip()}")
             extra = [] if "--runner" in " ".join(s.posargs) else ["--runner", "docker"]
             _run_harness(s, "run", "--matrix", str(MATRIX_PATH), "--session", name, "--paddle", version,
-                         *forced, *extra, *s.posargs)
+                         *forced, *extra, *s.posargs, python=host)
             return
         env = _sessions.cell_environment(MATRIX, nox_session, _modes(s.posargs), _models(s.posargs))
-        try:
-            _install(s, env)
-        except CommandFailed:
-            _user_error(f"{MATRIX_PATH}: paddle.\"{version}\": cannot install {' '.join(env.packages)} for "
-                        f"Python {s.python} here (installer output above); fix the version or its python.")
+        python = _env_python(s, env, version, f'paddle."{version}"')
         _run_harness(s, "run", "--matrix", str(MATRIX_PATH), "--session", name, "--paddle", version, *forced,
-                     *s.posargs)
+                     *s.posargs, python=python)
 
     run.__doc__ = nox_session.description
     return run
@@ -155,8 +171,9 @@ def _cell_session(nox_session: _sessions.NoxSession):
 
 def _portability_session(nox_session: _sessions.NoxSession):
     def run(s: nox.Session) -> None:
-        _install(s, _sessions.cell_environment(MATRIX, nox_session))
-        _run_harness(s, "port", *s.posargs)
+        env = _sessions.cell_environment(MATRIX, nox_session)
+        _run_harness(s, "port", *s.posargs, python=_env_python(s, env, nox_session.version,
+                                                                 f'paddle."{nox_session.version}"'))
 
     run.__doc__ = nox_session.description
     return run
@@ -181,16 +198,20 @@ def _tipc_session(nox_session: _sessions.NoxSession):
 
 _MAKERS = {_sessions.SessionKind.CELLS: _cell_session, _sessions.SessionKind.ZOO: _cell_session,
            _sessions.SessionKind.PORTABILITY: _portability_session, _sessions.SessionKind.TIPC: _tipc_session}
+# Cell and portability sessions run in the shared environments (``_envs_root``), not in a venv of
+# their own: nox makes none for them. TIPC sessions install a user's requirements: their own venv.
+_SHARED_ENV_KINDS = (_sessions.SessionKind.CELLS, _sessions.SessionKind.ZOO, _sessions.SessionKind.PORTABILITY)
 for _nox_session in NOX_SESSIONS:  # in the table's order: portability after every cell session
-    nox.session(name=_nox_session.name, python=_nox_session.python,
-                tags=list(_nox_session.tags))(_MAKERS[_nox_session.kind](_nox_session))
+    nox.session(name=_nox_session.name, python=_nox_session.python, tags=list(_nox_session.tags),
+                venv_backend="none" if _nox_session.kind in _SHARED_ENV_KINDS else None,
+                )(_MAKERS[_nox_session.kind](_nox_session))
 
 
 @nox.session(python=HOST_PYTHON)
 def matrix(s: nox.Session) -> None:
     """Every session `nox -t TAG` selects, in one job pool (``-- --tag cpu``; ``--jobs``, ``--model``...)."""
     s.install(*HOST_SIDE, "uv", silent=True)  # uv makes the pool's environments, as it makes nox's
-    _run_harness(s, "pool", "--matrix", str(MATRIX_PATH), "--envs", str(ROOT / ".nox"), *s.posargs)
+    _run_harness(s, "pool", "--matrix", str(MATRIX_PATH), "--envs", str(_envs_root(s)), *s.posargs)
 
 
 @nox.session(python=HOST_PYTHON)

@@ -200,8 +200,22 @@ def one_line_error(proc: subprocess.CompletedProcess) -> str:
 
 @pytest.fixture(scope="session")
 def nox_envdir(tmp_path_factory) -> Path:
-    """One envdir for every nox-driven test: each Paddle env is built once per test run."""
+    """One envdir per worker for nox's own venvs (the host-side sessions' venvs are nox's to make,
+    one process at a time). The cell sessions' Paddle environments are in ``shared_envs``."""
     return tmp_path_factory.mktemp("nox-envs")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_envs(tmp_path_factory) -> Path:
+    """The Paddle environments of every nox-driven test (``$HARNESS_ENVS``, which the noxfile's cell
+    sessions read), shared by the process tier's workers: each distinct package list is made once
+    per test run (``harness.running.envs`` locks it), not once per worker. In pytest's folder of
+    this run, which holds the workers' own folders and which pytest rotates away."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-envs"
+    folder.mkdir(exist_ok=True)
+    os.environ["HARNESS_ENVS"] = str(folder)
+    return folder
 
 
 NOX = shutil.which("nox")

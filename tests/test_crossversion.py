@@ -70,7 +70,7 @@ def test_vacuous_and_noop_count_as_not_failing_and_regressions_open_the_report()
 
 
 @pytest.fixture(scope="module")
-def two_versions(tmp_path_factory, nox_envdir):
+def two_versions(tmp_path_factory, nox_envdir, shared_envs):
     """cpu_fp32 at 2.6.2 and at the newest version, same run, through nox; then portability both ways."""
     if NOX is None:
         pytest.skip("nox is not installed in this environment")
@@ -91,7 +91,7 @@ def two_versions(tmp_path_factory, nox_envdir):
     sessions = [arg for session in ("cpu_fp32", "portability", "cpu_onednn_fp32")
                 for name in (session, f"{session}@{OLD}") for arg in ("--session", name)]
     proc = nox_run("-s", "matrix", "--envdir", str(nox_envdir), "--", *sessions, "--results", str(results),
-                   "--envs", str(nox_envdir / "pool"), "--jobs", "2", matrix=matrix)
+                   "--envs", str(shared_envs), "--jobs", "2", matrix=matrix)
     # 0 all passed, 1 some cell or load did not: both are results; anything else is not.
     assert proc.returncode in (0, 1), (proc.stdout[-3000:], proc.stderr[-3000:])
     return {"head": head, "results": results, "proc": proc, "matrix": matrix}
@@ -265,7 +265,7 @@ def test_the_smallest_verified_workaround_ships_as_config_lines_hpi_config_and_k
     assert run_harness(*args, "--known", str(tmp_path / "fewer.toml")).returncode == 1
 
 
-def test_releases_place_each_cause_at_its_first_bad_release_and_the_drafts_say_it(two_versions, nox_envdir):
+def test_releases_place_each_cause_at_its_first_bad_release_and_the_drafts_say_it(two_versions, shared_envs):
     """The source reproducers of the oneDNN interpolate error and of an ``if`` on a Parameter, run at
     the releases (bisected, both ends first, 3 runs each side of the boundary): first bad 3.3.0 /
     last good 3.2.2, and first bad 3.0.0 / last good 2.6.2, as measured with plain Paddle. Runs last
@@ -277,7 +277,7 @@ def test_releases_place_each_cause_at_its_first_bad_release_and_the_drafts_say_i
     # Five of the index's releases (the full nine are in docs/reference.md): the envs of 2.6.2 and
     # the head are the pool's above, made once.
     chosen = ",".join(dict.fromkeys([OLD, "3.0.0", "3.2.2", "3.3.0", head]))
-    args = ("releases", "--results", str(results), "--releases", chosen, "--envs", str(nox_envdir / "pool"),
+    args = ("releases", "--results", str(results), "--releases", chosen, "--envs", str(shared_envs),
             "--python", "3.11")
     proc = run_harness(*args, timeout=1800)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
