@@ -228,10 +228,10 @@ def images(s: nox.Session) -> None:
     _run_harness(s, "images", "--matrix", str(MATRIX_PATH), *s.posargs)
 
 
-# Workers of the process tier: its tests mostly wait on the processes they start (nox making a venv,
-# pip and debootstrap downloading, dockerd building an image). Four: on two cores (AVX2 machine) six
-# were no faster (18 m 35 s against 18 m 03 s with four; the longest setup, then six nox sessions
-# one after another, only got slower under the contention) — measured in the README's testing section.
+# Workers of the process tier. Its tests keep both cores busy (process accounting, AVX2 machine: 30.6
+# CPU-minutes in a 16.4-minute tier, 94% of two cores); more workers than cores only cover a test's
+# waits (dockerd, debootstrap, downloads). Six were no faster than four (18 m 35 s against 18 m 03 s)
+# — measured in the README's testing section.
 PROCESS_TIER_WORKERS = 4
 
 
