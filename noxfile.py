@@ -98,7 +98,7 @@ def _env_python(s: nox.Session, env: _sessions.Environment, label: str, what: st
         return str(_envs.ensure(_envs_root(s), env, label, say=s.log))
     except UserError as exc:
         _user_error(f"{MATRIX_PATH}: {what}: cannot install {' '.join(env.packages)} for Python {env.python} "
-                    f"here ({exc}); fix the version or its python.")
+                    f"here: {exc}")
 
 
 def _install(s: nox.Session, env: _sessions.Environment, *imports: str) -> None:
