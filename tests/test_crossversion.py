@@ -274,12 +274,13 @@ def test_releases_place_each_cause_at_its_first_bad_release_and_the_drafts_say_i
     if not head.startswith("3.3"):
         pytest.skip("the interpolate error under oneDNN is measured on Paddle 3.3.x")
     results = two_versions["results"]
+    def releases(*versions: str) -> subprocess.CompletedProcess:
+        return run_harness("releases", "--results", str(results), "--releases", ",".join(dict.fromkeys(versions)),
+                           "--envs", str(shared_envs), "--python", "3.11", timeout=1800)
+
     # Five of the index's releases (the full nine are in docs/reference.md): the envs of 2.6.2 and
     # the head are the pool's above, made once.
-    chosen = ",".join(dict.fromkeys([OLD, "3.0.0", "3.2.2", "3.3.0", head]))
-    args = ("releases", "--results", str(results), "--releases", chosen, "--envs", str(shared_envs),
-            "--python", "3.11")
-    proc = run_harness(*args, timeout=1800)
+    proc = releases(OLD, "3.0.0", "3.2.2", "3.3.0", head)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     default = results / "default"
     interp = load_record(default, f"cpu_onednn_fp32/{head}/normal/interp")
@@ -305,7 +306,7 @@ def test_releases_place_each_cause_at_its_first_bad_release_and_the_drafts_say_i
     assert "(since Paddle 3.3.0)" in (Path(default / interp["analysis"]["reproducer"]["folder"]) / "issue.md").read_text()
     # A second run makes no environment: each release's was made once (two of the five releases:
     # the point is the environments, not the bisection again).
-    again = run_harness(*args[:4], ",".join(dict.fromkeys([OLD, head])), *args[5:], timeout=1800)
+    again = releases(OLD, head)
     assert again.returncode == 0 and "making the environment" not in again.stdout, again.stdout[-2000:]
     # A release the index does not serve: one line, exit 2.
     assert "--releases 2.5.0" in one_line_error(run_harness("releases", "--results", str(results), "--releases", "2.5.0",

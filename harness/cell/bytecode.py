@@ -62,6 +62,9 @@ STAMP = ".harness-bytecode"
 RUNTIME_MODULES = ("paddle2onnx", "onnxruntime", "openvino")
 
 
+HARNESS = Path(__file__).resolve().parents[1]
+
+
 def compile_harness() -> bool:
     """The harness's own modules, beside their sources (``harness/**/__pycache__``): every harness
     CLI, fork server and cell imports a hundred of them, and compiled nothing where
@@ -72,9 +75,6 @@ def compile_harness() -> bool:
         return bool(compileall.compile_dir(str(HARNESS), quiet=2, workers=0))
     except OSError:
         return False
-
-
-HARNESS = Path(__file__).resolve().parents[1]
 
 
 def main(argv: List[str]) -> int:
