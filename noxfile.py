@@ -101,18 +101,6 @@ def _env_python(s: nox.Session, env: _sessions.Environment, label: str, what: st
                     f"here: {exc}")
 
 
-def _install(s: nox.Session, env: _sessions.Environment, *imports: str) -> None:
-    """An environment's requirements, in its order (families last: see ``Environment``), then the
-    bytecode of what its processes import (``harness.cell.bytecode``)."""
-    if env.packages:
-        s.install(*env.packages, silent=True)
-    if env.no_deps:
-        s.install("--no-deps", *env.no_deps, silent=True)
-    if env.families:
-        s.install(*env.families, silent=True)
-    _compile_bytecode(s, env, *imports)
-
-
 def _compile_bytecode(s: nox.Session, env: _sessions.Environment, *imports: str) -> None:
     """Once per package list: every later process of the env imports Paddle compiled (5.9 s -> 2.0 s
     per ``import paddle`` on this project's machines, where PYTHONDONTWRITEBYTECODE is set)."""
@@ -125,9 +113,13 @@ def _compile_bytecode(s: nox.Session, env: _sessions.Environment, *imports: str)
 
 
 def _install_families(s: nox.Session, models, version: str) -> None:
-    """The model families' packages (the zoo's), only where their models run."""
+    """The model families' packages (the zoo's) into this session's venv, in ``Environment``'s
+    order: those whose pins fight Paddle's without their dependencies first, then the rest."""
     families = MATRIX.family_packages(models, version)
-    _install(s, _sessions.Environment(HOST_PYTHON, (), tuple(families["no_deps"]), tuple(families["packages"])))
+    if families["no_deps"]:
+        s.install("--no-deps", *families["no_deps"], silent=True)
+    if families["packages"]:
+        s.install(*families["packages"], silent=True)
 
 
 def _runner(session, posargs) -> str:
