@@ -61,7 +61,7 @@ def test_clean_model_passes_every_stage_and_says_why_it_skips_one(write_matrix, 
 
 def test_python_side_state_baked_in_by_to_static_fails_the_consistency_check(write_matrix, tmp_path, paddle_version):
     matrix = write_matrix({"stateful": "tests.factories:python_state"})
-    proc = _run(matrix, tmp_path / "r")
+    proc = _run(matrix, tmp_path / "r", "cpu_fp32", "--no-root-cause")  # the check's verdict, not its analysis
     record = _cell(tmp_path / "r" / "default", "cpu_fp32", paddle_version, "stateful")
     baseline = stages_by_name(record)["baseline"]
     assert baseline["status"] == "fail"

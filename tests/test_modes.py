@@ -117,14 +117,39 @@ def test_a_modes_missing_package_is_one_line_and_exit_2(tmp_path, paddle_version
     assert "modes.qat.packages" in line and "no-such-dist-for-harness" in line
 
 
-def _pact_int8(tmp_path, paddle_version, isa_cap=None):
-    """The PACT test model through cpu_onednn_int8, oneDNN capped at ``isa_cap`` if given."""
-    pytest.importorskip("paddleslim", reason="modes.pact.packages are installed by `nox -s tests`")
-    matrix = _matrix(tmp_path, paddle_version)
-    results = tmp_path / (isa_cap or "native")
-    run_harness("run", "--matrix", str(matrix), "--session", "cpu_onednn_int8", "--mode", "pact",
-                "--results", str(results), env_extra={"ONEDNN_MAX_CPU_ISA": isa_cap} if isa_cap else None)
-    return load_record(results / "default", f"cpu_onednn_int8/{paddle_version}/pact/clean")
+def _cpu_flags():
+    from harness.shared.machine import describe
+
+    return set(describe(seen_from="test")["flags"])
+
+
+# oneDNN never picks an ISA the CPU lacks: a cap above the CPU's own ISA changes nothing.
+# Capped at AVX2 on a CPU with neither AVX-512 nor AVX-VNNI is the uncapped run, made once.
+def _cap_that_changes_something(isa_cap):
+    if isa_cap == "AVX2" and not _cpu_flags() & {"avx512f", "avx_vnni"}:
+        return None
+    return isa_cap
+
+
+@pytest.fixture(scope="module")
+def pact_records(tmp_path_factory):
+    """The PACT test model through cpu_onednn_int8, once per oneDNN cap that changes the kernels."""
+    paddle_version = installed_paddle()
+    made = {}
+
+    def record(isa_cap=None):
+        pytest.importorskip("paddleslim", reason="modes.pact.packages are installed by `nox -s tests`")
+        cap = _cap_that_changes_something(isa_cap)
+        if cap not in made:
+            root = tmp_path_factory.mktemp(f"pact-{cap or 'native'}")
+            matrix = _matrix(root, paddle_version)
+            results = root / "results"
+            run_harness("run", "--matrix", str(matrix), "--session", "cpu_onednn_int8", "--mode", "pact",
+                        "--results", str(results), env_extra={"ONEDNN_MAX_CPU_ISA": cap} if cap else None)
+            made[cap] = load_record(results / "default", f"cpu_onednn_int8/{paddle_version}/pact/clean")
+        return made[cap]
+
+    return record
 
 
 def _int8_holds_everywhere(record):
@@ -147,28 +172,31 @@ def _int8_holds_everywhere(record):
     return int8
 
 
-def test_pact_int8_on_this_cpu_ran_int8_and_its_status_is_its_numbers(tmp_path, paddle_version):
-    record = _pact_int8(tmp_path, paddle_version)
+def test_pact_int8_on_this_cpu_ran_int8_and_its_status_is_its_numbers(pact_records):
+    record = pact_records()
     assert onednn_isa(record) != "unknown"  # the record says which kernels oneDNN picked
     _int8_holds_everywhere(record)
 
 
-def test_pact_int8_without_vnni_is_35_percent_of_the_scale_off(tmp_path, paddle_version):
+def test_pact_int8_without_vnni_is_35_percent_of_the_scale_off(pact_records):
     """oneDNN capped at AVX2 (``ONEDNN_MAX_CPU_ISA``; every CPU of this kind has AVX2) runs the
     int8 path of a CPU without VNNI, on any machine. Measured on 3.3.1 (AMD EPYC, capped at avx2
     and at avx512_core alike): 35% of the output's scale off the fake-quant program."""
-    record = _pact_int8(tmp_path, paddle_version, "AVX2")
+    record = pact_records("AVX2")
     if onednn_isa(record) != "avx2":
         pytest.skip(f"oneDNN's ISA here is {onednn_isa(record)}, not avx2: this CPU has no AVX2 path to compare")
     int8 = _int8_holds_everywhere(record)
     assert int8["status"] == "fail" and int8["worst"]["max_abs"] > 0.1 * int8["worst"]["ref_absmax"]
 
 
-def test_pact_int8_with_vnni_is_within_the_int8_tolerance(tmp_path, paddle_version):
+def test_pact_int8_with_vnni_is_within_the_int8_tolerance(pact_records):
     """oneDNN capped at AVX512_CORE_VNNI: where the CPU has VNNI the int8 path agrees with the
     fake-quant program (measured on 3.3.1: max abs 0.008 on outputs of scale 1.0, also at
-    avx2_vnni and avx512_core_bf16)."""
-    record = _pact_int8(tmp_path, paddle_version, "AVX512_CORE_VNNI")
+    avx2_vnni and avx512_core_bf16). A CPU without a VNNI flag cannot run it: said before the run."""
+    if not _cpu_flags() & {"avx512_vnni", "avx_vnni"}:
+        pytest.skip(f"this CPU has no VNNI (cpuinfo flags: {' '.join(sorted(_cpu_flags())) or 'none of them'}); "
+                    f"the VNNI figure is not for it")
+    record = pact_records("AVX512_CORE_VNNI")
     if not has_vnni(onednn_isa(record)):
         pytest.skip(f"this CPU has no VNNI (oneDNN's ISA: {onednn_isa(record)}); the VNNI figure is not for it")
     int8 = _int8_holds_everywhere(record)

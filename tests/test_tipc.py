@@ -181,11 +181,15 @@ def _status_lines(log_path: Path):
 
 
 def test_lite_train_lite_infer_runs_the_chain_and_verifies_the_export(tmp_path):
+    """With ``--prepare``: the repository's own script for the mode runs first (TIPC's order)."""
     repo = tmp_path / "repo"
     shutil.copytree(TINY, repo)
+    (repo / "test_tipc" / "prepare.sh").write_text('echo "prepared $2 from $1" > prepared.txt\n')
     before = _tree(repo)
-    out = _run(repo, f"{CONFIGS}/train_infer_python.txt", tmp_path / "results", "--all-cpu")
+    out = _run(repo, f"{CONFIGS}/train_infer_python.txt", tmp_path / "results", "--all-cpu", "--prepare")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "running the repository's own script: bash test_tipc/prepare.sh" in out.stdout
+    assert (repo / "prepared.txt").read_text() == f"prepared lite_train_lite_infer from {CONFIGS}/train_infer_python.txt\n"
     log_path = tmp_path / "results" / "r" / "tipc" / "tiny" / "lite_train_lite_infer"
     lines = _status_lines(log_path)
     # train, eval, export, two CPU inferences; the GPU half of the chain skipped (no line)
@@ -209,8 +213,11 @@ def test_lite_train_lite_infer_runs_the_chain_and_verifies_the_export(tmp_path):
     assert record["setup"]["weights"]["source"] == "tipc"
     assert record["setup"]["weights"]["layer"] == "tiny.model.TinyNet"
     assert record["cell"]["mode"] == "normal"
-    # nothing patched, nothing written into the repository (Python's own __pycache__ aside)
-    assert _tree(repo) == before
+    # nothing patched, nothing written into the repository (Python's own __pycache__ and what the
+    # repository's own prepare script wrote aside)
+    after = _tree(repo)
+    after.pop(Path("prepared.txt"))
+    assert after == before
 
 
 def test_a_failing_command_is_recorded_as_tipc_does_and_a_baked_export_is_caught(tmp_path):
@@ -334,14 +341,10 @@ def test_a_gpu_only_config_verifies_nothing_here_unless_asked_to_run_on_cpu(tmp_
     assert (TINY / config).read_text() == before  # rewritten in memory only
 
 
-def test_prepare_runs_the_repositorys_own_script_for_the_mode_first(tmp_path):
+def test_a_prepare_script_that_fails_is_one_line_before_any_command(tmp_path):
+    """(That a passing one runs first is in the lite_train_lite_infer test above.)"""
     repo = tmp_path / "repo"
     shutil.copytree(TINY, repo)
-    (repo / "test_tipc" / "prepare.sh").write_text('echo "prepared $2 from $1" > prepared.txt\n')
-    out = _run(repo, f"{CONFIGS}/train_infer_python.txt", tmp_path / "results", "--prepare")
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "running the repository's own script: bash test_tipc/prepare.sh" in out.stdout
-    assert (repo / "prepared.txt").read_text() == f"prepared lite_train_lite_infer from {CONFIGS}/train_infer_python.txt\n"
     (repo / "test_tipc" / "prepare.sh").write_text("exit 3\n")
     failed = _run(repo, f"{CONFIGS}/train_infer_python.txt", tmp_path / "again", "--prepare")
     assert "prepare.sh exited 3" in one_line_error(failed)

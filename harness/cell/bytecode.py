@@ -58,8 +58,14 @@ def compile_imported(modules: Iterable[str]) -> List[Path]:
 
 
 STAMP = ".harness-bytecode"
-# What a cell's processes import besides Paddle where the environment has it (a runtime's packages).
-RUNTIME_MODULES = ("paddle2onnx", "onnxruntime", "openvino")
+# What a cell's processes import besides Paddle where the environment has it (a runtime's packages),
+# and what their work imports later than their own import: paddle2onnx.export folds constants with
+# polygraphy, which reaches onnx_graphsurgeon and ONNX Runtime's symbolic shape inference (sympy,
+# mpmath). Left uncompiled, every conversion process compiled those ~3,000 modules again: 3.0 CPU-s
+# of each conversion's 3.5 s over the import of Paddle (paddle2onnx 2.1, measured with a logging
+# source_to_code on a 2-core AMD EPYC), twice per ONNX cell (the perturbed second conversion).
+RUNTIME_MODULES = ("paddle2onnx", "paddle2onnx.convert", "polygraphy.backend.onnx", "onnx_graphsurgeon",
+                   "onnxruntime", "onnxruntime.tools.symbolic_shape_infer", "openvino")
 
 
 HARNESS = Path(__file__).resolve().parents[1]
