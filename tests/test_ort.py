@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -175,3 +176,40 @@ def test_paddle_2_6_programs_convert_with_paddle2onnx_1_and_diff_by_name(tmp_pat
     message = stages_by_name(masked)["ort_convert"]["message"]
     assert "paddle2onnx 1.3.1 could not convert the program" in message and "set_value" in message, message
     assert masked["analysis"]["reproducer"]["verified"] is True
+
+
+CONVERT_AND_COUNT = '''
+import sys, sysconfig
+from importlib import _bootstrap_external as external
+site, compiled = sysconfig.get_paths()["purelib"], []
+source_to_code = external.SourceLoader.source_to_code
+def counted(self, data, path, *args, **kwargs):
+    if str(path).startswith(site):
+        compiled.append(str(path)[len(site) + 1:])
+    return source_to_code(self, data, path, *args, **kwargs)
+external.SourceLoader.source_to_code = counted
+import paddle, paddle2onnx
+layer = paddle.nn.Linear(4, 2)
+spec = [paddle.static.InputSpec([1, 4], "float32", "x")]
+paddle.jit.save(paddle.jit.to_static(layer, input_spec=spec, full_graph=True), sys.argv[1] + "/m")
+paddle2onnx.export(sys.argv[1] + "/m.json", sys.argv[1] + "/m.pdiparams", sys.argv[1] + "/m.onnx")
+print(len(compiled), compiled[:5])
+'''
+
+
+def test_a_conversion_process_compiles_nothing_of_the_environment_once_it_is_compiled(tmp_path, paddle_version):
+    """paddle2onnx 2.x's export imports Polygraphy, onnx_graphsurgeon and sympy only when it runs
+    (not at its import); with PYTHONDONTWRITEBYTECODE every converting process compiled ~560 of
+    their modules again. After the environment's bytecode step, a fresh interpreter that exports
+    and converts compiles no module of the environment."""
+    if not paddle_version.startswith("3."):
+        pytest.skip("paddle2onnx 2.x needs Paddle 3")
+    from harness.cell import bytecode
+
+    if not (Path(sys.prefix) / bytecode.STAMP).is_file():
+        pytest.skip(f"{sys.prefix}: its bytecode step has not run (`nox -s tests` runs it before the tests)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+    ran = subprocess.run([sys.executable, "-c", CONVERT_AND_COUNT, str(tmp_path)], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert ran.returncode == 0 and (tmp_path / "m.onnx").exists(), ran.stderr[-2000:]
+    assert ran.stdout.strip().splitlines()[-1] == "0 []", ran.stdout[-2000:]

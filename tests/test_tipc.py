@@ -181,15 +181,19 @@ def _status_lines(log_path: Path):
 
 
 def test_lite_train_lite_infer_runs_the_chain_and_verifies_the_export(tmp_path):
-    """With ``--prepare``: the repository's own script for the mode runs first (TIPC's order)."""
+    """With ``--prepare``: the repository's own script for the mode runs first (TIPC's order). The
+    config's inference batch sizes are quoted (`--batch-size:"1"|"2"`, as real configs quote
+    values): bash's eval removes the quotes and the script's int() works; passed literally,
+    int('"1"') would fail the inference commands."""
     repo = tmp_path / "repo"
     shutil.copytree(TINY, repo)
     (repo / "test_tipc" / "prepare.sh").write_text('echo "prepared $2 from $1" > prepared.txt\n')
     before = _tree(repo)
-    out = _run(repo, f"{CONFIGS}/train_infer_python.txt", tmp_path / "results", "--all-cpu", "--prepare")
+    config = f"{CONFIGS}/train_infer_python_quoted.txt"
+    out = _run(repo, config, tmp_path / "results", "--all-cpu", "--prepare")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "running the repository's own script: bash test_tipc/prepare.sh" in out.stdout
-    assert (repo / "prepared.txt").read_text() == f"prepared lite_train_lite_infer from {CONFIGS}/train_infer_python.txt\n"
+    assert (repo / "prepared.txt").read_text() == f"prepared lite_train_lite_infer from {config}\n"
     log_path = tmp_path / "results" / "r" / "tipc" / "tiny" / "lite_train_lite_infer"
     lines = _status_lines(log_path)
     # train, eval, export, two CPU inferences; the GPU half of the chain skipped (no line)
@@ -199,6 +203,9 @@ def test_lite_train_lite_infer_runs_the_chain_and_verifies_the_export(tmp_path):
     summary = json.loads((log_path / "tipc.json").read_text())
     exports = [c for c in summary["commands"] if c["kind"] == "export" and c["status"] == "pass"]
     assert len(exports) == 1 and len(exports[0]["captures"]) == 1
+    infers = [c for c in summary["commands"] if c["kind"] == "infer" and c["status"] == "pass"]
+    assert sorted(w for c in infers for w in c["argv"] if w.startswith("--batch-size")) == ["--batch-size=1", "--batch-size=2"]
+    assert not any('"' in w for c in summary["commands"] for w in c["argv"])
     # by default every CPU session of the matrix runs the export, as it would a built-in model
     sessions = {c["id"].split("/")[0]: c["verdict"]["status"] for c in summary["cells"]}
     assert set(sessions) == {"cpu_fp32", "cpu_onednn_fp32", "cpu_onednn_bf16", "cpu_onednn_int8", "cpu_ort_fp32",
@@ -310,17 +317,6 @@ def test_command_words_are_the_words_bash_eval_makes(command):
 def test_an_unbalanced_quote_is_one_line_naming_the_config(tmp_path):
     with pytest.raises(ValueError, match="unbalanced"):
         tipc_plan.eval_words('python3.7 a.py --x="oops')
-
-
-def test_a_quoted_list_value_reaches_the_script_unquoted(tmp_path):
-    """`--batch-size:"1"|"2"`: bash's eval removes the quotes and the script's int() works; passed
-    literally (as before), int('"1"') would fail the inference commands."""
-    out = _run(TINY, f"{CONFIGS}/train_infer_python_quoted.txt", tmp_path / "results")
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    summary = json.loads((tmp_path / "results" / "r" / "tipc" / "tiny" / "lite_train_lite_infer" / "tipc.json").read_text())
-    infers = [c for c in summary["commands"] if c["kind"] == "infer" and c["status"] == "pass"]
-    assert infers and all(any(w in ("--batch-size=1", "--batch-size=2") for w in c["argv"]) for c in infers)
-    assert not any('"' in w for c in summary["commands"] for w in c["argv"])
 
 
 def test_a_gpu_only_config_verifies_nothing_here_unless_asked_to_run_on_cpu(tmp_path):

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import compileall
 import importlib
+import importlib.util
 import sys
 import sysconfig
 import time
 from pathlib import Path
-from typing import Iterable, List, Set
+from typing import Iterable, List, Set, Tuple
 
 
 def loaded_packages(site: Path) -> List[Path]:
@@ -58,14 +59,21 @@ def compile_imported(modules: Iterable[str]) -> List[Path]:
 
 
 STAMP = ".harness-bytecode"
-# What a cell's processes import besides Paddle where the environment has it (a runtime's packages),
-# and what their work imports later than their own import: paddle2onnx.export folds constants with
-# polygraphy, which reaches onnx_graphsurgeon and ONNX Runtime's symbolic shape inference (sympy,
-# mpmath). Left uncompiled, every conversion process compiled those ~3,000 modules again: 3.0 CPU-s
-# of each conversion's 3.5 s over the import of Paddle (paddle2onnx 2.1, measured with a logging
-# source_to_code on a 2-core AMD EPYC), twice per ONNX cell (the perturbed second conversion).
-RUNTIME_MODULES = ("paddle2onnx", "paddle2onnx.convert", "polygraphy.backend.onnx", "onnx_graphsurgeon",
-                   "onnxruntime", "onnxruntime.tools.symbolic_shape_infer", "openvino")
+# What a cell's processes import besides Paddle where the environment has it (a runtime's packages).
+RUNTIME_MODULES = ("paddle2onnx", "onnxruntime", "openvino")
+# What paddle2onnx 2.x's export imports later than its own import: it folds constants with
+# Polygraphy, which reaches onnx_graphsurgeon and ONNX Runtime's symbolic shape inference (sympy,
+# mpmath). Left uncompiled, every process that converts compiled ~560 of their modules again: a
+# one-op conversion in a fresh interpreter took 6.6 CPU-s, 3.4 of them in ``compile``, and 3.5-3.9
+# once compiled (paddle2onnx 2.1, 2-core AMD EPYC; cProfile, and a logging ``source_to_code``
+# over a test: 28 of its 80 CPU-s). A cell converts twice, its reproducers twice more.
+# Only where Polygraphy is installed: paddle2onnx 1.x (Paddle 2.6) never goes through it, and
+# compiling sympy for nothing costs 12 CPU-s.
+CONVERSION_MODULES = ("polygraphy.backend.onnx", "onnx_graphsurgeon", "onnxruntime.tools.symbolic_shape_infer")
+
+
+def conversion_modules() -> Tuple[str, ...]:
+    return CONVERSION_MODULES if importlib.util.find_spec("polygraphy") is not None else ()
 
 
 HARNESS = Path(__file__).resolve().parents[1]
@@ -91,7 +99,7 @@ def main(argv: List[str]) -> int:
     if key is not None and stamp.is_file() and stamp.read_text(encoding="utf-8") == key:
         return 0
     started = time.perf_counter()
-    packages = compile_imported(["paddle", *RUNTIME_MODULES, *modules])
+    packages = compile_imported(["paddle", *RUNTIME_MODULES, *conversion_modules(), *modules])
     if key is not None:
         stamp.write_text(key, encoding="utf-8")
     print(f"[harness] bytecode compiled for {len(packages)} package(s) in {time.perf_counter() - started:.1f} s",
