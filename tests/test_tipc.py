@@ -344,6 +344,7 @@ def test_a_prepare_script_that_fails_is_one_line_before_any_command(tmp_path):
     (repo / "test_tipc" / "prepare.sh").write_text("exit 3\n")
     failed = _run(repo, f"{CONFIGS}/train_infer_python.txt", tmp_path / "again", "--prepare")
     assert "prepare.sh exited 3" in one_line_error(failed)
+    assert not list((tmp_path / "again").rglob("results_python.log"))  # no command of the chain ran
 
 
 @pytest.mark.skipif(shutil.which("nox") is None, reason="nox is not installed in this environment")
