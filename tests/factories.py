@@ -740,3 +740,68 @@ class TwoLayerGNN(nn.Layer):
 
 def graph_gnn():
     return TwoLayerGNN(), [InputSpec([None, 8], "float32", "node_feat"), InputSpec([None, 2], "int64", "edges")]
+
+
+class SegmentPool(nn.Layer):
+    """Segment pooling as a user's head writes it: the token-to-segment table is an int64
+    **buffer**, deduplicated with ``paddle.unique(..., return_inverse=True)``, the tokens gathered by
+    the inverse. Under PIR (3.0.0 on) ``constant_folding_pass`` folds the unique over the buffer and
+    ``create_predictor`` raises "The type of data we are trying to retrieve (float32) does not match
+    the type of data (int64)"; 2.6.2 loads it (FIELD_NOTES)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("segment_ids", paddle.to_tensor([3, 3, 1, 1, 7, 7, 5, 5], dtype="int64"))
+
+    def forward(self, tokens):
+        _, inverse = paddle.unique(self.segment_ids, return_inverse=True, dtype="int64")
+        return paddle.gather(tokens, inverse, axis=1)
+
+
+class SegmentHead(nn.Layer):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.embed = nn.Linear(dim, dim)
+        self.pool = SegmentPool()
+        self.head = nn.Linear(dim, 3)
+
+    def forward(self, tokens):
+        return self.head(self.pool(nn.functional.relu(self.embed(tokens))))
+
+
+def segment_head():
+    return SegmentHead(), [InputSpec([None, 8, 8], "float32", "tokens")]
+
+
+class DiesWhenTracedElsewhere(nn.Linear):
+    """Kills its process (SIGSEGV) when ``to_static`` traces it in a process other than the one that
+    built it: a reduction trial's death, planted (the cell's own export runs where it was built)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.built_in = os.getpid()
+
+    def forward(self, x):
+        if not paddle.in_dynamic_mode() and os.getpid() != self.built_in:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return super().forward(x)
+
+
+class TrialDiesBesideTheFailure(nn.Layer):
+    """A trial of its first half dies; the failure (a projection scaled only in the program) is in
+    its second half."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.first = DiesWhenTracedElsewhere(dim, dim)
+        self.mid = nn.Linear(dim, dim)
+        self.last = ExportedOtherwise(dim, dim)
+        self.head = nn.Linear(dim, 3)
+
+    def forward(self, x):
+        hidden = nn.functional.relu(self.mid(nn.functional.relu(self.first(x))))
+        return self.head(nn.functional.relu(self.last(hidden)))
+
+
+def trial_dies():
+    return TrialDiesBesideTheFailure(), [InputSpec([None, 8], "float32", "x")]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..shared.config import PredictorConfig
 from ..shared.runtime import StagePlan
@@ -33,12 +33,12 @@ from ..shared.errors import UserError, raised_at
 from ..shared.search import build_budget, find_alternatives, find_culprits
 from ..shared.record_model import Outcome
 from ..shared.vocab import Analysis, Probe, Reference, Stage, Status
-from . import reduction, reproducer, workaround
+from . import reduction, reproducer, sandbox, workaround
 from .context import CellContext
 from .ledger import Ledger
 from .registry import runtime
 from .stages import stage_reference
-from .trials import bookkeeping
+from .trials import TRIAL_SHARE, bookkeeping
 
 FAILED = (Status.FAIL, Status.ERROR)
 
@@ -178,7 +178,28 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Ledger, messages: Lis
     _, reference, _ = stage_reference(ctx, plan, labels, shape)
     tolerances = [ctx.tolerance(plan, label) for label in labels]
 
+    builds = [0]
+
     def probe(config: Any) -> Probe:
+        """One build in a child (``sandbox``): a build that kills its process says nothing (INVALID),
+        and the words it died with are kept with the invalid sets'."""
+        builds[0] += 1
+        where = ctx.work / f"{plan.name}.search" / f"build{builds[0]}"
+        before = len(messages)
+
+        def in_the_child() -> Tuple[Probe, List[str]]:
+            said = probe_here(config)
+            return said, messages[before:]
+
+        answer = sandbox.in_child(in_the_child, where, float(ctx.cell.stage_timeout) * TRIAL_SHARE)
+        if isinstance(answer, sandbox.Death):
+            messages.append(f"its process died: {answer.words()}")
+            return Probe.INVALID
+        said, new = answer
+        messages.extend(new)
+        return said
+
+    def probe_here(config: Any) -> Probe:
         try:
             session = engine.session(setup.get("export"), config, feeds, ctx.work / f"{plan.name}.search")
             _, got = session.run(feeds)

@@ -52,6 +52,7 @@ class Trial:
     files: Optional[Dict[str, str]] = None
     feeds: Optional[Dict[str, np.ndarray]] = None
     expected: Optional[List[np.ndarray]] = None
+    death: Optional[Any] = None  # how the trial's process died (``sandbox.Death``): it says nothing of the failure
 
     @property
     def says_nothing(self) -> bool:
@@ -75,6 +76,8 @@ class Trial:
             said["masked"] = self.masked
         if self.written_in:
             said["written_in"] = self.written_in
+        if self.death is not None:
+            said["died"] = self.death.to_dict()
         return said
 
 

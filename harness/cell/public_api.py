@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -32,6 +32,9 @@ class PublicCall:
     arrays: List[np.ndarray]
     ids: List[int]                  # which tensors of the forward (``id``) each array was
     returns_tensor: bool = True
+    ops: int = 0                    # how many ops the call ran (1: writing the call is writing the op)
+    # The tensors it returned: (where in its result, ``id``); None when unknown.
+    outputs: Optional[List[Tuple[Tuple[int, ...], int]]] = None
 
     def _spell(self, value: Any, tensor: Callable[[int], str], quote: Callable[[str], str]) -> str:
         if isinstance(value, Slot):
@@ -106,6 +109,7 @@ class PublicRecorder:
         self.paddle, self.ops = paddle, ops
         self.depth = 0
         self.functions = public_functions(paddle)
+        self.alive: List[Any] = []  # what the calls returned: their ``id`` names them while recording
 
     def _wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -127,6 +131,10 @@ class PublicRecorder:
                 self.depth -= 1
             if spelled is not None:
                 spelled.returns_tensor = isinstance(result, self.paddle.Tensor)
+                spelled.ops = len(self.ops) - start
+                returned = _returned(self.paddle, result)
+                self.alive.extend(t for _, t in returned)
+                spelled.outputs = [(access, id(t)) for access, t in returned]
                 for op in self.ops[start:]:
                     if getattr(op, "public", None) is None:
                         op.public = spelled
@@ -141,6 +149,15 @@ class PublicRecorder:
     def __exit__(self, *exc: Any) -> None:
         for namespace, attribute, fn in self.functions.values():
             setattr(namespace, attribute, fn)
+        self.alive.clear()
+
+
+def _returned(paddle: Any, value: Any, access: Tuple[int, ...] = ()) -> List[Tuple[Tuple[int, ...], Any]]:
+    if isinstance(value, paddle.Tensor):
+        return [(access, value)]
+    if isinstance(value, (list, tuple)):
+        return [x for i, v in enumerate(value) for x in _returned(paddle, v, access + (i,))]
+    return []
 
 
 def written_public(call: PublicCall, held_ids: Sequence[int], class_name: str) -> Optional[tuple]:

@@ -74,10 +74,19 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
                              Sought(cause, tuple(known), "reduction" if k == 0 else f"reduction_cause{k + 1}"))
         results.append(_reduce_one(ctx, trials, calls, plan, done, model, call_args))
     result = results[0]
+    deaths = [d for r in results for d in trial_deaths(r)]
+    if deaths:
+        result["deaths"] = deaths
     if len(results) > 1:
         result["causes"] = [dict(_summary(r), cause=c) for r, c in zip(results, targets)]
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
+
+
+def trial_deaths(result: Dict[str, Any]) -> List[JsonObject]:
+    """Every trial of a reduction whose process died (pieces and op programs), with what it was."""
+    trials = list(result.get("trials") or []) + list((result.get("isolation") or {}).get("tried") or [])
+    return [dict(t["died"], trial=" + ".join(t.get("members") or [])) for t in trials if t.get("died")]
 
 
 def cell_causes(plans: Dict[str, StagePlan], done: Ledger) -> List[str]:
@@ -231,9 +240,19 @@ def _smallest_window(trials: PieceTrials, ops: List["isolation.OpCall"],
 
 
 def _try_written(trials: PieceTrials, program: "isolation.Written", tried: List[Dict[str, Any]]) -> Optional[Tuple[Any, Trial]]:
+    """The program, in the public calls the model made; where that form says nothing (it could not be
+    exported or run alone), the same ops as ``paddle._C_ops`` once more."""
     trial = trials.one_op(program)
-    tried.append({"op": program.op_type, "call": program.describe(), **trial.to_dict()})
+    tried.append({"op": program.op_type, "call": program.describe(), "form": _form(program), **trial.to_dict()})
+    fallback = program.as_c_ops() if trial.says_nothing else None
+    if fallback is not None:
+        program, trial = fallback, trials.one_op(fallback)
+        tried.append({"op": program.op_type, "call": program.describe(), "form": _form(program), **trial.to_dict()})
     return (program, trial) if trial.reproduces else None
+
+
+def _form(program: "isolation.Written") -> str:
+    return "paddle._C_ops (no public call ran it alone)" if program.harness_form else "the public API the model called"
 
 
 def _isolated(found: Tuple[Any, Trial], trials: PieceTrials, tried: List[Dict[str, Any]], candidates: int,
@@ -265,7 +284,7 @@ def _public_form(trials: PieceTrials, program: "isolation.Written", tried: List[
     """The isolated op written as the public call the model's forward made (``public_api``), tried
     once: the reproducer calls it when it reproduces as the ``_C_ops`` form did."""
     call = program.calls[0].public if len(program.calls) == 1 and program.branched_at is None else None
-    if call is None:
+    if call is None or not program.harness_form:  # none, or the program speaks it already
         return None
     source, fed, held = written_public(call, trials.held_ids, isolation.ONE_OP)
     public = isolation.Written(list(program.calls), source, fed, held)
@@ -279,7 +298,9 @@ def _public_words(program: "isolation.Written", public: Optional[Tuple[Any, Tria
     if not calls:
         return {}
     words: JsonObject = {"op_api": [c.describe() for c in calls], "api_config": [c.config_line() for c in calls]}
-    if public is not None:
+    if not program.harness_form:
+        words["op_api_reproduces"] = True  # the reproducing program is the public calls themselves
+    elif public is not None:
         trial = public[1]
         # A public form the harness could not export alone says nothing about the op: said apart.
         words["op_api_reproduces"] = None if trial.untestable else trial.reproduces

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -27,8 +27,16 @@ from .context import CellContext
 from .ledger import Ledger
 from .descent import Trial
 from .isolation import ONE_OP, Written
-from .pieces import SMALL_INT_INPUT, Call, VacuousPiece, load_piece, load_source, piece_source, specs, unique_tensors
+from . import sandbox
+from .pieces import (SMALL_INT_INPUT, Call, VacuousPiece, load_piece, load_source, piece_source, source_path, specs,
+                     unique_tensors)
 from .registry import runtime
+
+# What a trial is doing when its process dies (``sandbox.phase``): the piece's dygraph call, its
+# export, the reference config's run, the failing stage's run.
+DYGRAPH, EXPORT, REFERENCE, STAGE = "dygraph", "export", "reference", "stage"
+# A trial's share of the stage timeout (the whole reduction is one step of the cell's journal).
+TRIAL_SHARE = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,26 +78,37 @@ class PieceTrials:
         self.op_exports = 0  # one-op programs exported (or tried to be)
         self.layers: Dict[Tuple[str, ...], Any] = {}  # the generated layer and inputs of each reproducing piece
         self.held_ids: set = set()  # the isolated forward's parameters and buffers (by id): they stay parameters
+        self.trial_timeout = float(ctx.cell.stage_timeout) * TRIAL_SHARE
 
     def __call__(self, paths: List[str]) -> Trial:
         self.tried += 1
-        trial = Trial(members=list(paths), reproduces=False)
         where = self.folder / f"piece{self.tried}"
         members = sorted((self.calls[p] for p in paths), key=lambda c: c.order)
+        trial = self._in_child(lambda: self._piece(paths, members, where), Trial(members=list(paths), reproduces=False),
+                               where, harness_form=False)
+        if trial.reproduces and trial.files:  # only a reproducing piece's layer can be the answer the op is sought in
+            home = Path(trial.files["program"]).parent
+            self.layers[tuple(trial.members)] = (load_piece(source_path(home, "Piece").read_text(encoding="utf-8"),
+                                                            home, members), list((trial.feeds or {}).values()))
+        return trial
+
+    def _piece(self, paths: List[str], members: List[Call], where: Path) -> Trial:
+        trial = Trial(members=list(paths), reproduces=False)
         built = self._build(members, where, trial)
         if built is None:
             return trial
         files, feeds, traced = built
         trial.files, trial.feeds = files, feeds
-        self._judge(trial, files, feeds, traced, where)
-        if not trial.reproduces:  # only a reproducing piece's layer can be the answer the op is sought in
-            self.layers.pop(tuple(trial.members), None)
-        return trial
+        return self._judge(trial, files, feeds, traced, where)
 
     def one_op(self, program: Written) -> Trial:
         """The op (or the chain of ops) alone, on the tensors it received in the piece's forward."""
         self.op_exports += 1
         where = self.folder / f"op{self.op_exports}"
+        return self._in_child(lambda: self._one_op(program, where), Trial(members=program.op_types, reproduces=False),
+                              where, harness_form=program.harness_form)
+
+    def _one_op(self, program: Written, where: Path) -> Trial:
         trial = Trial(members=program.op_types, reproduces=False)
         try:
             layer = load_source(program.source, where, ONE_OP)
@@ -103,21 +122,41 @@ class PieceTrials:
         trial.files, trial.feeds = files, {f"in{k}": a for k, a in enumerate(arrays)}
         return self._judge(trial, files, trial.feeds, traced, where)
 
+    def _in_child(self, fn: Callable[[], Trial], empty: Trial, where: Path, harness_form: bool) -> Trial:
+        """``fn()`` where its death cannot end the reduction (``sandbox``): a trial whose process died
+        says nothing of the failure sought and records how it died. A death while the harness's own
+        ``_C_ops`` form was being built (dygraph or export) is the harness's gap; any other (the
+        model's layers, a public call, a predictor) is Paddle's."""
+        outcome = sandbox.in_child(fn, where, self.trial_timeout)
+        if not isinstance(outcome, sandbox.Death):
+            return outcome
+        if harness_form and outcome.phase in (DYGRAPH, EXPORT):
+            outcome.by = "harness"
+        empty.untestable = True
+        empty.death = outcome
+        empty.note = (f"its process died: {outcome.words()}"
+                      + (" (a form only the harness writes: the harness's gap, not a finding)"
+                         if outcome.by == "harness" else ""))
+        return empty
+
     def _export(self, layer: Any, arrays: List[np.ndarray], where: Path):
         # Dygraph first: to_static replaces the layer's forward, and a forward called after it runs
         # the traced program — the reference would be the very program it judges.
         traced = self._traced(layer, arrays)
+        sandbox.phase(EXPORT)
         return self.ctx.saved.export(layer, specs(self.paddle, arrays), where / "model"), arrays, traced
 
     def _export_reading_all(self, layer: Any, arrays: List[np.ndarray], where: Path):
         """The piece's files (or the indices of the inputs its program never reads) and its dygraph
         outputs (run before the trace, as in ``_export``)."""
         traced = self._traced(layer, arrays)
+        sandbox.phase(EXPORT)
         return self.ctx.saved.export_reading_all(layer, specs(self.paddle, arrays), where / "model"), traced
 
     def _traced(self, layer: Any, arrays: List[np.ndarray]) -> List[np.ndarray]:
         """The piece's dygraph outputs: what ``to_static`` traces, the reference of a baseline failure."""
         paddle = self.paddle
+        sandbox.phase(DYGRAPH)
         with paddle.no_grad():
             return [t.numpy() for t in unique_tensors(paddle, layer(*[paddle.to_tensor(a) for a in arrays]))]
 
@@ -152,7 +191,6 @@ class PieceTrials:
             trial.note = f"could not be exported alone: {paddle_message(exc)[:300]}"
             trial.untestable = True
             return None
-        self.layers[tuple(trial.members)] = (piece, arrays)
         return files, {f"in{k}": a for k, a in enumerate(arrays)}, traced
 
     def _judge(self, trial: Trial, files: Dict[str, str], feeds: Dict[str, np.ndarray], traced: List[np.ndarray],
@@ -164,6 +202,7 @@ class PieceTrials:
         expected: Optional[List[np.ndarray]] = traced
         got: Optional[List[np.ndarray]] = None
         try:
+            sandbox.phase(REFERENCE)
             ref = runtime(typing_plan.runtime).session(files, typing_plan.config, feeds, where / "reference")
             _, ref_out, evidence = ref.run_with_evidence(feeds)
             trial.op_types = dict(evidence.get("op_types") or {})
@@ -183,6 +222,7 @@ class PieceTrials:
         stage_types: Optional[Dict[str, int]] = None
         try:
             if got is None:
+                sandbox.phase(STAGE)
                 _, got, evidence = self.engine.session(files, plan.config, feeds, where / "stage").run_with_evidence(feeds)
                 stage_types = dict(evidence.get("op_types") or {})
         except Exception as exc:
@@ -201,6 +241,7 @@ class PieceTrials:
         if not self.culprits or self.failed is not Status.FAIL or not stage_types:
             return
         try:
+            sandbox.phase(f"{STAGE} without {', '.join(self.culprits)}")
             config = self.engine.without(self.plan, self.culprits)
             _, _, evidence = self.engine.session(files, config, feeds, where / "without").run_with_evidence(feeds)
         except Exception as exc:  # no second run to compare with: whether they fired stays unknown (None)

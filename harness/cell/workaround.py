@@ -36,7 +36,8 @@ from .ledger import Ledger
 from .registry import runtime
 from .runtime import Session
 from .stages import stage_reference
-from .trials import bookkeeping
+from . import sandbox
+from .trials import TRIAL_SHARE, bookkeeping
 
 SPEED_RUNS = 7
 Candidate = Tuple[str, StageConfig]  # what the change is, in words; the stage's config with it
@@ -117,6 +118,24 @@ class Verifier:
         return verdicts, "", session
 
 
+def _checked_in_child(ctx: CellContext, verifier: "Verifier", config: StageConfig, k: int
+                      ) -> Tuple[Dict[str, str], str, Optional[Session]]:
+    """``verifier.check(config)`` where a candidate that kills its process cannot end the search
+    (``sandbox``): checked in a child first; one that passes there is built again here, whose
+    session gives the evidence and the timing (a session does not cross processes)."""
+    where = ctx.work / f"{verifier.plan.name}.workaround" / f"candidate{k}"
+
+    def in_the_child() -> Tuple[Dict[str, str], str, bool]:
+        verdicts, why, session = verifier.check(config)
+        return verdicts, why, session is not None
+
+    answer = sandbox.in_child(in_the_child, where, float(ctx.cell.stage_timeout) * TRIAL_SHARE)
+    if isinstance(answer, sandbox.Death):
+        return {str(verifier.shapes[0]): Status.CRASH.value}, f"its process died: {answer.words()}", None
+    verdicts, why, passed = answer
+    return verifier.check(config) if passed else (verdicts, why, None)
+
+
 def _verdict_of(status: Status) -> str:
     """A raise while checking a candidate: Paddle's (or the runtime's) is the candidate failing; the
     harness's own (``untestable``) says nothing about the candidate, and is said apart."""
@@ -139,8 +158,8 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan
     verifier = Verifier(ctx, plan, done, shapes)
     tried: List[JsonObject] = []
     chosen: Optional[Tuple[str, StageConfig, Session]] = None
-    for words, config in tried_changes:
-        verdicts, why, session = verifier.check(config)
+    for k, (words, config) in enumerate(tried_changes, 1):
+        verdicts, why, session = _checked_in_child(ctx, verifier, config, k)
         tried.append({"change": words, "verdicts": verdicts, **({"why": why} if why else {})})
         if session is not None:
             chosen = (words, config, session)

@@ -316,8 +316,9 @@ class RunModel:
     def diagnosis(self, cause: Cause) -> Optional[Diagnosis]:
         """Where a stage that raised this cause was localized, from that stage's own analysis
         (one with a verified reproducer first); else why its stages were not analysed."""
+        # A trial's death (a crash with no stage of its own) has no stage diagnosis: the cell's is another cause's.
         found = [d for r in self.records if r.id in cause.places
-                 for stage in cause.stages.get(r.id, [None])
+                 for stage in cause.stages.get(r.id, [] if cause.kind == Status.CRASH.value else [None])
                  for d in [Diagnosis.of(r, stage)] if d is not None]
         analysed = [d for d in found if not d.not_analysed]
         return (next((d for d in analysed if d.reproducer and d.reproducer.verified), None)
@@ -376,7 +377,9 @@ class RunModel:
                 for what, trials in (("pieces", entry.get("trials") or []),
                                      ("one-op programs", (entry.get("isolation") or {}).get("tried") or [])):
                     # a vacuous piece (no op of its own) is nothing the harness failed to build
-                    unbuilt = [t for t in trials if t.get("untestable") and not t.get("vacuous")]
+                    # nor a trial whose process Paddle killed (a finding of its own: ``causes``)
+                    unbuilt = [t for t in trials if t.get("untestable") and not t.get("vacuous")
+                               and (t.get("died") or {}).get("by") != "paddle"]
                     if unbuilt:
                         gaps.append(HarnessGap(r.id, f"{entry.kind} of {entry.stage}",
                                                f"{len(unbuilt)} of {len(trials)} {what} could not be built or run "
@@ -400,6 +403,12 @@ def _worded(records: Iterable[CellRecord]):
         for stage in r.ladder:
             if stage.status in (Status.ERROR, Status.CRASH, Status.TIMEOUT):
                 yield stage.status.value, stage.message, r.id, stage.name
+        for entry in r.analysis:
+            for death in entry.get("deaths") or []:
+                # A trial's process killed by a call a user could make (a predictor, a public API, the
+                # model's own layers): a finding of its own. The harness's own forms are its gaps.
+                if death.get("by") == "paddle":
+                    yield Status.CRASH.value, f"{death.get('words')} (a trial of the {entry.kind})", r.id
 
 
 def load_hazard_probes(results: Path) -> List[HazardProbe]:
