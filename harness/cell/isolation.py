@@ -26,15 +26,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .pieces import Slot
+from .op_source import DYGRAPH_ONLY, ONE_OP, Written, written
 from .public_api import PublicCall, PublicRecorder
 
 # Ops that make tensors from nothing (initializers, constants): never "the op".
 CREATION = {"full", "full_", "full_like", "full_int_array", "uniform", "gaussian", "assign_value", "assign_value_",
             "arange", "zeros", "ones", "empty", "eye", "linspace", "randint", "randperm", "truncated_gaussian_random"}
-
-# ``_C_ops`` functions that exist for dygraph alone (they take no PIR value, so ``to_static`` cannot
-# write them): the public call that builds the same computation in a program.
-DYGRAPH_ONLY = {"linear": "paddle.nn.functional.linear"}
 
 # Tensor operators (``a * b``, ``x > 0``) run their op in C++ without ``_C_ops``: recorded as the
 # ``_C_ops`` call that builds the same op (its name, whether the operands are swapped, its extra
@@ -52,9 +49,6 @@ OPERATORS: Dict[str, Tuple[str, bool, Tuple[Any, ...]]] = {
 # The most one-op programs one reduction builds per op type (every type gets one before any gets a
 # second: a cap on the first N ops in order would never reach a piece's later op types).
 PER_TYPE = 2
-# The one-op layer's class name in its generated module.
-ONE_OP = "OneOp"
-
 
 @dataclasses.dataclass
 class OpCall:
@@ -305,169 +299,6 @@ def suspicion(call: OpCall, message: str, first_divergence: Optional[str]) -> in
 def _same_shape(shape: Tuple[int, ...], printed: Tuple[int, ...]) -> bool:
     """A printed shape matches when every dimension agrees; -1 (dynamic) matches any."""
     return len(shape) == len(printed) and all(p in (-1, d) for d, p in zip(shape, printed))
-
-
-@dataclasses.dataclass
-class Written:
-    """An op, or a short chain of ops, as a layer of its own: its module's source, the arrays fed
-    to its forward (``in0, in1, ...``) and those it holds as parameters (``self.p0, ...``: the
-    model's parameters and buffers stay parameters of the program)."""
-
-    calls: List[OpCall]
-    source: str
-    fed: List[np.ndarray]
-    held: Dict[str, np.ndarray]
-    branched_at: Optional[int] = None
-    harness_form: bool = True  # some op is written as ``paddle._C_ops`` (no public call ran it alone)
-    every_end: bool = False
-    public: bool = True  # asked to speak public calls where the model made them
-
-    def as_c_ops(self) -> Optional["Written"]:
-        """The same ops, every one as ``paddle._C_ops``: the fallback where a public form says
-        nothing (it could not be exported alone); None when this is that form already."""
-        if not self.public:
-            return None
-        other = written(self.calls, self.branched_at, self.every_end, public=False)
-        return other if other.source != self.source else None
-
-    @property
-    def op_types(self) -> List[str]:
-        """The program's ops in order, the ``if`` where the model branched."""
-        types = [c.op_type for c in self.calls]
-        return types if self.branched_at is None else types[:self.branched_at] + ["pd_op.if"] + types[self.branched_at:]
-
-    @property
-    def op_type(self) -> str:
-        return " -> ".join(self.op_types)
-
-    @property
-    def kind(self) -> str:
-        return ("an if the model took on an op's output" if self.branched_at is not None else
-                "one op alone" if len(self.calls) == 1 else f"{len(self.calls)} adjacent ops")
-
-    def describe(self) -> str:
-        return " -> ".join(c.describe() for c in self.calls)
-
-
-def written(calls: Sequence[OpCall], branched_at: Optional[int] = None, every_end: bool = False,
-            public: bool = True) -> Written:
-    """``calls`` (one op, or ops each reading an output of the one before) as one layer: an input an
-    earlier op of the chain produced is wired from it; a held one (a parameter or buffer of the
-    model) becomes a parameter of the layer; every other one is fed. It returns the last op's first
-    output that is not one of its inputs: the op's main output. The others can be auxiliary buffers
-    no kernel fills in inference (batch_norm's saved mean and variance, its reserve space), whose
-    values would differ for no fault of the op.
-
-    ``public``: each op is written as the public call the model made when that call ran this op
-    alone (``paddle.unique(x, return_inverse=True, dtype="int64")``, recorded while the model ran),
-    and as ``paddle._C_ops`` only where there is none — a ``_C_ops`` signature is the dygraph one
-    and changes between releases (at 3.3.1 ``_C_ops.unique``'s six-argument dygraph form segfaults
-    under ``to_static``; ``paddle.unique`` passes a seventh). ``Written.harness_form`` says whether
-    any op kept the ``_C_ops`` form.
-
-    ``every_end``: return the main output of every op that no later op of ``calls`` reads (a run of
-    the forward's ops can end in several places: a rotary table's cos and its sin).
-
-    ``branched_at``: the model branched (a Python ``if``) on the output of ``calls[branched_at - 1]``
-    and ran ``calls[branched_at:]`` in the branch taken: the layer does the same, so that
-    ``to_static`` writes the same control flow (``pd_op.if``); the branch's result replaces its first
-    input, which the branch not taken returns."""
-    layer = _LayerText()
-    lines: List[str] = []
-    harness_form = False
-    for j, call in enumerate(calls):
-        indent = "        "
-        if branched_at is not None and j == branched_at:
-            lines += [f"        out = {layer.name_of(call.input_ids[0], call.arrays[0], 0 in call.held)}",
-                      f"        if r{j - 1}:"]
-        if branched_at is not None and j >= branched_at:
-            indent = "            "
-        spoken = call.public if public and _alone(call) else None
-        if spoken is not None:
-            held = {call.input_ids[k] for k in call.held if k < len(call.input_ids)}
-            names = {k: layer.name_of(i, a, i in held) for k, (i, a) in enumerate(zip(spoken.ids, spoken.arrays))}
-            lines.append(f"{indent}r{j} = {spoken.call_line(names)}")
-            for access, tensor in spoken.outputs:
-                layer.produced.setdefault(tensor, f"r{j}" + "".join(f"[{i}]" for i in access))
-            continue
-        harness_form = harness_form or call.name not in DYGRAPH_ONLY
-        names = {k: layer.name_of(call.input_ids[k] if k < len(call.input_ids) else None, array, k in call.held)
-                 for k, array in enumerate(call.arrays)}
-
-        def spell(value: Any) -> str:
-            if isinstance(value, Slot):
-                return names[value.index]
-            if isinstance(value, list):
-                return "[" + ", ".join(spell(v) for v in value) + "]"
-            return repr(value)
-
-        lines.append(f"{indent}r{j} = {DYGRAPH_ONLY.get(call.name, 'paddle._C_ops.' + call.name)}"
-                     f"({', '.join(spell(a) for a in call.args)})")
-        for (access, is_input), tensor in zip(call.returns, call.output_ids or [None] * len(call.returns)):
-            if not is_input and tensor is not None:
-                layer.produced.setdefault(tensor, f"r{j}" + "".join(f"[{i}]" for i in access))
-    ends = _ends(calls) if every_end and branched_at is None else []
-    returned = [layer.produced[t] for t in (ends or [_main_output(calls[-1])]) if t in layer.produced][:None if ends else 1]
-    if branched_at is not None:
-        lines.append(f"            out = {', '.join(returned)}")
-        returned = ["out"]
-    params = ", ".join(f"in{k}" for k in range(len(layer.fed)))
-    init = ["    def __init__(self):", "        super().__init__()"] + [
-        f"        self.register_buffer({name!r}, paddle.zeros({list(a.shape)}, dtype={str(a.dtype)!r}), persistable=True)"
-        for name, a in layer.held.items()] + [""] if layer.held else []
-    what = ("an if on an op's output, as the model branched" if branched_at is not None else
-            "one op alone" if len(calls) == 1 else f"{len(calls)} ops, each reading the one before")
-    source = (
-        f'"""{what[0].upper() + what[1:]}, written by the harness: {" -> ".join(c.op_type for c in calls)} as the '
-        f'model\'s forward called it."""\n'
-        "import paddle\n\n\n"
-        f"class {ONE_OP}(paddle.nn.Layer):\n"
-        + "".join(f"{line}\n" for line in init)
-        + f"    def forward(self{', ' if params else ''}{params}):\n"
-        + "".join(f"{line}\n" for line in lines)
-        + f"        return [{', '.join(returned)}]\n")
-    return Written(list(calls), source, layer.fed, layer.held, branched_at, harness_form, every_end, public)
-
-
-class _LayerText:
-    """The names a written layer gives tensors: produced by an earlier op of it, held (a parameter
-    or buffer of the model, kept one), or fed (``in0, in1, ...``); a tensor read twice, one name."""
-
-    def __init__(self) -> None:
-        self.produced: Dict[int, str] = {}
-        self.fed: List[np.ndarray] = []
-        self.held: Dict[str, np.ndarray] = {}
-
-    def name_of(self, tensor: Optional[int], array: np.ndarray, held: bool) -> str:
-        if tensor is not None and tensor in self.produced:
-            return self.produced[tensor]
-        if held:
-            name = f"self.p{len(self.held)}"
-            self.held[f"p{len(self.held)}"] = array
-        else:
-            name = f"in{len(self.fed)}"
-            self.fed.append(array)
-        if tensor is not None:
-            self.produced[tensor] = name
-        return name
-
-
-def _alone(call: OpCall) -> bool:
-    """Whether the public call the model made ran this op and no other, and returns its main output
-    (then writing the call is writing the op)."""
-    spoken = call.public
-    return (spoken is not None and spoken.ops == 1 and spoken.outputs is not None
-            and _main_output(call) in {t for _, t in spoken.outputs})
-
-
-def _main_output(call: OpCall) -> Optional[int]:
-    return next((t for (_, is_input), t in zip(call.returns, call.output_ids) if not is_input), None)
-
-
-def _ends(calls: Sequence[OpCall]) -> List[int]:
-    """The main output of every op of ``calls`` that no later op of them reads."""
-    read = {t for call in calls for t in call.input_ids}
-    return [t for t in (_main_output(c) for c in calls) if t is not None and t not in read]
 
 
 def branches(calls: Sequence[OpCall]) -> List[Tuple[List[OpCall], int]]:
