@@ -134,9 +134,9 @@ def _runner(session, posargs) -> str:
 def _cell_session(nox_session: _sessions.NoxSession):
     name, version = nox_session.session, nox_session.version
     session = MATRIX.session(name)
-    forced = ["--model", _matrix.ZOO] if nox_session.zoo else []
-
     def run(s: nox.Session) -> None:
+        # A zoo session runs the zoo unless the user names models: a model asked for is the model run.
+        forced = ["--model", _matrix.ZOO] if nox_session.zoo and not _models(s.posargs) else []
         if session.device == "gpu":
             reason = gpu_absence_reason()  # no driver, or no GPU
             if reason:
@@ -223,7 +223,7 @@ def images(s: nox.Session) -> None:
 # Workers of the process tier. Its tests keep both cores busy (process accounting, AVX2 machine: 30.6
 # CPU-minutes in a 16.4-minute tier, 94% of two cores); more workers than cores only cover a test's
 # waits (dockerd, debootstrap, downloads). Six were no faster than four (18 m 35 s against 18 m 03 s)
-# — measured in the README's testing section.
+# — measured in docs/testing.md.
 PROCESS_TIER_WORKERS = 4
 
 

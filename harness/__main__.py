@@ -442,7 +442,9 @@ def _cmd_regress(args: argparse.Namespace) -> int:
 
 def _cmd_port(args: argparse.Namespace) -> int:
     from .artefacts import portability
+    from .running.pathargs import existing_run
 
+    existing_run(args.results, args.run_name)  # before the lock: a typo writes nothing
     with owned(args.results / args.run_name):
         results = portability.run(args.results / args.run_name, args.session, args.model, force=args.force,
                                   jobs=args.jobs or os.cpu_count() or 1)
@@ -480,6 +482,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except ModuleNotFoundError as exc:
+        from .matrix.sessions import HOST_SIDE, HOST_SIDE_MODULES
+
+        if (exc.name or "").split(".")[0] not in HOST_SIDE_MODULES:
+            raise
+        print(f"error: python -m harness {args.command} needs the host side's package {exc.name!r}, which "
+              f"{sys.executable} does not have: run it through nox (nox -s {args.command}), or install "
+              f"{' '.join(HOST_SIDE)} into this Python.", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted: rerun to resume (finished cells keep their records; the running ones were stopped "
               "and are redone)", file=sys.stderr)

@@ -25,6 +25,9 @@ from ..artefacts.shards import CELLS_TAG
 # The host side: tabulate prints the tables; openpyxl and matplotlib write the per-tensor sheets
 # and plots; the docker SDK drives containers.
 HOST_SIDE = ("numpy", "tabulate", "openpyxl", "matplotlib", "docker", "jinja2", "packaging", "pyyaml", "tomli-w")
+# The names they are imported by (a host command run from a Python without one says which, in one line).
+HOST_SIDE_MODULES = frozenset({"numpy", "tabulate", "openpyxl", "matplotlib", "docker", "jinja2", "packaging", "yaml",
+                               "tomli_w"})
 # A uv-made venv cannot import paddle without setuptools.
 CELL_SIDE_EXTRAS = ("setuptools", "tabulate", "openpyxl", "matplotlib")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import re
 from typing import List, Optional, Sequence
 
-from ..shared.causes import names_its_call
+from ..shared.causes import at_word, names_its_call
 from ..shared.machine import label as machine_label
 from ..shared.notes import clip, fmt_number
 from ..shared.vocab import Status
@@ -64,7 +64,7 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
     stage = next((s for s in record.stages if s.name == diagnosis.stage), None)
     session = record.session
     reduce = record.analysis.reduction
-    subject = reduce.op if reduce is not None and reduce.op_call else (diagnosis.layer or "the model")
+    subject = f"{diagnosis.stage}: {place_of(diagnosis, reduce)}"
     raised = kind != Status.FAIL.value
     said = clip(first_line(message), 120)
     # "predictor.run() raised ..." already says what raised: not "raises predictor.run() raised".
@@ -168,7 +168,7 @@ def title(session: str, subject: str, error: str, culprits: Sequence[str], versi
           releases: Optional[ReleaseSpan] = None) -> str:
     """``[session] <op or layer> raises <error> under <pass> (Paddle X)``: the words cut at a word
     boundary (never mid-word), the culprit pass named when the search found one."""
-    said = _at_word(_without_source(first_line(error)), TITLE_WORDS)
+    said = at_word(_without_source(first_line(error)), TITLE_WORDS)
     # "predictor.run() raised ..." already says what raised: not "raises predictor.run() raised".
     what = ("gives different numbers" if not error else f"fails: {said}" if names_its_call(error) else f"raises {said}")
     under = f" under {', '.join(culprits)}" if culprits else ""
@@ -177,16 +177,18 @@ def title(session: str, subject: str, error: str, culprits: Sequence[str], versi
     return f"# [{session}] {subject} {what}{under} ({since})"
 
 
+def place_of(diagnosis: Diagnosis, reduce: Optional[object]) -> str:
+    """What fails, as far as the analysis placed it: the op in its layer, the layer, else the model.
+    Never an analysis's status (a reduction that did not end is said in the draft's body)."""
+    op = getattr(reduce, "op", None) if getattr(reduce, "op_call", None) else None
+    if op and diagnosis.layer:
+        return f"{op} in {diagnosis.layer}"
+    return op or diagnosis.layer or "the model"
+
+
 def _without_source(error: str) -> str:
     """Paddle's words without its ``(at /paddle/...cc:N)`` suffix: the file says nothing to a title."""
     return re.sub(r"\s*\(at [^)]*\)\s*$", "", error).strip().rstrip(".")
-
-
-def _at_word(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:")
-    return f"{cut} …"
 
 
 def _culprits(record: CellRecord, stage: str) -> List[str]:

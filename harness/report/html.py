@@ -128,7 +128,7 @@ def _diagnosis(found: Optional[Diagnosis], base: Path) -> Optional[Dict[str, Any
         return None
     return {"layer": found.layer, "op": found.op or found.fusion, "searches": found.searches, "triage": found.triage,
             "reproducer": {"script": found.script, "verified": found.reproducer.verified} if found.reproducer else None,
-            "not_analysed": found.not_analysed, "draft": found.draft, "workaround": found.workaround,
+            "not_analysed": found.not_analysed, "not_reduced": found.not_reduced, "draft": found.draft, "workaround": found.workaround,
             "releases": found.releases,
             "draft_href": _href(Path(found.draft), base) if found.draft else ""}
 

@@ -36,6 +36,7 @@ class Diagnosis:
     reproducer: Optional[Reproducer] = None
     draft: str = ""  # the issue draft beside the reproducer (``drafts.py`` writes it), when there is one
     not_analysed: str = ""  # why this stage has no analysis of its own (another stage had it)
+    not_reduced: str = ""  # why its reduction found no place (the step's own words): never a place
     workaround: str = ""  # the verified smallest change that makes the stage pass (``cell/workaround.py``)
     releases: str = ""  # the release span of its cause (``python -m harness releases``)
 
@@ -88,7 +89,7 @@ class Diagnosis:
             if reduce.fusion:
                 self.op, self.fusion = "", f"the fusion by {', '.join(reduce.fusion)} across its sublayers"
         elif reduce is not None and reduce.entry.message:
-            self.layer = f"not reduced: {reduce.entry.message}"
+            self.not_reduced = reduce.entry.message
         if repro is not None and repro.script:
             # The record's paths are the run folder's: resolved where this process reads the record.
             script = record.located(repro.script)
@@ -100,6 +101,8 @@ class Diagnosis:
         parts = [self.not_analysed] if self.not_analysed else []
         if self.layer:
             parts.append(f"layer {self.layer}")
+        if self.not_reduced:
+            parts.append(f"not reduced: {self.not_reduced}")
         if self.op:
             parts.append(f"op {self.op}")
         if self.fusion:

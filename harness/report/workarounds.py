@@ -23,10 +23,9 @@ import collections
 import dataclasses
 import statistics
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..shared.causes import cause_of
-from ..shared.notes import clip
+from ..shared.causes import at_word, shown_apart, stage_cause
 from ..shared.record_model import AnalysisEntry, CellRecord
 from ..shared.records import atomic_write_text, load_records
 from ..shared.vocab import Status
@@ -40,9 +39,10 @@ BESIDE = "workaround.md"
 class CellWorkaround:
     cell: str
     stage: str
-    cause: str
+    cause: str            # Paddle's words (a numeric failure: the stage's)
     entry: AnalysisEntry
     reproducer: Optional[str]
+    key: str = ""         # the cause's grouping key (``cause_of``): internal, never shown
 
     @property
     def verified(self) -> bool:
@@ -59,13 +59,16 @@ class CellWorkaround:
         return (self.entry.get("speed") or {}).get("ratio")
 
 
-def _cause(record: CellRecord, stage_name: str) -> str:
+def _cause(record: CellRecord, stage_name: str) -> Tuple[str, str]:
+    """The failing stage's cause: ``(grouping key, Paddle's words)``."""
     stage = next((s for s in record.stages if s.name == stage_name), None)
     if stage is None:
-        return stage_name
+        return stage_name, stage_name
     if stage.status is Status.FAIL:
-        return f"{stage_name}: outputs beyond the tolerance"
-    return cause_of(stage.message) or stage.message[:160]
+        words = f"{stage_name}: outputs beyond the tolerance"
+        return words, words
+    message = " ".join(str(stage.message or "").split())
+    return stage_cause(message) or message, message
 
 
 def collect(records: Sequence[CellRecord]) -> List[CellWorkaround]:
@@ -75,16 +78,23 @@ def collect(records: Sequence[CellRecord]) -> List[CellWorkaround]:
         if entry is None or entry.status is not Status.PASS:
             continue
         repro = record.analysis.reproducer
-        found.append(CellWorkaround(record.id, entry.stage or "", _cause(record, entry.stage or ""), entry,
-                                    repro.entry.get("folder") if repro is not None else None))
+        key, words = _cause(record, entry.stage or "")
+        found.append(CellWorkaround(record.id, entry.stage or "", words, entry,
+                                    repro.entry.get("folder") if repro is not None else None, key))
     return found
 
 
 def by_cause(cells: Sequence[CellWorkaround]) -> Dict[str, List[CellWorkaround]]:
+    """The cells of each cause (by its grouping key), largest first."""
     grouped: Dict[str, List[CellWorkaround]] = {}
     for cell in cells:
-        grouped.setdefault(cell.cause, []).append(cell)
+        grouped.setdefault(cell.key or cell.cause, []).append(cell)
     return dict(sorted(grouped.items(), key=lambda kv: -len(kv[1])))
+
+
+def _headings(groups: Dict[str, List[CellWorkaround]], limit: int) -> List[str]:
+    """Each cause in Paddle's words (its first cell's), shortened at a word and told apart."""
+    return shown_apart([group[0].cause for group in groups.values()], limit)
 
 
 def _common_change(cells: Sequence[CellWorkaround]) -> str:
@@ -96,13 +106,14 @@ def _common_change(cells: Sequence[CellWorkaround]) -> str:
 def table(cells: Sequence[CellWorkaround]) -> str:
     """The across-cells table: cause, workaround, cells fixed by it, speed ratio."""
     lines = ["| cause | workaround | cells fixed | speed ratio (with / without) |", "|---|---|---|---|"]
-    for cause, group in by_cause(cells).items():
+    groups = by_cause(cells)
+    for cause, group in zip(_headings(groups, 90), groups.values()):
         change = _common_change(group)
         fixed = [c for c in group if c.verified and c.change == change]
         ratios = [c.ratio for c in fixed if c.ratio is not None]
         speed = (f"{statistics.median(ratios):.2f}" + (f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else "")
                  if ratios else "-")
-        lines.append(f"| {_cell_text(clip(cause, 90))} | {_cell_text(change) or 'none verified'} | "
+        lines.append(f"| {_cell_text(cause)} | {_cell_text(change) or 'none verified'} | "
                      f"{len(fixed)} of {len(group)} | {speed} |")
     return "\n".join(lines) + "\n"
 
@@ -154,7 +165,7 @@ def known_issues(cells: Sequence[CellWorkaround], records: Sequence[CellRecord],
         stage = record.verdict.first_failing_stage
         found = by_cell.get(record.id)
         repro = record.analysis.reproducer
-        entry = {"cell": record.id, "stage": stage, "reason": clip(_cause(record, stage or ""), 300)}
+        entry = {"cell": record.id, "stage": stage, "reason": at_word(_cause(record, stage or "")[1], 300)}
         if repro is not None and repro.entry.get("folder"):
             entry["link"] = str(Path(repro.entry.get("folder")) / "issue.md")
         if found is not None and found.verified:
@@ -164,12 +175,16 @@ def known_issues(cells: Sequence[CellWorkaround], records: Sequence[CellRecord],
 
 
 def write(run: Path, say=print) -> List[Path]:
+    import tomli_w  # noqa: F401 - both writers before any file: a Python without one writes nothing
+    import yaml  # noqa: F401
+
     records = load_records(run)
     cells = collect(records)
     written = []
     sections = []
-    for cause, group in by_cause(cells).items():
-        sections += [f"### {_cell_text(clip(cause, 200))}", "", *[cell_section(c) for c in group]]
+    groups = by_cause(cells)
+    for cause, group in zip(_headings(groups, 200), groups.values()):
+        sections += [f"### {_cell_text(cause)}", "", *[cell_section(c) for c in group]]
     text = (f"# Workarounds: {run.name}\n\nThe smallest change to each failing stage's config that makes it pass at "
             f"every shape, verified by running the stage with it (`python -m harness workarounds`).\n\n"
             + (table(cells) if cells else "No failing stage was searched for a workaround.\n") + "\n"
@@ -184,6 +199,9 @@ def write(run: Path, say=print) -> List[Path]:
             if folder.is_dir():
                 atomic_write_text(folder / BESIDE, f"# Workaround for `{cell.cell}`\n\n" + cell_section(cell))
                 written.append(folder / BESIDE)
+    from .refresh import refresh
+
+    written += refresh(run, say)  # the drafts and reports that show these causes link their workarounds
     verified = sum(1 for c in cells if c.verified)
     say(f"workarounds: {verified} of {len(cells)} searched stage(s) have a verified workaround: {run / TABLE_FILE}; "
         f"known issues: {run / KNOWN_FILE}")
@@ -200,12 +218,9 @@ def add_parser(sub: Any) -> None:
 
 
 def command(args: Any) -> int:
-    run = args.results / args.run_name
-    if not run.is_dir():
-        from ..shared.errors import UserError
+    from ..running.pathargs import existing_run
 
-        raise UserError(f"--run {args.run_name}: no run folder {run}; run a session first (or give --results).")
-    write(run)
+    write(existing_run(args.results, args.run_name))
     return 0
 
 

@@ -72,6 +72,20 @@ def run_name(text: str) -> str:
     return text
 
 
+def existing_run(results: Path, name: str) -> Path:
+    """The run folder ``results/name`` that a command reads, or one line of bad input: a command
+    that reads a run writes nothing for a run that does not exist (not even its lock file)."""
+    from ..shared.errors import UserError
+    from ..shared.records import is_record_place
+
+    run = results / name
+    if not run.is_dir():
+        raise UserError(f"--run {name}: no run folder {run}; run a session first (or give --results).")
+    if not any(is_record_place(run, path) for path in run.rglob("*.json")):
+        raise UserError(f"--run {name}: no result records under {run}; run a session first (or give --results).")
+    return run
+
+
 def at_least_one(text: str) -> int:
     """A count of things at once (``--jobs``): a whole number, 1 or more."""
     try:

@@ -32,6 +32,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..matrix import load as load_matrix, session_runtime_packages
 from ..matrix.sessions import CELL_SIDE_EXTRAS, Environment
+from ..shared.causes import shown_apart
 from ..shared.errors import UserError
 from ..shared.record_model import AnalysisEntry, Analyses, CellRecord
 from ..shared.records import load_records, write_record
@@ -82,6 +83,16 @@ class ReleaseCause:
     @property
     def cause_words(self) -> str:
         return self.home.analysis.reproducer.source.cause_words
+
+    @property
+    def words(self) -> str:
+        """The cause as a person reads it: the failing stage's own message (Paddle's words), or
+        what failed on numbers; ``key`` stays internal."""
+        stage_name = self.home.analysis.reproducer.stage
+        stage = next((s for s in self.home.stages if s.name == stage_name), None)
+        if self.numeric or stage is None or not stage.message:
+            return f"{self.home.id} {stage_name}: outputs beyond the tolerance"
+        return " ".join(stage.message.split())
 
 
 def causes_of(records: Sequence[CellRecord]) -> Tuple[List[ReleaseCause], List[str]]:
@@ -272,14 +283,15 @@ def _run_locked(results: Path, options: Options, say: Say) -> int:
                             f"Python {options.python} (it serves {', '.join(served)}).")
         served = sorted(options.releases, key=version_order)
     started = time.perf_counter()
+    shown = dict(zip((c.key for c in causes), shown_apart([c.words for c in causes], 100)))
 
     def placed(numbered: Tuple[int, ReleaseCause]) -> ReleaseSpan:
         k, cause = numbered
         said: Say = lambda line: say(line.replace("[releases]", f"[releases {k}]", 1))  # noqa: E731
-        said(f"[releases] {cause.key[:100]}: {len(cause.records)} cell(s), the source reproducer of {cause.home.id}")
+        said(f"[releases] {shown[cause.key]}: {len(cause.records)} cell(s), the source reproducer of {cause.home.id}")
         span = place(cause, served, environments(options.envs_root, cause.home, options.python, said), said,
                      options.confirm)
-        said(f"[releases] {cause.key[:100]}: {span.words()}")
+        said(f"[releases] {shown[cause.key]}: {span.words()}")
         return span
 
     # Causes are independent: each bisects in its own thread (its runs are processes); a release
@@ -291,9 +303,14 @@ def _run_locked(results: Path, options: Options, say: Say) -> int:
             entry = AnalysisEntry.from_dict("releases", {**span.to_dict(), "stage": record.analysis.reproducer.stage})
             write_record(results, dataclasses.replace(record, analysis=Analyses({**record.analysis.entries,
                                                                                  "releases": entry})))
-    say(f"[releases] {len(causes)} cause(s) placed in {time.perf_counter() - started:.0f} s")
+    unplaced = sum(1 for span in spans if span.outcome is SpanOutcome.NOT_AT_ITS_RELEASE)
+    say(f"[releases] {len(causes) - unplaced} of {len(causes)} cause(s) placed in {time.perf_counter() - started:.0f} s"
+        + (f"; {unplaced} not placed (said above)" if unplaced else ""))
     for line in without:
         say(f"[releases] not placed: {line}")
+    from ..report.refresh import refresh
+
+    refresh(results, say)  # the drafts and reports that showed these causes say their releases now
     return 0
 
 
@@ -331,8 +348,10 @@ def _positive(text: str) -> int:
 
 
 def command(args: "argparse.Namespace") -> int:
+    from .pathargs import existing_run
     from .pool import default_envs_root
 
+    existing_run(args.results, args.run_name)  # before the lock: a typo writes nothing
     options = Options(args.envs or default_envs_root(), args.python, tuple(args.releases) if args.releases else None,
                       args.pre, args.confirm, args.jobs or os.cpu_count() or 1)
     return run(args.results / args.run_name, options)

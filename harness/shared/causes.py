@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import Dict, Iterable, List, Tuple
+from typing import Dict, Iterable, List, Sequence, Tuple
 
 from .errors import PADDLE_WORDS, called, harness_made
 from .vocab import Status
@@ -138,6 +138,33 @@ def stage_cause(message: str) -> str:
     if _CALLED.match(text):  # what the call raised is what a script running it alone prints
         text = _UNDER.sub("", _CALLED.sub("", text))
     return cause_of(_PREFIX.sub("", text.split(" (at ")[0].strip()))
+
+
+def at_word(text: str, limit: int) -> str:
+    """``text`` on one line, cut at a word boundary to at most ``limit`` characters (`` …`` said
+    when cut): what a person reads of Paddle's words, never a word cut in two."""
+    text = " ".join(str(text or "").split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+    return f"{cut} …"
+
+
+def shown_apart(messages: Sequence[str], limit: int) -> List[str]:
+    """Each message as ``at_word`` shortens it — Paddle's own words, not a grouping key — lengthened
+    where two causes would otherwise read alike (six paddle2onnx causes sharing a long prefix): each
+    stays as short as ``limit`` allows and as long as telling it from the others needs."""
+    full = [" ".join(str(m or "").split()) for m in messages]
+    widths = [limit] * len(full)
+    while True:
+        said = [at_word(m, w) for m, w in zip(full, widths)]
+        alike = [i for i, text in enumerate(said)
+                 if any(j != i and said[j] == text and full[j] != full[i] for j in range(len(said)))]
+        longer = [i for i in alike if widths[i] < len(full[i])]
+        if not longer:
+            return said
+        for i in longer:
+            widths[i] += max(20, limit // 3)
 
 
 @dataclasses.dataclass

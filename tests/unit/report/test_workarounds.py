@@ -58,3 +58,46 @@ def test_the_known_issues_file_is_what_qualify_reads(tmp_path):
     assert "workaround" not in data["known"][1]  # none verified: the failure is known, nothing ships with it
     known = load_known(path)
     assert known[0].expects(records[0]) and not known[0].expects(records[2])
+
+
+TYPE_ERROR = ("ValueError: InvalidArgumentError: The type of data we are trying to retrieve (float32) does not match "
+              "the type of data (int64) currently contained in the container. (at /paddle/paddle/phi/core/dense_tensor.cc:153)")
+CONVERTER = "paddle2onnx could not convert the program; it said: Cannot convert op {} with opset 11 (at converter.cc:{})"
+
+
+def test_people_read_paddles_words_never_a_grouping_key_and_each_cause_apart(tmp_path):
+    """The cause's own first words (never "(float3<n>)"), shortened at a word, and six converter
+    causes sharing a long prefix told apart in the table."""
+    def failing(cell_id, message):
+        return as_record({"id": cell_id,
+                          "stages": [{"name": "ort_fp32", "status": "error", "message": message}],
+                          "verdict": {"status": "error", "first_failing_stage": "ort_fp32", "message": message},
+                          "analysis": {"workaround": {"status": "pass", "stage": "ort_fp32", **NONE}}})
+    ops = ["roi_align", "roi_pool", "grid_sample", "deformable_conv", "yolo_box", "multiclass_nms3"]
+    records = [failing(f"cpu_ort_fp32/3.3.1/normal/m{k}", CONVERTER.format(op, 100 + k)) for k, op in enumerate(ops)]
+    records.append(failing("cpu_ort_fp32/3.3.1/normal/t", TYPE_ERROR))
+    cells = workarounds.collect(records)
+    rows = [line for line in workarounds.table(cells).splitlines()[2:]]
+    assert len(rows) == 7
+    shown = [row.split(" | ")[0].lstrip("| ") for row in rows]
+    assert len(set(shown)) == 7, shown  # distinguishable
+    assert all(op in " ".join(shown) for op in ops)
+    assert any("The type of data we are trying to retrieve (float32)" in s for s in shown), shown
+    text = workarounds.known_issues(cells, records, tmp_path)
+    for said in [text, "\n".join(rows)]:
+        assert "<n>" not in said and "<path>" not in said
+    assert all(not s.endswith(("…", " …")) or " " in s for s in shown)
+    assert all(len(word) > 0 for s in shown for word in s.split())
+
+
+def test_one_cause_met_at_two_shapes_and_two_ways_is_one_row():
+    """Grouped by the cause's key internally: the same words with other numbers and another exception
+    prefix are one cause; the row shows the first cell's words."""
+    def failing(cell_id, message):
+        return as_record({"id": cell_id,
+                          "stages": [{"name": "ir", "status": "error", "message": message}],
+                          "verdict": {"status": "error", "first_failing_stage": "ir", "message": message},
+                          "analysis": {"workaround": {"status": "pass", "stage": "ir", **FIXED}}})
+    cells = workarounds.collect([failing("cpu_fp32/3.3.1/normal/a", TYPE_ERROR),
+                                 failing("cpu_fp32/3.3.0/normal/a", "at shape 1: " + TYPE_ERROR.replace("153", "160"))])
+    assert len(workarounds.by_cause(cells)) == 1

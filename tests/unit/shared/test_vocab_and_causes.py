@@ -36,3 +36,14 @@ def test_messages_that_differ_only_in_ids_share_a_cause(a, b):
 def test_different_messages_or_kinds_are_different_causes():
     assert cause_of("(NotFound) a") != cause_of("(InvalidArgument) a")
     assert len(group([("error", "x", "c"), ("crash", "x", "c")])) == 2
+
+
+def test_words_are_cut_at_a_word_and_lengthened_where_two_causes_would_read_alike():
+    from harness.shared.causes import at_word, shown_apart
+
+    assert at_word("one two three four", 9) == "one two …"
+    assert at_word("short", 90) == "short"
+    prefix = "paddle2onnx could not convert the program; it said: Cannot convert op "
+    said = shown_apart([prefix + "roi_align with opset 11", prefix + "yolo_box with opset 11", "other"], 40)
+    assert len(set(said)) == 3 and "roi_align" in said[0] and "yolo_box" in said[1] and said[2] == "other"
+    assert shown_apart(["same words", "same words"], 5) == ["same …", "same …"]  # one text: one reading
