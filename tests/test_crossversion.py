@@ -294,8 +294,8 @@ def test_releases_place_each_cause_at_its_first_bad_release_and_the_drafts_say_i
         assert said[OLD][0] == "not_reproduced" and said[head][0] == "reproduced", said
         assert said[span["first_bad"]] == ("reproduced", 3) and said[span["last_good"]] == ("not_reproduced", 3), said
         assert span["outcome"] == "found" and span["produced_by"] == "python -m harness releases"
-    # The drafts say it, and hold no path of this machine.
-    run_harness("report", "--results", str(results))
+    # The drafts say it (rewritten by releases itself, no report in between), and hold no path of this machine.
+    assert "2 of 2 cause(s) placed" in proc.stdout and "<n>" not in proc.stdout, proc.stdout[-3000:]
     for record, words in ((interp, f"first bad 3.3.0, last good 3.2.2, still at {head}"),
                           (ifparam, f"first bad 3.0.0, last good {OLD}, still at {head}")):
         folder = Path(record["analysis"]["reproducer"]["folder"])

@@ -84,9 +84,10 @@ def analysis_outcome(entry: AnalysisEntry) -> str:
 
 
 def analysis_note(entry: AnalysisEntry) -> str:
-    kind, stage, status, get = entry.kind, entry.stage or "?", entry.status, entry.get
+    kind, stage, status, get = entry.kind, entry.stage or "", entry.status, entry.get
     if status in (Status.ERROR, Status.CRASH, Status.TIMEOUT, Status.UNTESTABLE):
-        return f"{kind} of {stage}: {entry.message}"
+        # A worker that died in the step took the stage it analysed with it: the step alone is named.
+        return f"{kind} of {stage}: {entry.message}" if stage else f"{kind}: {entry.message}"
     if status is Status.SKIP and kind in ("bisect", "reduce"):
         return f"{stage}: {entry.message}"
     if kind == "bisect":
