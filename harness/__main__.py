@@ -483,13 +483,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except ModuleNotFoundError as exc:
-        from .matrix.sessions import HOST_SIDE, HOST_SIDE_MODULES
+        from .matrix.sessions import missing_host_package
 
-        if (exc.name or "").split(".")[0] not in HOST_SIDE_MODULES:
-            raise
-        print(f"error: python -m harness {args.command} needs the host side's package {exc.name!r}, which "
-              f"{sys.executable} does not have: run it through nox (nox -s {args.command}), or install "
-              f"{' '.join(HOST_SIDE)} into this Python.", file=sys.stderr)
+        print(f"error: {missing_host_package(exc, args.command)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: rerun to resume (finished cells keep their records; the running ones were stopped "

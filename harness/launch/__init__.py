@@ -34,7 +34,7 @@ from typing import Any, Callable, List, Optional, Protocol, Sequence
 from ..shared.logs import log_tail, signal_name
 from ..shared.protocol import EXIT_PADDLE_RAISED as PADDLE_RAISED
 from ..shared.protocol import EXIT_USER_ERROR as USER_ERROR
-from ..shared.protocol import cell_command, die_with_parent
+from ..shared.protocol import CELL_ENVIRONMENT, cell_command, die_with_parent
 from ..shared.vocab import Status
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -141,8 +141,8 @@ class LocalLauncher:
         self.python = python or sys.executable
         self._env = dict(os.environ)
         self._env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
-        # Paddle reads this at import; each predictor's own thread count is set per stage.
-        self._env.setdefault("OMP_NUM_THREADS", "1")
+        for name, value in CELL_ENVIRONMENT.items():  # the caller's own choice stands
+            self._env.setdefault(name, value)
         self.fork = os.environ.get("HARNESS_FORK", "1") != "0" if fork is None else fork
         self._server = None
         self._server_lock = threading.Lock()

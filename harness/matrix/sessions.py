@@ -28,6 +28,17 @@ HOST_SIDE = ("numpy", "tabulate", "openpyxl", "matplotlib", "docker", "jinja2", 
 # The names they are imported by (a host command run from a Python without one says which, in one line).
 HOST_SIDE_MODULES = frozenset({"numpy", "tabulate", "openpyxl", "matplotlib", "docker", "jinja2", "packaging", "yaml",
                                "tomli_w"})
+
+
+def missing_host_package(exc: ModuleNotFoundError, command: str) -> str:
+    """One line for a host command run from a Python that lacks one of the host side's packages (a
+    cell environment's); any other missing module is the harness's own bug, raised as it is."""
+    import sys
+
+    if (exc.name or "").split(".")[0] not in HOST_SIDE_MODULES:
+        raise exc
+    return (f"python -m harness {command} needs the host side's package {exc.name!r}, which {sys.executable} does "
+            f"not have: run it through nox (nox -s {command}), or install {' '.join(HOST_SIDE)} into this Python.")
 # A uv-made venv cannot import paddle without setuptools.
 CELL_SIDE_EXTRAS = ("setuptools", "tabulate", "openpyxl", "matplotlib")
 

@@ -152,7 +152,7 @@ def at_word(text: str, limit: int) -> str:
 
 def shown_apart(messages: Sequence[str], limit: int) -> List[str]:
     """Each message as ``at_word`` shortens it — Paddle's own words, not a grouping key — lengthened
-    where two causes would otherwise read alike (six paddle2onnx causes sharing a long prefix): each
+    where two causes would otherwise read alike (six converter causes sharing a long prefix): each
     stays as short as ``limit`` allows and as long as telling it from the others needs."""
     full = [" ".join(str(m or "").split()) for m in messages]
     widths = [limit] * len(full)
