@@ -99,7 +99,7 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[st
     (folder / "README.md").write_text(_readme(ctx, plan, setup, stage, shapes, expected, where), encoding="utf-8")
     run = _run(folder, ctx.cell.stage_timeout)
     verified = _verified(status, engine.cause_words(stage.message), run)
-    source = _source_reproducer(ctx, plan, done, folder / "source", expected)
+    source = _source_reproducer(ctx, plan, done, folder / "source")
     return {"source": source, "status": Status.PASS, "stage": plan.name, "folder": str(folder), "script": str(folder / SCRIPT),
             "shape": shape, "program": "piece" if piece else "model", "path": where.get("path") if where else None,
             "verified": verified, "exit": run["exit"], "last_line": run["last_line"],
@@ -222,39 +222,63 @@ def _program_words(setup: StageRecord, where: Optional[AnalysisEntry]) -> str:
             f"{', '.join(sorted(where.get('op_types') or {})) or 'not recorded'}")
 
 
-def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path,
-                       expected: "Dict[str, Any] | None") -> JsonObject:
+def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path) -> JsonObject:
     """The stage's failure as a source reproducer (``source_repro.py``), run once here: it must
-    reproduce at this release as the program reproducer does, or it is not ``verified``."""
-    from .reduction import model_and_spec
+    reproduce at this release as the program reproducer does, or it is not ``verified``.
 
-    setup, stage = done.setup, done.stage(plan.name)
-    engine = runtime(plan.runtime)
-    numeric = stage.status is Status.FAIL
-    shape = stage.failing_shape or 0
-    if folder.exists():
-        shutil.rmtree(folder)
+    The smallest first: the reduction's op program (Paddle alone: no suite, runs at every release
+    that has its calls); where it does not reproduce at the cell's own release, the piece, else the
+    whole model, rebuilt from their classes (``smaller`` says what the smaller one said)."""
     if not ctx.mode.reducible:  # the reduction's own criterion: the mode converts the model as it exports
         return {"why": f"not written: train mode {ctx.cell.mode} converts the model when it exports; rebuilt from "
                        f"its classes it would not be the program that failed (the program reproducer replays it)"}
+    smaller = None
     reduced = done.analysis(Analysis.REDUCE)
-    chosen = reduced.get("source_piece") if reduced is not None else None
+    piece = (reduced.get("piece") or {}) if reduced is not None else {}
+    if piece.get("op_source"):
+        held = dict(np.load(piece["held"])) if piece.get("held") else {}
+        built = source_repro.op_program(ctx.paddle, Path(piece["op_source"]).read_text(encoding="utf-8"), held,
+                                        dict(np.load(piece["inputs"])), f"{reduced.get('op')}, as the model called it")
+        tried = _source_written(ctx, plan, done, folder, built, [ctx.tolerance(plan).to_dict()] * max(1, piece.get("outputs") or 1))
+        if tried.get("verified"):
+            return dict(tried, program="ops")
+        smaller = {k: tried.get(k) for k in ("what", "outcome", "last_line")}
     try:
-        model, input_spec, _ = model_and_spec(ctx, setup)
-        if chosen:
-            layers = dict(model.named_sublayers())
-            members = [layers[path] if path else model for path in chosen["members"]]
-            feeds = dict(np.load(chosen["inputs"]))
-            what = f"the piece {', '.join(chosen['members'])} of {ctx.cell.model['name']}"
-            built = source_repro.piece(ctx.paddle, Path(chosen["module"]).read_text(encoding="utf-8"), members,
-                                       feeds, what)
-            tolerances = [ctx.tolerance(plan).to_dict()]
-        else:
-            built = source_repro.whole_model(ctx.paddle, model, input_spec, ctx.feeds(shape))
-            tolerances = [ctx.tolerance(plan, label).to_dict() for label in setup.output_labels] or \
-                [ctx.tolerance(plan).to_dict()]
+        built, tolerances = _source_of_piece_or_model(ctx, plan, done, reduced)
     except (source_repro.Unspellable, HarnessFailure) as why:  # the program reproducer above stands either way
-        return {"why": f"not written: {why}"}
+        return {"why": f"not written: {why}", **({"smaller": smaller} if smaller else {})}
+    tried = _source_written(ctx, plan, done, folder, built, tolerances)
+    return dict(tried, program="piece" if reduced is not None and reduced.get("source_piece") else "model",
+                **({"smaller": smaller} if smaller else {}))
+
+
+def _source_of_piece_or_model(ctx: CellContext, plan: StagePlan, done: Ledger, reduced: Any):
+    """The reduction's piece (else the whole model) rebuilt from its classes, and its tolerances."""
+    from .reduction import model_and_spec
+
+    setup, stage = done.setup, done.stage(plan.name)
+    chosen = reduced.get("source_piece") if reduced is not None else None
+    model, input_spec, _ = model_and_spec(ctx, setup)
+    if chosen:
+        layers = dict(model.named_sublayers())
+        members = [layers[path] if path else model for path in chosen["members"]]
+        feeds = dict(np.load(chosen["inputs"]))
+        what = f"the piece {', '.join(chosen['members'])} of {ctx.cell.model['name']}"
+        built = source_repro.piece(ctx.paddle, Path(chosen["module"]).read_text(encoding="utf-8"), members, feeds, what)
+        return built, [ctx.tolerance(plan).to_dict()]
+    built = source_repro.whole_model(ctx.paddle, model, input_spec, ctx.feeds(stage.failing_shape or 0))
+    return built, ([ctx.tolerance(plan, label).to_dict() for label in setup.output_labels]
+                   or [ctx.tolerance(plan).to_dict()])
+
+
+def _source_written(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path, built: Any,
+                    tolerances: List[JsonObject]) -> JsonObject:
+    """``built`` written as the source reproducer in ``folder`` (anew) and run once here."""
+    setup, stage = done.setup, done.stage(plan.name)
+    engine = runtime(plan.runtime)
+    numeric = stage.status is Status.FAIL
+    if folder.exists():
+        shutil.rmtree(folder)
     # The stage as the harness plans it for the format the running Paddle exports (.json on 3.x,
     # .pdmodel on 2.6): the same stage, the calls that exist for that program.
     export = setup.get("export")

@@ -209,8 +209,9 @@ class Source:
     after ``definitions``, with ``weights`` (the layer's state, by its names) and ``inputs``."""
 
     def __init__(self, writer: Writer, build: str, weights: Dict[str, np.ndarray], inputs: Dict[str, np.ndarray],
-                 what: str):
+                 what: str, how: str = "rebuilt from its classes with the weights it had"):
         self.writer, self.build, self.weights, self.inputs, self.what = writer, build, weights, inputs, what
+        self.how = how
 
 
 def whole_model(paddle: Any, model: Any, input_spec: Sequence[Any], feeds: Dict[str, np.ndarray]) -> Source:
@@ -240,6 +241,21 @@ def piece(paddle: Any, piece_module: str, members: Sequence[Any], feeds: Dict[st
     for k, member in enumerate(members):
         weights.update({f"members.{k}.{name}": v.numpy() for name, v in member.state_dict().items()})
     return Source(writer, build, weights, dict(feeds), what)
+
+
+def op_program(paddle: Any, op_module: str, held: Dict[str, np.ndarray], feeds: Dict[str, np.ndarray],
+               what: str) -> Source:
+    """The reduction's op program (``op_source.written``: one op, a pair, a chain, a branch), fed
+    ``in0..``: its module imports Paddle alone — the public calls the model made, ``_C_ops`` where
+    it made none — so the script needs no suite and runs at any release that has those calls. The
+    model's parameters the ops read are its buffers (``p0..``), set from the weights file."""
+    writer = Writer(paddle)
+    writer.definitions["harness.oneop"] = _piece_class(op_module)
+    build = ("layer = OneOp()\n"
+             f"feed_names = {sorted(feeds, key=lambda n: int(n[2:]))!r}\n"
+             "spec = [paddle.static.InputSpec(list(inputs[n].shape), str(inputs[n].dtype), n) for n in feed_names]\n")
+    return Source(writer, build, dict(held), dict(feeds), what,
+                  "written in Paddle's public API with the tensors it was fed, needing no other package")
 
 
 def _piece_class(module_source: str) -> str:
@@ -293,8 +309,8 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
                               (PARAMS_PLACEHOLDER, 'os.path.join(out, "model.pdiparams")')):
         run = run.replace(f"os.path.join(here, {placeholder!r})", path).replace(repr(placeholder), path)
     script = textwrap.dedent('''\
-        """Source reproducer written by the Paddle qualification harness: @WHAT@, rebuilt from its
-        classes with the weights it had, exported by the Paddle that runs this script, then run with the
+        """Source reproducer written by the Paddle qualification harness: @WHAT@, @HOW@,
+        exported by the Paddle that runs this script, then run with the
         stage's runtime calls and compared with that Paddle's own dygraph outputs. It runs at any release:
         python source_repro.py (exits non-zero when it reproduces; "@BUILT@" is printed once it is exported)."""
         import os
@@ -303,7 +319,7 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
 
         import numpy as np
         import paddle
-        ''').replace("@WHAT@", source.what).replace("@BUILT@", BUILT) + source.writer.header() + imports + "\n\n" + source.writer.body() + \
+        ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT) + source.writer.header() + imports + "\n\n" + source.writer.body() + \
         textwrap.dedent('''
 
         here = os.path.dirname(os.path.abspath(__file__))
@@ -333,4 +349,4 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
     return path
 
 
-__all__ = ["SCRIPT", "Unspellable", "Writer", "Source", "whole_model", "piece", "by_format", "write"]
+__all__ = ["SCRIPT", "Unspellable", "Writer", "Source", "whole_model", "piece", "op_program", "by_format", "write"]

@@ -139,8 +139,10 @@ def _to_reproduce(record: CellRecord, script: Path, text: str) -> List[str]:
         code = source_path.read_text(encoding="utf-8")
         where = source_path.relative_to(script.parent).as_posix() if source_path.is_relative_to(script.parent) \
             else source_path.name
-        lines = [f"**To reproduce** (any Paddle release): `python {where}` — {source.what}, rebuilt from its "
-                 f"classes with the weights it had (`weights.npz`, inputs in `inputs.npz` beside it), exported "
+        built = ("written in Paddle's public API with the tensors it was fed (inputs in `inputs.npz`, the model's "
+                 "parameters it read in `weights.npz`; no other package)" if source.needs_no_suite else
+                 "rebuilt from its classes with the weights it had (`weights.npz`, inputs in `inputs.npz` beside it)")
+        lines = [f"**To reproduce** (any Paddle release): `python {where}` — {source.what}, {built}, exported "
                  f"by the Paddle that runs it; it exits non-zero when the bug reproduces."
                  + (" The script:" if len(code.splitlines()) <= SOURCE_INLINE_LINES else ""), ""]
         if len(code.splitlines()) <= SOURCE_INLINE_LINES:

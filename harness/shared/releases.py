@@ -12,6 +12,7 @@ from typing import Any, Mapping, Optional, Tuple
 
 from .causes import cause_of
 from .json_types import JsonObject
+from .spec import version_order
 
 # What a source reproducer prints once its program is exported, and when its stage has no form
 # for the program this release wrote.
@@ -47,6 +48,11 @@ class SourceReproducer:
     numeric: bool = False
     what: str = ""
     why: str = ""
+    program: str = ""  # what it rebuilds: "ops" (Paddle's public API alone), "piece" or "model" (their classes)
+
+    @property
+    def needs_no_suite(self) -> bool:
+        return self.program == "ops"
 
     @classmethod
     def from_dict(cls, data: Optional[Mapping[str, Any]]) -> "SourceReproducer":
@@ -55,7 +61,7 @@ class SourceReproducer:
         return cls(data.get("script"), bool(data.get("verified")),
                    RunOutcome(data["outcome"]) if data.get("outcome") else None, str(data.get("last_line") or ""),
                    str(data.get("cause_words") or ""), bool(data.get("numeric")), str(data.get("what") or ""),
-                   str(data.get("why") or ""))
+                   str(data.get("why") or ""), str(data.get("program") or ""))
 
 
 class SpanOutcome(str, enum.Enum):
@@ -115,12 +121,22 @@ class ReleaseSpan:
                    int(data.get("confirmations") or 3), str(data.get("note") or ""),
                    str(data.get("produced_by") or "python -m harness releases"))
 
+    def unasked_below(self, version: Optional[str]) -> Tuple[ReleaseRun, ...]:
+        """The releases older than ``version`` whose run said nothing (not built there, failed another
+        way, no environment): a claim about them would be one that was not asked."""
+        if version is None:
+            return ()
+        return tuple(t for t in self.tried if not t.outcome.says and version_order(t.version) < version_order(version))
+
     def words(self) -> str:
         """One line: "first bad 3.3.0, last good 3.2.2, still at 3.3.1"."""
         if self.outcome is SpanOutcome.NOT_AT_ITS_RELEASE:
             return f"not placed: {self.note}"
         if self.outcome is SpanOutcome.IN_EVERY_RELEASE:
-            head = f"in every release tried that runs it (oldest {self.first_bad})"
+            unasked = self.unasked_below(self.first_bad)
+            head = (f"first bad {self.first_bad} or earlier: {len(unasked)} older release(s) could not be asked — "
+                    + "; ".join(f"{t.version} {t.outcome.value.replace('_', ' ')} ({t.line[:100]})" for t in unasked)
+                    if unasked else f"in every release asked (oldest {self.first_bad})")
         else:
             head = f"first bad {self.first_bad}, last good {self.last_good}"
             if self.outcome is SpanOutcome.FLAKY:

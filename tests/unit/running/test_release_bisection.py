@@ -88,6 +88,29 @@ def test_in_every_release_and_not_at_its_own_release():
     assert span.outcome is SpanOutcome.NOT_AT_ITS_RELEASE
 
 
+def test_releases_that_could_not_be_asked_are_said_never_folded_into_every_release():
+    """PaddleX 3.7.2's model code calls ``paddle.nn.Conv2d`` (Paddle >= 3.2): below 3.2.0 the script is
+    not built; at 2.6.2 it fails another way. The answer is 'first bad 3.2.0 or earlier', with each
+    release that could not be asked and why."""
+    table = {v: [R] for v in SERVED}
+    for v in ("3.0.0", "3.1.0", "3.1.1"):
+        table[v] = [B]
+    table["2.6.2"] = [RunOutcome.OTHER]
+    span, _ = _place(table)
+    assert span.outcome is SpanOutcome.IN_EVERY_RELEASE and span.first_bad == "3.2.0", span
+    said = span.words()
+    assert said.startswith("first bad 3.2.0 or earlier: 4 older release(s) could not be asked"), said
+    assert "3.0.0 not built" in said and "2.6.2 other" in said and "every release" not in said
+    # Every release asked, and every one reproduced: that is "every release", and only that.
+    span, _ = _place({v: [R] for v in SERVED})
+    assert span.words().startswith("in every release asked (oldest 2.6.2)")
+    # Nothing older could be asked at all: the cell's own release or earlier.
+    table = {v: [B] for v in SERVED}
+    table["3.3.1"] = [R]
+    span, _ = _place(table)
+    assert span.words().startswith("first bad 3.3.1 or earlier: 8 older release(s) could not be asked")
+
+
 def test_a_newer_release_that_no_longer_reproduces_is_fixed_in():
     table = {v: [R if "3.2.0" <= v <= "3.2.2" else N] for v in SERVED}
     span, _ = _place(table, own="3.2.1")
