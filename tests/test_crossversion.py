@@ -176,7 +176,8 @@ def test_a_cause_at_some_versions_names_where_it_appears_and_gets_an_issue_draft
     # The issue draft: beside the reproducer, naming the op and the session, with the environment.
     draft = Path(new["analysis"]["reproducer"]["folder"]) / "issue.md"
     text = draft.read_text()
-    assert text.startswith("# [cpu_onednn_fp32] pd_op.bilinear_interp raises "), text[:200]
+    # The title: the session, the stage, the op in its layer, Paddle's words.
+    assert text.startswith("# [cpu_onednn_fp32] onednn_fp32: pd_op.bilinear_interp in decoder (Upsample) raises "), text[:200]
     assert f"Paddle {head} (commit {new['paddle']['commit']})" in text and "oneDNN isa" in text
     assert f"Python {new['machine']['python']}" in text and new["machine"]["os"] in text
     assert f"appears from {head}; {said}" in text and "```python" in text

@@ -239,8 +239,12 @@ def test_the_onednn_interpolate_error_is_localized_searched_and_reproduced(write
     # The reproducer is that one op: the script builds its program itself, no params file beside it.
     assert "paddle.nn.functional.interpolate(in0, scale_factor=2, mode='bilinear')" in text
     assert "_C_ops" not in text and not list(script.parent.glob("*.pdiparams"))
-    # Beside it, the piece in source (it runs at any release): verified here.
-    assert repro["source"]["verified"] is True and repro["source"]["what"] == "the piece decoder of interp", repro
+    # Beside it, the op in source (Paddle's public API alone: it runs at any release), verified here.
+    source = repro["source"]
+    assert source["verified"] is True and source["program"] == "ops", source
+    assert source["what"] == "pd_op.bilinear_interp, as the model called it", source
+    code = Path(source["script"]).read_text()
+    assert "paddle.nn.functional.interpolate(in0, scale_factor=2, mode='bilinear')" in code and "import tests" not in code
     readme = (script.parent / "README.md").read_text()
     assert f"Paddle {paddle_version}" in readme and "isa " in readme and words in readme and "`decoder`" in readme
     alone = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)

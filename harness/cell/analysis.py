@@ -191,7 +191,8 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Ledger, messages: Lis
             said = probe_here(config)
             return said, messages[before:]
 
-        answer = sandbox.in_child(in_the_child, where, float(ctx.cell.stage_timeout) * TRIAL_SHARE)
+        answer = sandbox.in_child(in_the_child, where, float(ctx.cell.stage_timeout) * TRIAL_SHARE,
+                                  here=not engine.trials_in_child)
         if isinstance(answer, sandbox.Death):
             messages.append(f"its process died: {answer.words()}")
             return Probe.INVALID

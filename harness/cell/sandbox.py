@@ -95,11 +95,14 @@ class Death:
         return {k: v for k, v in dataclasses.asdict(self).items() if v} | {"words": self.words()}
 
 
-def in_child(fn: Callable[[], Any], folder: Path, timeout: float) -> Union[Any, Death]:
+def in_child(fn: Callable[[], Any], folder: Path, timeout: float, here: bool = False) -> Union[Any, Death]:
     """``fn()`` in a forked child, its output in ``folder/trial.log``; its value, or how it died.
     An exception ``fn`` raises comes back as a ``RuntimeError`` with its traceback's words (the
-    trial's own code catches what Paddle raises: what reaches here is the harness's)."""
+    trial's own code catches what Paddle raises: what reaches here is the harness's). ``here``: in
+    this process instead (a runtime whose builds fork children of their own, ``Runtime.trials_in_child``)."""
     global _phase_file
+    if here:
+        return fn()
     folder.mkdir(parents=True, exist_ok=True)
     result, phase_path, log = folder / RESULT, folder / PHASE, folder / LOG
     for stale in (result, phase_path):

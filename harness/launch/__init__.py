@@ -34,7 +34,7 @@ from typing import Any, Callable, List, Optional, Protocol, Sequence
 from ..shared.logs import log_tail, signal_name
 from ..shared.protocol import EXIT_PADDLE_RAISED as PADDLE_RAISED
 from ..shared.protocol import EXIT_USER_ERROR as USER_ERROR
-from ..shared.protocol import CELL_ENVIRONMENT, cell_command, die_with_parent
+from ..shared.protocol import CELL_ENVIRONMENT, FORK_SAFE_ENVIRONMENT, cell_command, die_with_parent
 from ..shared.vocab import Status
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -143,6 +143,7 @@ class LocalLauncher:
         self._env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
         for name, value in CELL_ENVIRONMENT.items():  # the caller's own choice stands
             self._env.setdefault(name, value)
+        self._env.update(FORK_SAFE_ENVIRONMENT)  # whatever the caller's (scikit-learn's import sets it FALSE)
         self.fork = os.environ.get("HARNESS_FORK", "1") != "0" if fork is None else fork
         self._server = None
         self._server_lock = threading.Lock()

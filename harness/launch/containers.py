@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..shared.errors import UserError
-from ..shared.protocol import CELL_ENVIRONMENT, cell_command
+from ..shared.protocol import CELL_ENVIRONMENT, FORK_SAFE_ENVIRONMENT, cell_command
 from . import REPO_ROOT
 
 # A container that ends with 128+N died of signal N (137 SIGKILL, 139 SIGSEGV).
@@ -185,7 +185,7 @@ class DockerLauncher:
             working_dir=str(self.repo),
             # oneDNN's ISA caps are the caller's choice of kernels (a machine without VNNI, reproduced
             # on one with it): the container must compute as a venv of the same caller would.
-            environment={"PYTHONPATH": str(self.repo), **CELL_ENVIRONMENT, "HOME": "/tmp",
+            environment={"PYTHONPATH": str(self.repo), **CELL_ENVIRONMENT, **FORK_SAFE_ENVIRONMENT, "HOME": "/tmp",
                          "PYTHONDONTWRITEBYTECODE": "1",
                          **{k: os.environ[k] for k in ISA_ENV if k in os.environ}},
             volumes={str(self.repo): {"bind": str(self.repo), "mode": "ro"},

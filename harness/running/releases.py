@@ -42,6 +42,7 @@ from . import envs
 from .runlock import owned
 
 PACKAGE = "paddlepaddle"
+SHIPPED_MATRIX = Path(__file__).resolve().parents[2] / "matrix" / "default.toml"
 CONFIRMATIONS = 3
 TIMEOUT = 600.0
 
@@ -226,6 +227,7 @@ def environments(root: Path, record: CellRecord, python: str, say: Say) -> Calla
     matrix_path = Path(record.cell.matrix) if record.cell.matrix else None
     matrix = load_matrix(matrix_path) if matrix_path is not None and matrix_path.is_file() else None
     made: Dict[str, Optional[Path]] = {}
+    shipped = load_matrix(SHIPPED_MATRIX)
 
     def get(version: str) -> Optional[Path]:
         if version not in made:
@@ -234,6 +236,10 @@ def environments(root: Path, record: CellRecord, python: str, say: Say) -> Calla
             if matrix is not None:
                 runtime = session_runtime_packages(matrix.data["sessions"].get(record.session, {}), version)
                 families = matrix.family_packages([record.cell.model["name"]], version)
+            if not runtime and record.cell.session.backend not in ("native", "onednn"):
+                # The run's matrix pins nothing for this release (a matrix written for 3.x alone): the
+                # converter and runtime that release line used, as the shipped matrix pins them.
+                runtime = session_runtime_packages(shipped.data["sessions"].get(record.session, {}), version)
             env = Environment(python, tuple(dict.fromkeys([f"{PACKAGE}=={version}", *runtime, *CELL_SIDE_EXTRAS])),
                               tuple(families["no_deps"]), tuple(families["packages"]))
             try:

@@ -22,13 +22,15 @@ EXIT_PADDLE_RAISED = 3
 
 # How a launcher starts the cell side: its own entry, never the host CLI.
 CELL_MODULE = "harness.cell"
-# The environment every cell-side process starts with (venv or container). OMP_NUM_THREADS: Paddle
-# reads it at import; each predictor's own thread count is set per stage. KMP_INIT_AT_FORK: an
-# analysis runs each trial in a forked child (``cell/sandbox.py``); measured at 3.3.1, Paddle's
-# bundled libiomp5 does not start its thread team again in a child forked after oneDNN ran a parallel
-# region (a child building a bf16 predictor hung in ``GOMP_parallel`` under constant folding, every
-# time) unless this is set before the runtime starts.
-CELL_ENVIRONMENT = {"OMP_NUM_THREADS": "1", "KMP_INIT_AT_FORK": "true"}
+# The environment every cell-side process starts with (venv or container). OMP_NUM_THREADS (a
+# default the caller may change): Paddle reads it at import; each predictor's own thread count is set
+# per stage. KMP_INIT_AT_FORK (always): an analysis runs each trial in a forked child
+# (``cell/sandbox.py``); measured at 3.3.1, Paddle's bundled libiomp5 does not start its thread team
+# again in a child forked after oneDNN ran a parallel region (a child building a predictor hung in
+# ``GOMP_parallel`` under constant folding, every time) unless this is true when the runtime starts.
+# scikit-learn sets it FALSE at import when unset (suites' models import it): set before, it stays.
+CELL_ENVIRONMENT = {"OMP_NUM_THREADS": "1"}
+FORK_SAFE_ENVIRONMENT = {"KMP_INIT_AT_FORK": "true"}
 FORK_SERVER_MODULE = "harness.cell.forkserve"
 
 
