@@ -26,8 +26,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .pieces import Slot
-from .op_source import DYGRAPH_ONLY, ONE_OP, Written, written
-from .public_api import PublicCall, PublicRecorder
+from .op_source import ONE_OP, Written, written
+from .public_api import PublicCall, PublicRecorder, tensors_in
 
 # Ops that make tensors from nothing (initializers, constants): never "the op".
 CREATION = {"full", "full_", "full_like", "full_int_array", "uniform", "gaussian", "assign_value", "assign_value_",
@@ -126,7 +126,7 @@ class _Recorder:
         self.alive: List[Any] = []
 
     def _add(self, op: OpCall, ids: List[int], operands: Sequence[Any], result: Any) -> None:
-        outputs = _tensors(self.paddle, result)
+        outputs = tensors_in(self.paddle, result)
         self.alive.extend([t for _, t in outputs] + [v for v in operands if isinstance(v, self.paddle.Tensor)])
         op.returns = [(acc, id(t) in ids) for acc, t in outputs]
         op.input_ids, op.output_ids = ids, [id(t) for _, t in outputs]
@@ -211,14 +211,6 @@ def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = ()
             setattr(_C_ops, name, fn)
         recorder.alive.clear()
     return recorder.found
-
-
-def _tensors(paddle: Any, value: Any, access: Tuple[int, ...] = ()) -> List[Tuple[Tuple[int, ...], Any]]:
-    if isinstance(value, paddle.Tensor):
-        return [(access, value)]
-    if isinstance(value, (list, tuple)):
-        return [x for i, v in enumerate(value) for x in _tensors(paddle, v, access + (i,))]
-    return []
 
 
 def schedule(calls: Sequence[OpCall], message: str,

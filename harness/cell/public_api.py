@@ -132,7 +132,7 @@ class PublicRecorder:
             if spelled is not None:
                 spelled.returns_tensor = isinstance(result, self.paddle.Tensor)
                 spelled.ops = len(self.ops) - start
-                returned = _returned(self.paddle, result)
+                returned = tensors_in(self.paddle, result)
                 self.alive.extend(t for _, t in returned)
                 spelled.outputs = [(access, id(t)) for access, t in returned]
                 for op in self.ops[start:]:
@@ -152,11 +152,12 @@ class PublicRecorder:
         self.alive.clear()
 
 
-def _returned(paddle: Any, value: Any, access: Tuple[int, ...] = ()) -> List[Tuple[Tuple[int, ...], Any]]:
+def tensors_in(paddle: Any, value: Any, access: Tuple[int, ...] = ()) -> List[Tuple[Tuple[int, ...], Any]]:
+    """The tensors in ``value`` (a tensor, or lists and tuples of them), each with where it sits."""
     if isinstance(value, paddle.Tensor):
         return [(access, value)]
     if isinstance(value, (list, tuple)):
-        return [x for i, v in enumerate(value) for x in _returned(paddle, v, access + (i,))]
+        return [x for i, v in enumerate(value) for x in tensors_in(paddle, v, access + (i,))]
     return []
 
 
@@ -194,4 +195,4 @@ def written_public(call: PublicCall, held_ids: Sequence[int], class_name: str) -
     return source, fed, held
 
 
-__all__ = ["PublicCall", "PublicRecorder", "public_functions", "written_public"]
+__all__ = ["PublicCall", "PublicRecorder", "public_functions", "written_public", "tensors_in"]

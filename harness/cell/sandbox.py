@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional, Union
 
 from ..shared.json_types import JsonObject
 from ..shared.logs import signal_name
-from ..shared.protocol import die_with_parent
+from ..shared.protocol import die_with_parent, reap
 
 RESULT = "trial.result.pickle"
 PHASE = "trial.phase"
@@ -129,7 +129,7 @@ def in_child(fn: Callable[[], Any], folder: Path, timeout: float, here: bool = F
             code = 0
         finally:
             os._exit(code)
-    code = _reap(pid, time.monotonic() + timeout)
+    code = reap(pid, time.monotonic() + timeout)
     if code == 0 and result.is_file():
         with open(result, "rb") as handle:
             answer = pickle.load(handle)
@@ -151,19 +151,6 @@ def in_child(fn: Callable[[], Any], folder: Path, timeout: float, here: bool = F
         how = caught.group(1) if caught else signal_name(code) if code < 0 else f"exit {code}"
     said = phase_path.read_text(encoding="utf-8") if phase_path.is_file() else ""
     return Death(how, said, frame, summary, shown[-1] if shown else "", str(log))
-
-
-def _reap(pid: int, deadline: float) -> int:
-    """The child's exit code, negative for a signal; killed (SIGKILL) past ``deadline``."""
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return -signal.SIGKILL
-        time.sleep(0.02)
 
 
 __all__ = ["Death", "in_child", "phase", "last_words"]

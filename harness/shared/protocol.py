@@ -51,3 +51,20 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
+
+
+def reap(pid: int, deadline: float) -> int:
+    """A forked child's exit code, negative for a signal; killed (SIGKILL) past ``deadline``
+    (``time.monotonic()``)."""
+    import os
+    import time
+
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return -signal.SIGKILL
+        time.sleep(0.02)

@@ -20,7 +20,6 @@ import hashlib
 import importlib
 import os
 import re
-import signal
 import sys
 import time
 import traceback
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...shared.errors import Finding
-from ...shared.protocol import die_with_parent
+from ...shared.protocol import die_with_parent, reap
 from ...shared.tensor_diff import DumpedTensor
 
 # What the conversion needs importable (paddle2onnx 2.x), and what Polygraphy would otherwise
@@ -136,19 +135,6 @@ def _fork_conversion(program: str, params: str, target: str, log: Path, perturb:
             sys.stderr.flush()
             os._exit(1)
     return pid
-
-
-def _reap(pid: int, deadline: float) -> int:
-    """The child's exit code, negative for a signal; killed (SIGKILL, -9) past ``deadline``."""
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return -signal.SIGKILL
-        time.sleep(0.05)
 
 
 def _glibc() -> bool:
@@ -279,7 +265,7 @@ class Converter:
                 perturbed = target.with_suffix(".perturbed.onnx")
                 self._pending[str(program)] = (_fork_conversion(
                     str(program), params, str(perturbed), perturbed.with_suffix(".log"), perturb=PERTURB_BYTE), deadline)
-            code = _reap(pid, deadline)
+            code = reap(pid, deadline)
             if code != 0 or not target.exists():
                 self.settle(program, compare=False)
                 raise ConversionError(self._why_not(program, code, report.read_text(encoding="utf-8", errors="replace")))
@@ -303,7 +289,7 @@ class Converter:
 
         if str(program) in self._pending:
             pid, deadline = self._pending.pop(str(program))
-            code = _reap(pid, deadline)
+            code = reap(pid, deadline)
             perturbed = program.with_suffix(".perturbed.onnx")
             if compare and code == 0 and perturbed.exists():
                 differs = memory_dependent_values(onnx.load(str(program.with_suffix(".onnx"))), onnx.load(str(perturbed)))
