@@ -805,3 +805,41 @@ class TrialDiesBesideTheFailure(nn.Layer):
 
 def trial_dies():
     return TrialDiesBesideTheFailure(), [InputSpec([None, 8], "float32", "x")]
+
+
+_TRACES = [0]
+
+
+@paddle.jit.not_to_static
+def _traced_once_more():
+    """Counts this process's traces (out of dy2static's reach); the second one kills the process."""
+    if not paddle.in_dynamic_mode():
+        _TRACES[0] += 1
+        if _TRACES[0] > 1:
+            os.kill(os.getpid(), signal.SIGSEGV)
+
+
+class DiesOnItsSecondTrace(nn.Linear):
+    """Kills its process (SIGSEGV) the second time ``to_static`` traces it in one process: the cell's
+    own export is the first; a reduction trial that runs in the worker (a runtime whose builds fork
+    a converter: ``Runtime.trials_in_child``) is the second."""
+
+    def forward(self, x):
+        _traced_once_more()
+        return super().forward(x)
+
+
+class UnconvertibleThenDies(Unconvertible):
+    """A cumprod paddle2onnx cannot convert, then a layer whose second trace kills the worker: the
+    reduction's first half (conv, bn) ends, its second (fc, tail) kills it."""
+
+    def __init__(self):
+        super().__init__()
+        self.tail = DiesOnItsSecondTrace(4, 4)
+
+    def forward(self, image):
+        return self.tail(super().forward(image))
+
+
+def unconvertible_then_dies():
+    return UnconvertibleThenDies(), _image_spec()

@@ -112,3 +112,22 @@ def test_a_planted_segment_head_is_reduced_to_unique_and_its_reproducer_calls_pa
     assert repro["status"] == "pass" and repro["verified"] is True, repro
     script = open(repro["script"], encoding="utf-8").read()
     assert "paddle.unique(" in script and "_C_ops" not in script, script
+
+
+def test_a_worker_killed_inside_an_analysis_step_leaves_what_the_step_had_found(write_matrix, tmp_path, paddle_version):
+    """A trial that runs in the worker (ONNX Runtime's: its builds fork a converter) and kills it: the
+    step's record is the crash, and the trials that had ended before it, with the stage it analysed."""
+    if not paddle_version.startswith("3."):
+        pytest.skip("paddle2onnx 2.x needs Paddle 3")
+    from .conftest import ORT_SESSION
+
+    matrix = write_matrix({"dies": "tests.factories:unconvertible_then_dies"}, extra=ORT_SESSION)
+    proc = run_harness("run", "--matrix", str(matrix), "--session", "cpu_ort_fp32", "--results", str(tmp_path / "r"))
+    record = load_record(tmp_path / "r" / "default", f"cpu_ort_fp32/{paddle_version}/normal/dies")
+    assert stages_by_name(record)["ort_convert"]["status"] == "error", proc.stdout[-3000:]
+    reduce = record["analysis"]["reduce"]
+    assert reduce["status"] == "crash" and "SIGSEGV" in reduce["message"], reduce
+    assert reduce["stage"] == "ort_convert", reduce  # which stage it analysed: from what it left
+    assert reduce["trials_before"] and reduce["trials_before"][0]["members"] == ["conv", "bn"], reduce
+    assert "trial(s) had ended before it" in reduce["ended_before"]
+    assert "reduce of ?" not in proc.stdout and "reduce of ort_convert" in proc.stdout, proc.stdout[-3000:]

@@ -33,7 +33,7 @@ from ..shared.errors import UserError, raised_at
 from ..shared.search import build_budget, find_alternatives, find_culprits
 from ..shared.record_model import Outcome
 from ..shared.vocab import Analysis, Probe, Reference, Stage, Status
-from . import reduction, reproducer, sandbox, workaround
+from . import progress, reduction, reproducer, sandbox, workaround
 from .context import CellContext
 from .ledger import Ledger
 from .registry import runtime
@@ -73,6 +73,7 @@ def analyse(ctx: CellContext, done: Ledger) -> None:
         if kind.journal_key in done:
             continue
         ctx.journal.start(kind.journal_key)
+        progress.begin(ctx.work, kind.value, plan.name)
         started = time.perf_counter()
         try:
             result = fn()

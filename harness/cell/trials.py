@@ -27,7 +27,7 @@ from .context import CellContext
 from .ledger import Ledger
 from .descent import Trial
 from .isolation import ONE_OP, Written
-from . import sandbox
+from . import progress, sandbox
 from .pieces import (SMALL_INT_INPUT, Call, VacuousPiece, load_piece, load_source, piece_source, source_path, specs,
                      unique_tensors)
 from .registry import runtime
@@ -129,6 +129,7 @@ class PieceTrials:
         model's layers, a public call, a predictor) is Paddle's."""
         outcome = sandbox.in_child(fn, where, self.trial_timeout, here=not self.engine.trials_in_child)
         if not isinstance(outcome, sandbox.Death):
+            progress.ended(self.ctx.work, outcome.to_dict())
             return outcome
         if harness_form and outcome.phase in (DYGRAPH, EXPORT):
             outcome.by = "harness"
@@ -137,6 +138,7 @@ class PieceTrials:
         empty.note = (f"its process died: {outcome.words()}"
                       + (" (a form only the harness writes: the harness's gap, not a finding)"
                          if outcome.by == "harness" else ""))
+        progress.ended(self.ctx.work, empty.to_dict())
         return empty
 
     def _export(self, layer: Any, arrays: List[np.ndarray], where: Path):

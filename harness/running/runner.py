@@ -30,6 +30,7 @@ from .. import __version__
 from . import provenance
 from ..matrix import Matrix
 from ..launch import INTERRUPT, Interrupted, Launcher, LocalLauncher, Outcome, run_child, supervise
+from ..shared.protocol import ANALYSIS_PROGRESS
 from ..shared.vocab import IMPORT_ORDER_MODES
 from ..shared.errors import UserError
 from ..shared.record_model import Analyses, CellRecord, StageRecord, Verdict
@@ -105,7 +106,7 @@ def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journa
             journal.start(stage)
         else:
             stage = running[0]
-        journal.finish(stage, _ended_badly(outcome, stage, timeout))
+        journal.finish(stage, _ended_badly(outcome, stage, timeout, work))
         if stage == SETUP or launches >= _restart_cap(spec):
             break
         # Restart: the worker resumes after the stage that killed it, and exits at once when
@@ -113,14 +114,33 @@ def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journa
     return launches, (round(cpu, 3) if cpu is not None else None)
 
 
-def _ended_badly(outcome: Outcome, stage: str, timeout: float) -> Dict[str, Any]:
+def _ended_badly(outcome: Outcome, stage: str, timeout: float, work: Path) -> Dict[str, Any]:
     if outcome.timed_out:
         result: Dict[str, Any] = {"status": Status.TIMEOUT, "message": f"stage {stage} ran over {timeout:g} s and was killed"}
     else:
         result = outcome.describe()
     if stage.startswith(ANALYSIS_PREFIX):
-        result["stage"] = None  # which stage it analysed died with the worker
+        result.update(_progress_left(work, stage[len(ANALYSIS_PREFIX):]))
     return result
+
+
+def _progress_left(work: Path, step: str) -> Dict[str, Any]:
+    """What an analysis step that died with its worker had done (``cell/progress.py``): the stage it
+    analysed and the trials that had ended, kept in its record; the stage unknown (None) without it."""
+    lines = []
+    try:
+        lines = [json.loads(ln) for ln in (work / ANALYSIS_PROGRESS).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    except (OSError, ValueError):
+        pass
+    if not lines or lines[0].get("step") != step:
+        return {"stage": None}
+    trials = lines[1:]
+    said: Dict[str, Any] = {"stage": lines[0].get("stage"), "trials_before": trials}
+    if trials:
+        last = trials[-1]
+        said["ended_before"] = (f"{len(trials)} trial(s) had ended before it (kept in the record); the last: "
+                                f"{' + '.join(last.get('members') or []) or 'the model'} ({last.get('note', '')[:120]})")
+    return said
 
 
 def build_record(spec: CellSpec, finished: Dict[str, Dict[str, Any]], launches: int,

@@ -22,6 +22,10 @@ EXIT_PADDLE_RAISED = 3
 
 # How a launcher starts the cell side: its own entry, never the host CLI.
 CELL_MODULE = "harness.cell"
+# Beside the journal, in the cell's folder: the analysis step running now (its first line: the step and
+# the stage it analyses) and each trial it has ended, appended as it ends. A worker that dies inside
+# the step leaves them, and the host keeps them in the step's record (``runner._ended_badly``).
+ANALYSIS_PROGRESS = "analysis-progress.jsonl"
 # The environment every cell-side process starts with (venv or container). OMP_NUM_THREADS (a
 # default the caller may change): Paddle reads it at import; each predictor's own thread count is set
 # per stage. KMP_INIT_AT_FORK (always): an analysis runs each trial in a forked child
