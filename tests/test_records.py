@@ -29,12 +29,20 @@ def test_journal_tells_which_stage_was_running_and_ignores_a_torn_line(tmp_path)
 def test_a_dead_worker_is_recorded_before_the_journal_is_written(tmp_path):
     log = tmp_path / "worker.log"
     log.write_text("Traceback\nsegfault here\n")
-    crashed = _ended_badly(Outcome(-11, log=log), "ir", 300)
+    crashed = _ended_badly(Outcome(-11, log=log), "ir", 300, tmp_path)
     assert crashed["status"] is Status.CRASH and crashed["signal"] == "SIGSEGV"
     assert "segfault here" in crashed["stderr_tail"]
-    assert _ended_badly(Outcome(-9, timed_out=True, log=log), "ir", 300)["status"] is Status.TIMEOUT
-    # An analysis that died says so: which stage it analysed is unknown, and the record says None.
-    assert _ended_badly(Outcome(-9, log=log), "analysis:bisect", 300)["stage"] is None
+    assert _ended_badly(Outcome(-9, timed_out=True, log=log), "ir", 300, tmp_path)["status"] is Status.TIMEOUT
+    # An analysis that died says so: which stage it analysed is unknown when it left nothing (None)...
+    assert _ended_badly(Outcome(-9, log=log), "analysis:bisect", 300, tmp_path)["stage"] is None
+    # ... and read from what it left (``cell/progress.py``) when it did, with the trials that had ended.
+    from harness.cell import progress
+
+    progress.begin(tmp_path, "reduce", "ort_convert")
+    progress.ended(tmp_path, {"members": ["conv"], "reproduces": False, "note": "within tolerance"})
+    left = _ended_badly(Outcome(-11, log=log), "analysis:reduce", 300, tmp_path)
+    assert left["stage"] == "ort_convert" and left["trials_before"][0]["members"] == ["conv"], left
+    assert _ended_badly(Outcome(-11, log=log), "analysis:bisect", 300, tmp_path)["stage"] is None  # another step's
     log.write_text("noise\nerror: models.x.factory: cannot import 'y'\n")
     assert Outcome(2, log=log).user_error == "models.x.factory: cannot import 'y'"
     log.write_text("ValueError: (InvalidArgument) bad\n")
