@@ -60,6 +60,7 @@ class OpCall:
     arrays: List[np.ndarray]
     returns: List[Tuple[Tuple[int, ...], bool]] = dataclasses.field(default_factory=list)  # (access, is an input)
     unspellable: str = ""
+    operator: str = ""  # the Tensor operator the forward used (``__gt__``), when that is how it ran
     # Which tensors these were in the forward (``id``s, kept alive while recording): the inputs,
     # in ``arrays`` order, and the outputs, in ``returns`` order. They chain ops into pairs.
     input_ids: List[int] = dataclasses.field(default_factory=list)
@@ -148,12 +149,12 @@ class _Recorder:
             return result
         return call
 
-    def operator(self, original: Callable[..., Any], op_name: str, reflected: bool,
+    def operator(self, method: str, original: Callable[..., Any], op_name: str, reflected: bool,
                  extra: Tuple[Any, ...]) -> Callable[..., Any]:
         def call(tensor: Any, *other: Any) -> Any:
             result = original(tensor, *other)
             operands = [tensor, *other][::-1] if reflected else [tensor, *other]
-            op, ids = OpCall(op_name, len(self.found), [], []), []
+            op, ids = OpCall(op_name, len(self.found), [], [], operator=method), []
             try:
                 for value in operands:
                     if isinstance(value, self.paddle.Tensor):
@@ -196,7 +197,7 @@ def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = ()
     for name, fn in originals.items():
         setattr(_C_ops, name, recorder.c_op(name, fn))
     for method, fn in operators.items():
-        setattr(paddle.Tensor, method, recorder.operator(fn, *OPERATORS[method]))
+        setattr(paddle.Tensor, method, recorder.operator(method, fn, *OPERATORS[method]))
     paddle.Tensor.__bool__ = recorder.branched(truth)
     paddle.jit.enable_to_static(False)
     try:

@@ -16,6 +16,12 @@ from .pieces import Slot
 # write them): the public call that builds the same computation in a program.
 DYGRAPH_ONLY = {"linear": "paddle.nn.functional.linear"}
 
+# A Tensor operator as Python writes it: a program of ``a > b`` builds at every release, as the model's
+# own code does; ``paddle._C_ops.greater_than`` under a legacy trace (2.6) does not ("must be OpResult").
+OPERATOR_SYMBOLS = {"__add__": "+", "__radd__": "+", "__sub__": "-", "__rsub__": "-", "__mul__": "*",
+                    "__rmul__": "*", "__truediv__": "/", "__rtruediv__": "/", "__matmul__": "@", "__pow__": "**",
+                    "__gt__": ">", "__ge__": ">=", "__lt__": "<", "__le__": "<="}
+
 # The one-op layer's class name in its generated module.
 ONE_OP = "OneOp"
 
@@ -95,30 +101,9 @@ def written(calls: Sequence[Any], branched_at: Optional[int] = None, every_end: 
                       f"        if r{j - 1}:"]
         if branched_at is not None and j >= branched_at:
             indent = "            "
-        spoken = call.public if public and _alone(call) else None
-        if spoken is not None:
-            held = {call.input_ids[k] for k in call.held if k < len(call.input_ids)}
-            names = {k: layer.name_of(i, a, i in held) for k, (i, a) in enumerate(zip(spoken.ids, spoken.arrays))}
-            lines.append(f"{indent}r{j} = {spoken.call_line(names)}")
-            for access, tensor in spoken.outputs:
-                layer.produced.setdefault(tensor, f"r{j}" + "".join(f"[{i}]" for i in access))
-            continue
-        harness_form = harness_form or call.name not in DYGRAPH_ONLY
-        names = {k: layer.name_of(call.input_ids[k] if k < len(call.input_ids) else None, array, k in call.held)
-                 for k, array in enumerate(call.arrays)}
-
-        def spell(value: Any) -> str:
-            if isinstance(value, Slot):
-                return names[value.index]
-            if isinstance(value, list):
-                return "[" + ", ".join(spell(v) for v in value) + "]"
-            return repr(value)
-
-        lines.append(f"{indent}r{j} = {DYGRAPH_ONLY.get(call.name, 'paddle._C_ops.' + call.name)}"
-                     f"({', '.join(spell(a) for a in call.args)})")
-        for (access, is_input), tensor in _outputs(call):
-            if not is_input:
-                layer.produced.setdefault(tensor, f"r{j}" + "".join(f"[{i}]" for i in access))
+        expression, harness_made = layer.spoken(call, j, public)
+        lines.append(f"{indent}r{j} = {expression}")
+        harness_form = harness_form or harness_made
     ends = _ends(calls) if every_end and branched_at is None else []
     returned = [layer.produced[t] for t in (ends or [_main_output(calls[-1])]) if t in layer.produced][:None if ends else 1]
     if branched_at is not None:
@@ -150,6 +135,37 @@ class _LayerText:
         self.produced: Dict[int, str] = {}
         self.fed: List[np.ndarray] = []
         self.held: Dict[str, np.ndarray] = {}
+
+    def spoken(self, call: Any, j: int, public: bool) -> tuple:
+        """``call`` as the right-hand side of ``r<j> = ...``, its outputs named after ``r<j>``; and
+        whether that is the harness's own form (``paddle._C_ops``): the public call the model made
+        when it ran this op alone, else the Tensor operator it used, else ``_C_ops``."""
+        spoken = call.public if public and _alone(call) else None
+        if spoken is not None:
+            held = {call.input_ids[k] for k in call.held if k < len(call.input_ids)}
+            names = {k: self.name_of(i, a, i in held) for k, (i, a) in enumerate(zip(spoken.ids, spoken.arrays))}
+            for access, tensor in spoken.outputs:
+                self.produced.setdefault(tensor, f"r{j}" + "".join(f"[{i}]" for i in access))
+            return spoken.call_line(names), False
+        names = {k: self.name_of(call.input_ids[k] if k < len(call.input_ids) else None, array, k in call.held)
+                 for k, array in enumerate(call.arrays)}
+        for (access, is_input), tensor in _outputs(call):
+            if not is_input:
+                self.produced.setdefault(tensor, f"r{j}" + "".join(f"[{i}]" for i in access))
+        symbol = OPERATOR_SYMBOLS.get(call.operator) if public else None
+        slots = [a for a in call.args if isinstance(a, Slot)]
+        if symbol and len(slots) == 2:  # the operator as the model wrote it (operands in the op's order)
+            return f"{names[slots[0].index]} {symbol} {names[slots[1].index]}", False
+
+        def spell(value: Any) -> str:
+            if isinstance(value, Slot):
+                return names[value.index]
+            if isinstance(value, list):
+                return "[" + ", ".join(spell(v) for v in value) + "]"
+            return repr(value)
+
+        function = DYGRAPH_ONLY.get(call.name, "paddle._C_ops." + call.name)
+        return f"{function}({', '.join(spell(a) for a in call.args)})", call.name not in DYGRAPH_ONLY
 
     def name_of(self, tensor: Optional[int], array: np.ndarray, held: bool) -> str:
         if tensor is not None and tensor in self.produced:
