@@ -241,7 +241,7 @@ def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: 
                                         dict(np.load(piece["inputs"])), f"{reduced.get('op')}, as the model called it")
         tried = _source_written(ctx, plan, done, folder, built, [ctx.tolerance(plan).to_dict()] * max(1, piece.get("outputs") or 1))
         if tried.get("verified"):
-            return dict(tried, program="ops")
+            return dict(tried, program="ops", larger=_larger(ctx, plan, done, folder / "larger", reduced))
         smaller = {k: tried.get(k) for k in ("what", "outcome", "last_line")}
     try:
         built, tolerances = _source_of_piece_or_model(ctx, plan, done, reduced)
@@ -250,6 +250,17 @@ def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: 
     tried = _source_written(ctx, plan, done, folder, built, tolerances)
     return dict(tried, program="piece" if reduced is not None and reduced.get("source_piece") else "model",
                 **({"smaller": smaller} if smaller else {}))
+
+
+def _larger(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path, reduced: Any) -> JsonObject:
+    """The piece (else the model) in source beside a verified op-level one: what ``releases`` asks at a
+    release where the op program cannot be asked (a form that release does not build or load)."""
+    try:
+        built, tolerances = _source_of_piece_or_model(ctx, plan, done, reduced)
+    except (source_repro.Unspellable, HarnessFailure) as why:
+        return {"why": f"not written: {why}"}
+    return dict(_source_written(ctx, plan, done, folder, built, tolerances),
+                program="piece" if reduced is not None and reduced.get("source_piece") else "model")
 
 
 def _source_of_piece_or_model(ctx: CellContext, plan: StagePlan, done: Ledger, reduced: Any):

@@ -86,6 +86,12 @@ class ReleaseCause:
         return self.home.analysis.reproducer.source.cause_words
 
     @property
+    def larger_script(self) -> Optional[Path]:
+        """The verified piece- or model-level script beside an op-level one, or None."""
+        larger = self.home.analysis.reproducer.source.larger
+        return self.home.located(larger.script) if larger is not None and larger.verified and larger.script else None
+
+    @property
     def words(self) -> str:
         """The cause as a person reads it: the failing stage's own message (Paddle's words), or
         what failed on numbers; ``key`` stays internal."""
@@ -130,17 +136,25 @@ class Bisection:
         if python is None:
             answer = (RunOutcome.NO_ENVIRONMENT, f"{PACKAGE}=={version} could not be installed")
         else:
-            script = self.cause.script
-            try:
-                proc = subprocess.run([str(python), script.name], cwd=script.parent, capture_output=True, text=True,
-                                      timeout=self.timeout, stdin=subprocess.DEVNULL)
-                answer = run_outcome(proc.returncode, proc.stdout + proc.stderr, self.cause.cause_words,
-                                     self.cause.numeric)
-            except subprocess.TimeoutExpired:
-                answer = (RunOutcome.OTHER, f"ran over {self.timeout:g} s")
+            answer = self._ran(python, self.cause.script)
+            larger = self.cause.larger_script
+            if not answer[0].says and larger is not None:
+                # The smallest cannot be asked here (a form this release does not build or load): the
+                # piece or model the cell also verified is, and says so.
+                said = self._ran(python, larger)
+                answer = (said[0], f"{said[1]} (the larger reproducer; the smallest said {answer[0].value}: "
+                                   f"{answer[1][:100]})")
         self.answers.setdefault(version, []).append(answer)
         self.say(f"[releases] {version}: {answer[0].value} ({answer[1][:120]})")
         return answer[0]
+
+    def _ran(self, python: Path, script: Path) -> Tuple[RunOutcome, str]:
+        try:
+            proc = subprocess.run([str(python), script.name], cwd=script.parent, capture_output=True, text=True,
+                                  timeout=self.timeout, stdin=subprocess.DEVNULL)
+            return run_outcome(proc.returncode, proc.stdout + proc.stderr, self.cause.cause_words, self.cause.numeric)
+        except subprocess.TimeoutExpired:
+            return RunOutcome.OTHER, f"ran over {self.timeout:g} s"
 
     def first(self, version: str) -> RunOutcome:
         return self.answers[version][0][0] if version in self.answers else self.run(version)

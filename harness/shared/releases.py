@@ -49,6 +49,7 @@ class SourceReproducer:
     what: str = ""
     why: str = ""
     program: str = ""  # what it rebuilds: "ops" (Paddle's public API alone), "piece" or "model" (their classes)
+    larger: Optional["SourceReproducer"] = None  # beside an op-level one: the piece or model, for releases it cannot ask
 
     @property
     def needs_no_suite(self) -> bool:
@@ -61,7 +62,8 @@ class SourceReproducer:
         return cls(data.get("script"), bool(data.get("verified")),
                    RunOutcome(data["outcome"]) if data.get("outcome") else None, str(data.get("last_line") or ""),
                    str(data.get("cause_words") or ""), bool(data.get("numeric")), str(data.get("what") or ""),
-                   str(data.get("why") or ""), str(data.get("program") or ""))
+                   str(data.get("why") or ""), str(data.get("program") or ""),
+                   cls.from_dict(data["larger"]) if data.get("larger") else None)
 
 
 class SpanOutcome(str, enum.Enum):
