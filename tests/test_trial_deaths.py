@@ -116,7 +116,7 @@ def test_a_planted_segment_head_is_reduced_to_unique_and_its_reproducer_calls_pa
     # asked at (2.6.2 does not run a program of no feed: measured, its fetch op raises).
     source = repro["source"]
     assert source["program"] == "ops" and source["verified"] is True, source
-    assert source["larger"]["program"] == "piece" and source["larger"]["verified"] is True, source["larger"]
+    assert source["larger"]["program"] == "piece" and source["larger"]["verified"] is None, source["larger"]
 
 
 def test_a_worker_killed_inside_an_analysis_step_leaves_what_the_step_had_found(write_matrix, tmp_path, paddle_version):

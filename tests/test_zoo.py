@@ -88,7 +88,7 @@ def test_the_reading_order_encoder_s_onednn_error_is_placed_at_a_chain_of_ops(tm
     # Beside it, the piece in source, built with PaddleX's config class from its own dict: what `releases`
     # asks at a release the chain cannot be asked at.
     larger = source["larger"]
-    assert larger["verified"] is True and larger["what"] == "the piece embeddings of reading_order_encoder", larger
+    assert larger["verified"] is None and larger["what"] == "the piece embeddings of reading_order_encoder", larger
     assert "_config_pp_doclayout_v2" in Path(larger["script"]).read_text()
     # The smallest verified change, with what it leaves on oneDNN.
     workaround = record["analysis"]["workaround"]

@@ -254,12 +254,14 @@ def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: 
 
 def _larger(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path, reduced: Any) -> JsonObject:
     """The piece (else the model) in source beside a verified op-level one: what ``releases`` asks at a
-    release where the op program cannot be asked (a form that release does not build or load)."""
+    release where the op program cannot be asked (a form that release does not build or load).
+    Written, not run here (``verified`` None): ``releases`` runs it at the cell's own release first,
+    only for a cause that needs it — a run of a fresh interpreter per failing cell saved."""
     try:
         built, tolerances = _source_of_piece_or_model(ctx, plan, done, reduced)
     except (source_repro.Unspellable, HarnessFailure) as why:
         return {"why": f"not written: {why}"}
-    return dict(_source_written(ctx, plan, done, folder, built, tolerances),
+    return dict(_source_written(ctx, plan, done, folder, built, tolerances, run_it=False),
                 program="piece" if reduced is not None and reduced.get("source_piece") else "model")
 
 
@@ -283,8 +285,9 @@ def _source_of_piece_or_model(ctx: CellContext, plan: StagePlan, done: Ledger, r
 
 
 def _source_written(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path, built: Any,
-                    tolerances: List[JsonObject]) -> JsonObject:
-    """``built`` written as the source reproducer in ``folder`` (anew) and run once here."""
+                    tolerances: List[JsonObject], run_it: bool = True) -> JsonObject:
+    """``built`` written as the source reproducer in ``folder`` (anew) and run once here (unless
+    ``run_it`` is False: then ``verified`` is None, for whoever runs it first)."""
     setup, stage = done.setup, done.stage(plan.name)
     engine = runtime(plan.runtime)
     numeric = stage.status is Status.FAIL
@@ -302,8 +305,11 @@ def _source_written(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Pat
     run_lines = source_repro.by_format(per_format, plan.name)
     compare = compare_code() if numeric else 'print("ran without error: not reproduced")\n'
     source_repro.write(folder, built, run_lines, engine.reproducer_imports, tolerances, compare)
-    run = _run(folder, ctx.cell.stage_timeout, source_repro.SCRIPT)
     key = engine.cause_words(stage.message)
+    if not run_it:
+        return {"folder": str(folder), "script": str(folder / source_repro.SCRIPT), "what": built.what,
+                "verified": None, "cause_words": key, "numeric": numeric}
+    run = _run(folder, ctx.cell.stage_timeout, source_repro.SCRIPT)
     outcome, line = run_outcome(run["exit"], run["output"], key, numeric)
     return {"folder": str(folder), "script": str(folder / source_repro.SCRIPT), "what": built.what,
             "verified": outcome is RunOutcome.REPRODUCED, "outcome": outcome.value, "last_line": line,

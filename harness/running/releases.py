@@ -87,9 +87,10 @@ class ReleaseCause:
 
     @property
     def larger_script(self) -> Optional[Path]:
-        """The verified piece- or model-level script beside an op-level one, or None."""
+        """The piece- or model-level script written beside an op-level one (not run yet, or verified), or None."""
         larger = self.home.analysis.reproducer.source.larger
-        return self.home.located(larger.script) if larger is not None and larger.verified and larger.script else None
+        return (self.home.located(larger.script) if larger is not None and larger.script and larger.verified is not False
+                else None)
 
     @property
     def words(self) -> str:
@@ -130,6 +131,7 @@ class Bisection:
                  timeout: float = TIMEOUT):
         self.cause, self.environment, self.say, self.timeout = cause, environment, say, timeout
         self.answers: Dict[str, List[Tuple[RunOutcome, str]]] = {}
+        self.larger_ok: Optional[bool] = None  # the larger script at the cell's own release (asked when needed)
 
     def run(self, version: str) -> RunOutcome:
         python = self.environment(version)
@@ -138,7 +140,7 @@ class Bisection:
         else:
             answer = self._ran(python, self.cause.script)
             larger = self.cause.larger_script
-            if not answer[0].says and larger is not None:
+            if not answer[0].says and larger is not None and self._larger_reproduces():
                 # The smallest cannot be asked here (a form this release does not build or load): the
                 # piece or model the cell also verified is, and says so.
                 said = self._ran(python, larger)
@@ -147,6 +149,17 @@ class Bisection:
         self.answers.setdefault(version, []).append(answer)
         self.say(f"[releases] {version}: {answer[0].value} ({answer[1][:120]})")
         return answer[0]
+
+    def _larger_reproduces(self) -> bool:
+        """Whether the larger script reproduces at the cell's own release (run once, the first time it
+        is needed: the cell wrote it without running it)."""
+        if self.larger_ok is None:
+            own = self.cause.home.version
+            python = self.environment(own)
+            said = self._ran(python, self.cause.larger_script) if python is not None else (RunOutcome.NO_ENVIRONMENT, "")
+            self.larger_ok = said[0] is RunOutcome.REPRODUCED
+            self.say(f"[releases] the larger reproducer at {own}: {said[0].value} ({said[1][:120]})")
+        return self.larger_ok
 
     def _ran(self, python: Path, script: Path) -> Tuple[RunOutcome, str]:
         try:

@@ -41,7 +41,7 @@ class SourceReproducer:
     it reproduced at the cell's own, what it prints for the cause, or why there is none."""
 
     script: Optional[str] = None
-    verified: bool = False
+    verified: Optional[bool] = False  # None: written, not run yet (a larger reproducer beside an op-level one)
     outcome: Optional[RunOutcome] = None
     last_line: str = ""
     cause_words: str = ""
@@ -59,7 +59,8 @@ class SourceReproducer:
     def from_dict(cls, data: Optional[Mapping[str, Any]]) -> "SourceReproducer":
         if not data:
             return cls(why="no source reproducer (written by the harness since schema 3's releases)")
-        return cls(data.get("script"), bool(data.get("verified")),
+        verified = None if data.get("verified") is None and data.get("script") else bool(data.get("verified"))
+        return cls(data.get("script"), verified,
                    RunOutcome(data["outcome"]) if data.get("outcome") else None, str(data.get("last_line") or ""),
                    str(data.get("cause_words") or ""), bool(data.get("numeric")), str(data.get("what") or ""),
                    str(data.get("why") or ""), str(data.get("program") or ""),
