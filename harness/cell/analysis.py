@@ -38,7 +38,7 @@ from .context import CellContext
 from .ledger import Ledger
 from .registry import runtime
 from .stages import stage_reference
-from .trials import TRIAL_SHARE, bookkeeping
+from .trials import bookkeeping
 
 FAILED = (Status.FAIL, Status.ERROR)
 
@@ -192,7 +192,7 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Ledger, messages: Lis
             said = probe_here(config)
             return said, messages[before:]
 
-        answer = sandbox.in_child(in_the_child, where, float(ctx.cell.stage_timeout) * TRIAL_SHARE,
+        answer = sandbox.in_child(in_the_child, where, sandbox.deadline(ctx.cell.stage_timeout),
                                   here=not engine.trials_in_child)
         if isinstance(answer, sandbox.Death):
             messages.append(f"its process died: {answer.words()}")

@@ -33,6 +33,9 @@ from ..shared.logs import signal_name
 from ..shared.protocol import die_with_parent, reap
 
 RESULT = "trial.result.pickle"
+# A trial's share of the stage timeout (a whole analysis step is one entry of the cell's journal,
+# killed by the host past the stage timeout): a hung trial costs a quarter of it, not the step.
+TRIAL_SHARE = 0.25
 PHASE = "trial.phase"
 LOG = "trial.log"
 
@@ -93,6 +96,11 @@ class Death:
 
     def to_dict(self) -> JsonObject:
         return {k: v for k, v in dataclasses.asdict(self).items() if v} | {"words": self.words()}
+
+
+def deadline(stage_timeout: float) -> float:
+    """Seconds one trial may run, from the cell's stage timeout."""
+    return float(stage_timeout) * TRIAL_SHARE
 
 
 def in_child(fn: Callable[[], Any], folder: Path, timeout: float, here: bool = False) -> Union[Any, Death]:

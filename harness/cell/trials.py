@@ -35,8 +35,6 @@ from .registry import runtime
 # What a trial is doing when its process dies (``sandbox.phase``): the piece's dygraph call, its
 # export, the reference config's run, the failing stage's run.
 DYGRAPH, EXPORT, REFERENCE, STAGE = "dygraph", "export", "reference", "stage"
-# A trial's share of the stage timeout (the whole reduction is one step of the cell's journal).
-TRIAL_SHARE = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +76,7 @@ class PieceTrials:
         self.op_exports = 0  # one-op programs exported (or tried to be)
         self.layers: Dict[Tuple[str, ...], Any] = {}  # the generated layer and inputs of each reproducing piece
         self.held_ids: set = set()  # the isolated forward's parameters and buffers (by id): they stay parameters
-        self.trial_timeout = float(ctx.cell.stage_timeout) * TRIAL_SHARE
+        self.trial_timeout = sandbox.deadline(ctx.cell.stage_timeout)
 
     def __call__(self, paths: List[str]) -> Trial:
         self.tried += 1

@@ -37,7 +37,7 @@ from .registry import runtime
 from .runtime import Session
 from .stages import stage_reference
 from . import sandbox
-from .trials import TRIAL_SHARE, bookkeeping
+from .trials import bookkeeping
 
 SPEED_RUNS = 7
 Candidate = Tuple[str, StageConfig]  # what the change is, in words; the stage's config with it
@@ -131,7 +131,7 @@ def _checked_in_child(ctx: CellContext, verifier: "Verifier", config: StageConfi
         verdicts, why, session = verifier.check(config)
         return verdicts, why, session is not None
 
-    answer = sandbox.in_child(in_the_child, where, float(ctx.cell.stage_timeout) * TRIAL_SHARE)
+    answer = sandbox.in_child(in_the_child, where, sandbox.deadline(ctx.cell.stage_timeout))
     if isinstance(answer, sandbox.Death):
         return {str(verifier.shapes[0]): Status.CRASH.value}, f"its process died: {answer.words()}", None
     verdicts, why, passed = answer
