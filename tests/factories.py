@@ -812,17 +812,19 @@ _TRACES = [0]
 
 @paddle.jit.not_to_static
 def _traced_once_more():
-    """Counts this process's traces (out of dy2static's reach); the second one kills the process."""
+    """Counts this process's traces (out of dy2static's reach); the second one, in a trial's child,
+    kills the cell's worker (its parent) and then itself."""
     if not paddle.in_dynamic_mode():
         _TRACES[0] += 1
         if _TRACES[0] > 1:
+            os.kill(os.getppid(), signal.SIGKILL)
             os.kill(os.getpid(), signal.SIGSEGV)
 
 
-class DiesOnItsSecondTrace(nn.Linear):
-    """Kills its process (SIGSEGV) the second time ``to_static`` traces it in one process: the cell's
-    own export is the first; a reduction trial that runs in the worker (a runtime whose builds fork
-    a converter: ``Runtime.trials_in_child``) is the second."""
+class KillsItsWorkerOnASecondTrace(nn.Linear):
+    """The second time ``to_static`` traces it (the cell's own export is the first; a reduction trial,
+    in a child of the worker, the second) it kills the worker: a stand-in for a worker the kernel
+    takes while a trial runs (the OOM killer), which no child can shield."""
 
     def forward(self, x):
         _traced_once_more()
@@ -835,7 +837,7 @@ class UnconvertibleThenDies(Unconvertible):
 
     def __init__(self):
         super().__init__()
-        self.tail = DiesOnItsSecondTrace(4, 4)
+        self.tail = KillsItsWorkerOnASecondTrace(4, 4)
 
     def forward(self, image):
         return self.tail(super().forward(image))

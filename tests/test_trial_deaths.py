@@ -120,8 +120,9 @@ def test_a_planted_segment_head_is_reduced_to_unique_and_its_reproducer_calls_pa
 
 
 def test_a_worker_killed_inside_an_analysis_step_leaves_what_the_step_had_found(write_matrix, tmp_path, paddle_version):
-    """A trial that runs in the worker (ONNX Runtime's: its builds fork a converter) and kills it: the
-    step's record is the crash, and the trials that had ended before it, with the stage it analysed."""
+    """A trial whose child takes the worker with it (a stand-in for the OOM killer; here on ONNX
+    Runtime, whose trials' conversions a launcher forks): the step's record is the crash, and the
+    trials that had ended before it, with the stage it analysed."""
     if not paddle_version.startswith("3."):
         pytest.skip("paddle2onnx 2.x needs Paddle 3")
     from .conftest import ORT_SESSION
@@ -131,7 +132,7 @@ def test_a_worker_killed_inside_an_analysis_step_leaves_what_the_step_had_found(
     record = load_record(tmp_path / "r" / "default", f"cpu_ort_fp32/{paddle_version}/normal/dies")
     assert stages_by_name(record)["ort_convert"]["status"] == "error", proc.stdout[-3000:]
     reduce = record["analysis"]["reduce"]
-    assert reduce["status"] == "crash" and "SIGSEGV" in reduce["message"], reduce
+    assert reduce["status"] == "crash" and "SIGKILL" in reduce["message"], reduce
     assert reduce["stage"] == "ort_convert", reduce  # which stage it analysed: from what it left
     assert reduce["trials_before"] and reduce["trials_before"][0]["members"] == ["conv", "bn"], reduce
     assert "trial(s) had ended before it" in reduce["ended_before"]

@@ -192,8 +192,7 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Ledger, messages: Lis
             said = probe_here(config)
             return said, messages[before:]
 
-        answer = sandbox.in_child(in_the_child, where, sandbox.deadline(ctx.cell.stage_timeout),
-                                  here=not engine.trials_in_child)
+        answer = sandbox.in_child(in_the_child, where, sandbox.deadline(ctx.cell.stage_timeout))
         if isinstance(answer, sandbox.Death):
             messages.append(f"its process died: {answer.words()}")
             return Probe.INVALID

@@ -1,6 +1,6 @@
 """What an analysis step has done so far, on disk as it happens (cell side): the step and the stage it
 analyses, then each trial as it ends (``protocol.ANALYSIS_PROGRESS``). A worker that dies inside the
-step (a trial that could not run in a child of its own: ``Runtime.trials_in_child``) leaves this
+step (killed at the stage timeout, or taken by the kernel with a trial's child) leaves this
 behind, and the host keeps it in the step's record: what was found before is not lost."""
 
 from __future__ import annotations

@@ -61,10 +61,6 @@ class Runtime(abc.ABC):
     name: str = ""
     #: the import lines of this runtime's reproducer script
     reproducer_imports: str = ""
-    #: whether an analysis's trials on this runtime run in a forked child (``cell/sandbox.py``); a
-    #: runtime that forks a child of its own per build (a converter) says no: the grandchild's fork
-    #: spins in libiomp5's fork handler (measured at 3.3.1), and its builds' deaths are caught already
-    trials_in_child: bool = True
 
     @abc.abstractmethod
     def unmet(self, requirement: Requirement) -> Optional[str]:

@@ -5,7 +5,8 @@ workaround candidate — runs Paddle, a converter or a runtime on something the 
 them alone, and any of those can kill its process (measured: the dygraph form of
 ``_C_ops.unique`` under ``to_static`` at 3.3.1, SIGSEGV in ``paddle::pybind::static_api_unique``).
 ``in_child`` runs the trial in a forked child (a fork costs no second ``import paddle``; the
-conversions of ``paddle2onnx/convert.py`` have run this way from the start): its value comes back
+conversions of ``paddle2onnx/convert.py`` have run this way from the start, and a trial's child gets
+its own from a launcher its parent forked: ``before_children``): its value comes back
 through a file, and a child that dies by a signal, exits without one, or outlives its deadline is a
 ``Death`` — the signal, the phase the trial had announced (``phase``) and the last words Paddle's
 fatal-signal handler printed (its error summary and the innermost C++ frame) — which the caller
@@ -26,7 +27,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 from ..shared.json_types import JsonObject
 from ..shared.logs import signal_name
@@ -98,19 +99,28 @@ class Death:
         return {k: v for k, v in dataclasses.asdict(self).items() if v} | {"words": self.words()}
 
 
+# What must exist before a child forks: a conversion launcher (``runtimes/paddle2onnx/launcher.py``;
+# a child that ran Paddle cannot fork again).
+_BEFORE_CHILDREN: List[Callable[[], None]] = []
+
+
+def before_children(prepare: Callable[[], None]) -> None:
+    """Run ``prepare`` in this process before each trial's child forks (it may do nothing)."""
+    _BEFORE_CHILDREN.append(prepare)
+
+
 def deadline(stage_timeout: float) -> float:
     """Seconds one trial may run, from the cell's stage timeout."""
     return float(stage_timeout) * TRIAL_SHARE
 
 
-def in_child(fn: Callable[[], Any], folder: Path, timeout: float, here: bool = False) -> Union[Any, Death]:
+def in_child(fn: Callable[[], Any], folder: Path, timeout: float) -> Union[Any, Death]:
     """``fn()`` in a forked child, its output in ``folder/trial.log``; its value, or how it died.
     An exception ``fn`` raises comes back as a ``RuntimeError`` with its traceback's words (the
-    trial's own code catches what Paddle raises: what reaches here is the harness's). ``here``: in
-    this process instead (a runtime whose builds fork children of their own, ``Runtime.trials_in_child``)."""
+    trial's own code catches what Paddle raises: what reaches here is the harness's)."""
     global _phase_file
-    if here:
-        return fn()
+    for prepare in _BEFORE_CHILDREN:
+        prepare()
     folder.mkdir(parents=True, exist_ok=True)
     result, phase_path, log = folder / RESULT, folder / PHASE, folder / LOG
     for stale in (result, phase_path):
@@ -161,4 +171,4 @@ def in_child(fn: Callable[[], Any], folder: Path, timeout: float, here: bool = F
     return Death(how, said, frame, summary, shown[-1] if shown else "", str(log))
 
 
-__all__ = ["Death", "in_child", "phase", "last_words"]
+__all__ = ["Death", "before_children", "in_child", "phase", "last_words"]

@@ -125,7 +125,7 @@ class PieceTrials:
         says nothing of the failure sought and records how it died. A death while the harness's own
         ``_C_ops`` form was being built (dygraph or export) is the harness's gap; any other (the
         model's layers, a public call, a predictor) is Paddle's."""
-        outcome = sandbox.in_child(fn, where, self.trial_timeout, here=not self.engine.trials_in_child)
+        outcome = sandbox.in_child(fn, where, self.trial_timeout)
         if not isinstance(outcome, sandbox.Death):
             progress.ended(self.ctx.work, outcome.to_dict())
             return outcome

@@ -124,8 +124,6 @@ def _checked_in_child(ctx: CellContext, verifier: "Verifier", config: StageConfi
     (``sandbox``): checked in a child first; one that passes there is built again here, whose
     session gives the evidence and the timing (a session does not cross processes)."""
     where = ctx.work / f"{verifier.plan.name}.workaround" / f"candidate{k}"
-    if not verifier.engine.trials_in_child:  # a runtime whose builds fork their own children: here
-        return verifier.check(config)
 
     def in_the_child() -> Tuple[Dict[str, str], str, bool]:
         verdicts, why, session = verifier.check(config)

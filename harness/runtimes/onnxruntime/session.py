@@ -91,9 +91,6 @@ class OrtSession(Session):
 class OnnxRuntime(Runtime):
     name = "onnxruntime"
     reproducer_imports = "import onnxruntime as ort\n"
-    # paddle2onnx converts in a child of its own (its abort is the converter's finding): a trial in a
-    # forked child would fork again, and that fork spins in libiomp5's handler (``Runtime``).
-    trials_in_child = False
 
     def unmet(self, requirement: Requirement) -> Optional[str]:
         if requirement == PADDLE2ONNX:

@@ -107,9 +107,6 @@ class OpenVinoSession(Session):
 class OpenVino(Runtime):
     name = "openvino"
     reproducer_imports = "import openvino as ov\n"
-    # paddle2onnx converts in a child of its own (its abort is the converter's finding): a trial in a
-    # forked child would fork again, and that fork spins in libiomp5's handler (``Runtime``).
-    trials_in_child = False
 
     def unmet(self, requirement: Requirement) -> Optional[str]:
         if requirement == PADDLE2ONNX:

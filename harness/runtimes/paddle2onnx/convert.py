@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...shared.errors import Finding
-from ...shared.protocol import die_with_parent, reap
+from ...cell import sandbox
+from ...shared.protocol import die_with_parent
 from ...shared.tensor_diff import DumpedTensor
+from .launcher import Launched, launch, ready_for_children
 
 # What the conversion needs importable (paddle2onnx 2.x), and what Polygraphy would otherwise
 # install by itself; paddle2onnx 1.x's optimizer does not go through Polygraphy.
@@ -106,12 +108,14 @@ PERTURB_BYTE = 0xA5
 DIFFERS_BY_MEMORY = "paddle2onnx's output depends on memory it never wrote"
 
 
-def _fork_conversion(program: str, params: str, target: str, log: Path, perturb: int = 0) -> int:
+def _fork_conversion(program: str, params: str, target: str, log: str, perturb: int = 0) -> int:
     """``paddle2onnx.export`` in a forked child (paddle2onnx aborts its process on what it cannot
     convert; a fork costs no second ``import paddle``), its output to ``log``; the child's pid.
-    ``perturb``: the byte glibc fills the child's fresh allocations with (0: untouched)."""
+    ``perturb``: the byte glibc fills the child's fresh allocations with (0: untouched). A trial's
+    child cannot fork after Paddle ran: its conversions are forked by the launcher (``launcher.py``)."""
     import paddle2onnx  # imported here, before the fork: the child only converts
 
+    log = Path(log)
     log.parent.mkdir(parents=True, exist_ok=True)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -205,6 +209,10 @@ def _listed(op: str, supported: "set[str]") -> bool:
         .get(name, name)))
 
 
+# A trial's child asks the launcher for its conversions: it exists before the first trial forks.
+sandbox.before_children(lambda: ready_for_children(_fork_conversion))
+
+
 class ConversionError(Finding):
     """paddle2onnx could not convert the program: its words and the op types it does not list."""
 
@@ -237,7 +245,7 @@ class Converter:
     def __init__(self) -> None:
         self._converted: Dict[str, Tuple[Path, Dict[str, Any]]] = {}
         self._failed: Dict[str, str] = {}  # program -> why its conversion is a finding
-        self._pending: Dict[str, Tuple[int, float]] = {}  # program -> the perturbed conversion's child
+        self._pending: Dict[str, Tuple[Launched, float]] = {}  # program -> the perturbed conversion's child
 
     def convert(self, files: Dict[str, str]) -> Tuple[Path, Dict[str, Any]]:
         """The program as ONNX (converted once, kept beside the program) and what the converter did.
@@ -260,12 +268,13 @@ class Converter:
             # (``settle``): nobody waits for it before then.
             deadline = time.monotonic() + CONVERT_TIMEOUT
             params = files.get("params") or ""
-            pid = _fork_conversion(str(program), params, str(target), report)
+            plain = launch(_fork_conversion, program=str(program), params=params, target=str(target), log=str(report))
             if _glibc():
                 perturbed = target.with_suffix(".perturbed.onnx")
-                self._pending[str(program)] = (_fork_conversion(
-                    str(program), params, str(perturbed), perturbed.with_suffix(".log"), perturb=PERTURB_BYTE), deadline)
-            code = reap(pid, deadline)
+                self._pending[str(program)] = (launch(
+                    _fork_conversion, program=str(program), params=params, target=str(perturbed),
+                    log=str(perturbed.with_suffix(".log")), perturb=PERTURB_BYTE), deadline)
+            code = plain.wait(deadline)
             if code != 0 or not target.exists():
                 self.settle(program, compare=False)
                 raise ConversionError(self._why_not(program, code, report.read_text(encoding="utf-8", errors="replace")))
@@ -288,8 +297,8 @@ class Converter:
         import paddle2onnx
 
         if str(program) in self._pending:
-            pid, deadline = self._pending.pop(str(program))
-            code = reap(pid, deadline)
+            second, deadline = self._pending.pop(str(program))
+            code = second.wait(deadline)
             perturbed = program.with_suffix(".perturbed.onnx")
             if compare and code == 0 and perturbed.exists():
                 differs = memory_dependent_values(onnx.load(str(program.with_suffix(".onnx"))), onnx.load(str(perturbed)))
