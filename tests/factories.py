@@ -845,3 +845,21 @@ class UnconvertibleThenDies(Unconvertible):
 
 def unconvertible_then_dies():
     return UnconvertibleThenDies(), _image_spec()
+
+
+class CentredByItsMean(nn.Layer):
+    """A conv whose output is centred by its mean over every element (``Tensor.mean()`` with no
+    axis): paddle2onnx 2.1.0 aborts on it below opset 18 ("Can not get input 'axis(dim)' value",
+    measured), and converts it at 18."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2D(3, 4, 3, padding=1)
+
+    def forward(self, image):
+        feature = self.conv(image)
+        return feature - feature.mean()
+
+
+def centred_by_its_mean():
+    return CentredByItsMean(), _image_spec()

@@ -92,6 +92,11 @@ class Runtime(abc.ABC):
         the backend off; each in words with the stage's config changed. None by default."""
         return []
 
+    def conversion_candidates(self, plan: StagePlan, files: Dict[str, str]) -> List[Tuple[str, StageConfig]]:
+        """For a runtime that reads a converter's output, the converter's own options a workaround may
+        change (another opset, its optimizer off), each in words with the stage's config changed."""
+        return []
+
     @abc.abstractmethod
     def config_calls(self, files: Dict[str, str], config: StageConfig) -> List[str]:
         """The runtime's own API calls that configure ``config``, as lines of code on a variable

@@ -43,7 +43,8 @@ SPEED_RUNS = 7
 Candidate = Tuple[str, StageConfig]  # what the change is, in words; the stage's config with it
 
 
-def candidates(plan: StagePlan, done: Ledger, onednn_types: Sequence[str]) -> Tuple[List[Candidate], List[str]]:
+def candidates(plan: StagePlan, done: Ledger, onednn_types: Sequence[str], files: Dict[str, str]
+               ) -> Tuple[List[Candidate], List[str]]:
     """The changes to try, smallest first, and what was not tried (with why)."""
     engine = runtime(plan.runtime)
     found: List[Candidate] = []
@@ -68,9 +69,8 @@ def candidates(plan: StagePlan, done: Ledger, onednn_types: Sequence[str]) -> Tu
             not_tried.append("keeping op types off oneDNN (set_mkldnn_op): this Paddle ignores the list "
                              "(measured by the exclude step)")
     found += engine.coarser(plan)
-    if plan.name.endswith("_convert"):
-        not_tried.append("the converter's own options (another opset, paddle2onnx's flags): a conversion's failure "
-                         "comes before any option of the runtime's session; not in this search yet")
+    if plan.name.endswith("_convert"):  # the conversion's stage: the converter's own options
+        found += engine.conversion_candidates(plan, files)
     return found, not_tried
 
 
@@ -154,7 +154,7 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan
     setup = done.setup
     shapes = [0] + [v["index"] for v in setup.get("shape_variants") or [] if Status.of(v["status"]) is Status.PASS]
     onednn_types = [t.split(".", 1)[-1] for t in done.evidence(Stage.BASELINE.value).get("op_types") or {}]
-    tried_changes, not_tried = candidates(plan, done, onednn_types)
+    tried_changes, not_tried = candidates(plan, done, onednn_types, setup.get("export"))
     verifier = Verifier(ctx, plan, done, shapes)
     tried: List[JsonObject] = []
     chosen: Optional[Tuple[str, StageConfig, Session]] = None
@@ -208,6 +208,12 @@ def _what_else(ctx: CellContext, plan: StagePlan, done: Ledger, config: StageCon
         # What runs off oneDNN with the change (layout transfers are oneDNN's own bookkeeping).
         said["off_backend"] = {t: n for t, n in types_after.items()
                                if not t.startswith("onednn_op.") and "layout" not in t and not bookkeeping(t)}
+    asked_opset = getattr(config, "opset", None)
+    if asked_opset is not None:  # a converter option: the opset the ONNX carries, read back
+        converted = evidence.get("conversion") or evidence
+        said["opset"] = converted.get("opset")
+        if said["opset"] != asked_opset:
+            said["not_as_claimed"] = f"asked paddle2onnx for opset {asked_opset}; the ONNX it wrote has {said['opset']}"
     if types_before:
         said["backend_ops_before"] = _backend_ops(types_before)
         said["ops_left_backend"] = said["backend_ops_before"] - said["backend_ops"]

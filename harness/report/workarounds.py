@@ -140,7 +140,7 @@ def cell_section(cell: CellWorkaround) -> str:
     if changes.get("off_backend") is not None:
         off = ", ".join(f"{t} ×{n}" for t, n in changes["off_backend"].items()) or "none"
         said.append(f"  - {changes.get('backend_ops')} of {changes.get('ops')} ops run on oneDNN with it; off oneDNN: {off}")
-    said += ["", "  Paddle Inference:", "", "  ```python", *[f"  {line}" for line in entry.get("config_lines") or []],
+    said += ["", f"  {_title(entry)}:", "", "  ```python", *[f"  {line}" for line in entry.get("config_lines") or []],
              "  ```", ""]
     if entry.get("paddlex_hpi"):
         import yaml  # host side's (HOST_SIDE); the CLI's parser imports this module in cell envs too
@@ -149,6 +149,14 @@ def cell_section(cell: CellWorkaround) -> str:
         said += ["  PaddleX (`hpi_config` of the model's config):", "", "  ```yaml",
                  *[f"  {line}" for line in text.splitlines()], "  ```", ""]
     return "\n".join(said) + "\n"
+
+
+def _title(entry: AnalysisEntry) -> str:
+    """Whose config lines these are, by the runtime the verified config names."""
+    from ..runtimes import REGISTRY
+
+    kind = REGISTRY.config_types().get(str((entry.get("config") or {}).get("runtime") or "paddle_inference"))
+    return kind.title if kind is not None and kind.title else "Paddle Inference"
 
 
 def known_issues(cells: Sequence[CellWorkaround], records: Sequence[CellRecord], run: Path) -> str:

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Dict, Iterable, List, Sequence, Tuple
 
-from .errors import PADDLE_WORDS, called, harness_made
+from .errors import PADDLE_WORDS, Finding, called, harness_made
 from .vocab import Status
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
@@ -66,6 +66,8 @@ def paddle_message(exc: BaseException) -> str:
     a runtime or a converter that raised with no words of its own (``errors.calling``) is named in
     them: ``predictor.run() raised RuntimeError: std::exception``."""
     text = str(exc).strip()
+    if isinstance(exc, Finding) and text:  # the harness's wrapper around their words: its class is nobody's
+        return next(ln.strip() for ln in text.splitlines() if ln.strip())
     call = called(exc)
     if call and wordless(exc):
         return f"{call} raised {type(exc).__name__}" + (f": {text}" if text else " with no message")

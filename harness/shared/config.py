@@ -48,6 +48,7 @@ class StageConfig:
     it (beside Paddle's fields), so that such records still read."""
 
     runtime: ClassVar[str] = ""
+    title: ClassVar[str] = ""  # how people name what it configures ("ONNX Runtime")
     schema2_key: ClassVar[str] = ""
     device: str
     threads: int
@@ -77,6 +78,7 @@ class PredictorConfig(StageConfig):
     """A Paddle Inference predictor's config."""
 
     runtime: ClassVar[str] = "paddle_inference"
+    title: ClassVar[str] = "Paddle Inference"
     device: str = "cpu"
     # Legacy IR lever (``switch_ir_optim``); under PIR it does not decide which passes run.
     ir: bool = False

@@ -26,14 +26,19 @@ LEVELS = ("disabled", "basic", "extended", "all")  # GraphOptimizationLevel.ORT_
 @dataclasses.dataclass(frozen=True)
 class OrtConfig(StageConfig):
     """An ONNX Runtime session on the converted program: its graph optimization level (``LEVELS``),
-    threads, and the optimizers switched off by name (the culprit search's lever)."""
+    threads, and the optimizers switched off by name (the culprit search's lever); and the
+    conversion's own options (``opset``: None is paddle2onnx's default; ``converter_optimize``: its
+    optimizer), which only a workaround changes."""
 
     runtime: ClassVar[str] = "onnxruntime"
+    title: ClassVar[str] = "paddle2onnx and ONNX Runtime"
     schema2_key: ClassVar[str] = "ort"
     device: str = "cpu"
     level: str = "all"
     threads: int = 1
     disabled_optimizers: Tuple[str, ...] = ()
+    opset: Optional[int] = None
+    converter_optimize: bool = True
 
 
 @register

@@ -33,7 +33,7 @@ from ...shared.config import PredictorConfig, StageConfig
 from ...shared.runtime import Requirement, StagePlan
 from ..paddle2onnx import PADDLE2ONNX, convert as conversion
 from . import ONNXRUNTIME
-from ..paddle2onnx.convert import converter, graph_evidence
+from ..paddle2onnx.convert import ExportOptions, converter, graph_evidence
 from .options import LEVELS, ort_options, session_options
 from ...shared.json_types import JsonObject
 from ...shared.tensor_diff import TensorDiff
@@ -102,7 +102,7 @@ class OnnxRuntime(Runtime):
         import onnx
         import onnxruntime as ort
 
-        path, converted = converter().convert(files)
+        path, converted = converter().convert(files, ExportOptions.of(config))
         evidence = dict(converted)  # the cached conversion evidence stays as it was
         options, kwargs = session_options(config)
         ours = ort_options(config)
@@ -128,7 +128,7 @@ class OnnxRuntime(Runtime):
         if ours.level != "disabled" and after["op_sequence_sha1"] == evidence["converted"]["op_sequence_sha1"]:
             evidence["not_as_claimed"] = (f"ONNX Runtime's {LEVELS[ours.level]} left the converted graph as it was "
                                      f"({after['nodes']} nodes)")
-        return OrtSession(session, evidence, settle=lambda: converter().settle(Path(files["program"])))
+        return OrtSession(session, evidence, settle=lambda: converter().settle(Path(files["program"]), ExportOptions.of(config)))
 
     def search_items(self, plan: StagePlan, evidence: Mapping[str, Any], baseline_evidence: Mapping[str, Any]) -> List[str]:
         """The transformers ORT's log says changed the graph, the rule container replaced by its
@@ -141,6 +141,9 @@ class OnnxRuntime(Runtime):
 
     def without(self, plan: StagePlan, disabled: List[str]) -> StageConfig:
         return ort_options(plan.config).replace(disabled_optimizers=tuple(disabled))
+
+    def conversion_candidates(self, plan: StagePlan, files: Dict[str, str]) -> List[Tuple[str, StageConfig]]:
+        return conversion.option_candidates(plan.config)
 
     def coarser(self, plan: StagePlan) -> List[Tuple[str, StageConfig]]:
         """Lower graph optimization levels than the stage's (the conversion itself is no option of
@@ -156,12 +159,12 @@ class OnnxRuntime(Runtime):
                  f"options.graph_optimization_level = ort.GraphOptimizationLevel.{LEVELS[ort.level]}",
                  f"options.intra_op_num_threads = {ort.threads}",
                  "options.inter_op_num_threads = 1"]
-        return calls
+        return conversion.conversion_calls(config) + calls
 
     def reproducer_lines(self, model: str, params: str, config: StageConfig, files: Dict[str, str]) -> str:
         disabled = ort_options(config).disabled_optimizers
         return "\n".join([
-            *conversion.reproducer_lines(model, params),
+            *conversion.reproducer_lines(model, params, ExportOptions.of(config)),
             *self.config_calls(files, config),
             "session = ort.InferenceSession(onnx_file, options, providers=[\"CPUExecutionProvider\"]"
             + (f", disabled_optimizers={list(disabled)!r})" if disabled else ")"),

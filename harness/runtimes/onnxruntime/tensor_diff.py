@@ -20,7 +20,7 @@ from ...shared.config import PredictorConfig, StageConfig
 from ...shared.errors import calling
 from ...shared.tensor_diff import Dump, DumpedTensor, TensorDiff
 from ..paddle2onnx import convert as conversion
-from ..paddle2onnx.convert import converter
+from ..paddle2onnx.convert import ExportOptions, converter
 from .options import session_options
 
 
@@ -46,7 +46,7 @@ def _dump_marked(runtime: Any, files: Dict[str, str], config: StageConfig, feeds
     import onnxruntime as ort
 
     _, plain_outputs = runtime.session(files, config, feeds, scratch).run(feeds)
-    path, _ = converter().convert(files)
+    path, _ = converter().convert(files, ExportOptions.of(config))
     model = onnx.load(str(path))
     legacy = Path(files["program"]).suffix != ".json"
     finals = [o.name for o in model.graph.output]

@@ -26,13 +26,17 @@ OV_CONVERT = "openvino_convert"  # the program as OpenVINO reads it, checked at 
 @dataclasses.dataclass(frozen=True)
 class OpenVinoConfig(StageConfig):
     """A CPU compile: the precision hint (``INFERENCE_PRECISION_HINT``; None: not set, OpenVINO's
-    default, bf16 on bf16 CPUs) and threads (``INFERENCE_NUM_THREADS``)."""
+    default, bf16 on bf16 CPUs) and threads (``INFERENCE_NUM_THREADS``); at Paddle 3, the options of
+    paddle2onnx's conversion it reads (as ``OrtConfig``'s: only a workaround changes them)."""
 
     runtime: ClassVar[str] = "openvino"
+    title: ClassVar[str] = "OpenVINO"
     schema2_key: ClassVar[str] = "openvino"
     device: str = "cpu"
     precision_hint: Optional[str] = None
     threads: int = 1
+    opset: Optional[int] = None
+    converter_optimize: bool = True
 
 
 @register

@@ -117,12 +117,12 @@ class OpenVino(Runtime):
             return paddle_api.unmet(requirement)
         return unimportable("openvino")
 
-    def _readable(self, files: Dict[str, str]) -> Dict[str, str]:
+    def _readable(self, files: Dict[str, str], config: StageConfig) -> Dict[str, str]:
         """What OpenVINO reads: the ``.pdmodel`` itself, or the ONNX of a PIR program (converted
         once per program; a conversion that fails raises the converter's finding)."""
         if Path(files["program"]).suffix != ".json":
             return files
-        path, evidence = onnx_conversion.converter().convert(files)
+        path, evidence = onnx_conversion.converter().convert(files, onnx_conversion.ExportOptions.of(config))
         return {"program": str(path), "params": "", "format": "onnx", "converted_from": files["program"],
                 "conversion": dict(evidence)}
 
@@ -131,7 +131,7 @@ class OpenVino(Runtime):
         import openvino as ov
 
         core = ov.Core()
-        source = self._readable(files)
+        source = self._readable(files, config)
         try:
             with calling("Core.read_model()"):
                 model = core.read_model(source["program"])  # the Paddle frontend finds the params beside it
@@ -171,7 +171,8 @@ class OpenVino(Runtime):
             return OpenVinoSession(compiled, evidence)
         evidence["conversion"] = source["conversion"]
         program = Path(files["program"])
-        return OpenVinoSession(compiled, evidence, settle=lambda: onnx_conversion.converter().settle(program))
+        return OpenVinoSession(compiled, evidence, settle=lambda: onnx_conversion.converter().settle(
+            program, onnx_conversion.ExportOptions.of(config)))
 
     @staticmethod
     def _what_it_read(source: Dict[str, str]) -> str:
@@ -186,8 +187,15 @@ class OpenVino(Runtime):
     def without(self, plan: StagePlan, disabled: List[str]) -> StageConfig:
         raise NotImplementedError("OpenVINO's CPU plugin offers nothing to switch off one by one here")
 
+    def conversion_candidates(self, plan: StagePlan, files: Dict[str, str]) -> List[Tuple[str, StageConfig]]:
+        """paddle2onnx's options, where OpenVINO reads its ONNX (a PIR program; at 2.6 it reads the
+        ``.pdmodel`` itself and no converter runs)."""
+        return onnx_conversion.option_candidates(plan.config) if Path(files["program"]).suffix == ".json" else []
+
     def config_calls(self, files: Dict[str, str], config: StageConfig) -> List[str]:
-        return [f"properties = {_properties(config)!r}"]
+        converting = Path(files["program"]).suffix == ".json"
+        return ((onnx_conversion.conversion_calls(config) if converting else [])
+                + [f"properties = {_properties(config)!r}"])
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
                     test: StageConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
@@ -212,7 +220,7 @@ class OpenVino(Runtime):
 
         _, plain = self.session(files, config, feeds, scratch).run(feeds)
         core = ov.Core()
-        source = self._readable(files)
+        source = self._readable(files, config)
         model = core.read_model(source["program"])
         finals = len(model.outputs)
         marked = []
@@ -243,7 +251,8 @@ class OpenVino(Runtime):
         read = ("model = core.read_model(onnx_file)" if converted else
                 f"model = core.read_model(os.path.join(here, {model!r}))  # finds the params file beside it")
         return "\n".join([
-            *(onnx_conversion.reproducer_lines(model, params) if converted else []),
+            *(onnx_conversion.reproducer_lines(model, params, onnx_conversion.ExportOptions.of(config))
+              if converted else []),
             "core = ov.Core()",
             read,
             *self.config_calls(files, config),

@@ -16,6 +16,7 @@ pip-install onnx-graphsurgeon and sympy on the spot: their absence is an unmet r
 from __future__ import annotations
 
 import collections
+import dataclasses
 import hashlib
 import importlib
 import os
@@ -108,7 +109,58 @@ PERTURB_BYTE = 0xA5
 DIFFERS_BY_MEMORY = "paddle2onnx's output depends on memory it never wrote"
 
 
-def _fork_conversion(program: str, params: str, target: str, log: str, perturb: int = 0) -> int:
+@dataclasses.dataclass(frozen=True)
+class ExportOptions:
+    """paddle2onnx's own options a stage's config carries (``opset``, ``converter_optimize`` of
+    ``OrtConfig`` and ``OpenVinoConfig``): the defaults are what deployments get; a workaround may
+    ask another opset or the converter's optimizer off."""
+
+    opset: Optional[int] = None   # None: paddle2onnx's own choice (its default, raised as the ops need)
+    optimize: bool = True
+
+    @classmethod
+    def of(cls, config: Any) -> "ExportOptions":
+        return cls(getattr(config, "opset", None), getattr(config, "converter_optimize", True))
+
+    def keywords(self) -> Dict[str, Any]:
+        """``paddle2onnx.export``'s keywords for them (none for the defaults)."""
+        return ({"opset_version": self.opset} if self.opset else {}) | ({} if self.optimize else {"enable_optimize": False})
+
+    def suffix(self) -> str:
+        """What the ONNX file's name carries for them ("" for the defaults)."""
+        return (f".opset{self.opset}" if self.opset else "") + ("" if self.optimize else ".noopt")
+
+    def arguments(self) -> str:
+        """The keywords as a call's source text, each after ", "."""
+        return "".join(f", {k}={v!r}" for k, v in self.keywords().items())
+
+
+# The opsets a workaround asks (paddle2onnx 2.1.0 converts 7 to 21, measured; 1.x fewer: an opset
+# it refuses is a candidate that does not verify). A newer opset changes how ops convert (measured:
+# ``x.mean()`` with no axis aborts "Can not get input 'axis(dim)' value" below opset 18).
+CANDIDATE_OPSETS = (13, 15, 17, 18, 19, 21)
+
+
+def option_candidates(config: Any) -> List[Tuple[str, Any]]:
+    """Converter-side workarounds for a stage on paddle2onnx's ONNX, smallest change first: its
+    optimizer off, then each newer opset."""
+    now = ExportOptions.of(config)
+    found: List[Tuple[str, Any]] = []
+    if now.optimize:
+        found.append(("paddle2onnx: its optimizer off (enable_optimize=False)", config.replace(converter_optimize=False)))
+    found += [(f"paddle2onnx: opset_version={opset}", config.replace(opset=opset))
+              for opset in CANDIDATE_OPSETS if now.opset is None or opset > now.opset]
+    return found
+
+
+def conversion_calls(config: Any) -> List[str]:
+    """A stage's conversion as a call, when its options are not the defaults (what a workaround changed)."""
+    options = ExportOptions.of(config)
+    return [f"paddle2onnx.export(program, params, onnx_file{options.arguments()})"] if options.keywords() else []
+
+
+def _fork_conversion(program: str, params: str, target: str, log: str, perturb: int = 0,
+                     keywords: Optional[Dict[str, Any]] = None) -> int:
     """``paddle2onnx.export`` in a forked child (paddle2onnx aborts its process on what it cannot
     convert; a fork costs no second ``import paddle``), its output to ``log``; the child's pid.
     ``perturb``: the byte glibc fills the child's fresh allocations with (0: untouched). A trial's
@@ -130,7 +182,7 @@ def _fork_conversion(program: str, params: str, target: str, log: str, perturb: 
                 import ctypes
 
                 ctypes.CDLL("libc.so.6").mallopt(M_PERTURB, perturb)
-            paddle2onnx.export(program, params, target, enable_onnx_checker=True)
+            paddle2onnx.export(program, params, target, enable_onnx_checker=True, **(keywords or {}))
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
@@ -182,7 +234,10 @@ def memory_dependent_values(plain: Any, perturbed: Any, limit: int = 3) -> List[
     return said[:limit] or (["the files differ"] if plain != perturbed else [])
 
 
-CONVERTER_SAID = "; it said:"
+# A conversion finding reads "paddle2onnx 2.1.0 said: <its words> (its conversion died by signal 6)":
+# the converter's words first, where a table cut at a word still shows them.
+CONVERTER_SAID = " said:"
+_HOW_IT_ENDED = " (its conversion "
 MISSING_SAID = "; op types of this program missing from paddle2onnx's supported list: "
 
 
@@ -239,16 +294,17 @@ def program_op_types(program: Path) -> List[str]:
 
 
 class Converter:
-    """Conversions of this process, by program: done, failed (a finding), or the perturbed second
-    conversion still running."""
+    """Conversions of this process, by program and options: done, failed (a finding), or the
+    perturbed second conversion still running."""
 
     def __init__(self) -> None:
         self._converted: Dict[str, Tuple[Path, Dict[str, Any]]] = {}
-        self._failed: Dict[str, str] = {}  # program -> why its conversion is a finding
-        self._pending: Dict[str, Tuple[Launched, float]] = {}  # program -> the perturbed conversion's child
+        self._failed: Dict[str, str] = {}  # conversion -> why it is a finding
+        self._pending: Dict[str, Tuple[Launched, float, Path, Path]] = {}  # the perturbed conversion's child
 
-    def convert(self, files: Dict[str, str]) -> Tuple[Path, Dict[str, Any]]:
-        """The program as ONNX (converted once, kept beside the program) and what the converter did.
+    def convert(self, files: Dict[str, str], options: ExportOptions = ExportOptions()) -> Tuple[Path, Dict[str, Any]]:
+        """The program as ONNX (converted once per options, kept beside the program) and what the
+        converter did.
 
         paddle2onnx aborts its process (SIGABRT) on an op it cannot convert, with the op's name
         left in an unflushed buffer: the conversion runs in a forked child, and when it dies the
@@ -256,10 +312,11 @@ class Converter:
         import onnx
 
         program = Path(files["program"])
-        self.settle(program)  # a use after the first waits for the second conversion
-        if str(program) in self._converted:  # every stage and probe of a cell asks for the same program
-            return self._converted[str(program)]
-        target = program.with_suffix(".onnx")
+        key = str(program) + options.suffix()
+        self.settle(program, options)  # a use after the first waits for the second conversion
+        if key in self._converted:  # every stage and probe of a cell asks for the same program
+            return self._converted[key]
+        target = program.with_suffix(options.suffix() + ".onnx")
         report = target.with_suffix(".convert.log")
         if not target.exists():
             # The conversion users get, and beside it (on the other core) one whose fresh memory
@@ -268,15 +325,18 @@ class Converter:
             # (``settle``): nobody waits for it before then.
             deadline = time.monotonic() + CONVERT_TIMEOUT
             params = files.get("params") or ""
-            plain = launch(_fork_conversion, program=str(program), params=params, target=str(target), log=str(report))
+            keywords = options.keywords()
+            plain = launch(_fork_conversion, program=str(program), params=params, target=str(target), log=str(report),
+                           keywords=keywords)
             if _glibc():
                 perturbed = target.with_suffix(".perturbed.onnx")
-                self._pending[str(program)] = (launch(
+                self._pending[key] = (launch(
                     _fork_conversion, program=str(program), params=params, target=str(perturbed),
-                    log=str(perturbed.with_suffix(".log")), perturb=PERTURB_BYTE), deadline)
+                    log=str(perturbed.with_suffix(".log")), perturb=PERTURB_BYTE, keywords=keywords),
+                    deadline, target, perturbed)
             code = plain.wait(deadline)
             if code != 0 or not target.exists():
-                self.settle(program, compare=False)
+                self.settle(program, options, compare=False)
                 raise ConversionError(self._why_not(program, code, report.read_text(encoding="utf-8", errors="replace")))
         said = [ln for ln in report.read_text(encoding="utf-8").splitlines() if ln.strip()] if report.exists() else []
         model = onnx.load(str(target))
@@ -286,35 +346,37 @@ class Converter:
                     "opset": max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=None),
                     "converted": graph_evidence(model),
                     "converter_fell_back": [ln.strip() for ln in said if "Fail to" in ln][:3],
-                    "converted_twice": str(program) in self._pending}
-        self._converted[str(program)] = (target, evidence)
+                    "converted_twice": key in self._pending}
+        if options.keywords():  # what was asked beside what the ONNX says (its opset above)
+            evidence["converter_options"] = options.keywords()
+        self._converted[key] = (target, evidence)
         return target, evidence
 
-    def settle(self, program: Path, compare: bool = True) -> None:
+    def settle(self, program: Path, options: ExportOptions = ExportOptions(), compare: bool = True) -> None:
         """The second conversion of ``program`` (under malloc perturbation), once finished,
-        compared with the first; a difference is the program's conversion finding from now on."""
+        compared with the first; a difference is the conversion's finding from now on."""
         import onnx
         import paddle2onnx
 
-        if str(program) in self._pending:
-            second, deadline = self._pending.pop(str(program))
+        key = str(program) + options.suffix()
+        if key in self._pending:
+            second, deadline, plain, perturbed = self._pending.pop(key)
             code = second.wait(deadline)
-            perturbed = program.with_suffix(".perturbed.onnx")
             if compare and code == 0 and perturbed.exists():
-                differs = memory_dependent_values(onnx.load(str(program.with_suffix(".onnx"))), onnx.load(str(perturbed)))
+                differs = memory_dependent_values(onnx.load(str(plain)), onnx.load(str(perturbed)))
                 if differs:
-                    self._failed[str(program)] = (
+                    self._failed[key] = (
                         f"{DIFFERS_BY_MEMORY} (paddle2onnx {paddle2onnx.__version__}; converted again with glibc's "
                         f"M_PERTURB filling fresh memory with 0x{PERTURB_BYTE:02x} ^ 0xff): {'; '.join(differs)}")
-        if str(program) in self._failed:
-            self._converted.pop(str(program), None)
-            raise ConversionError(self._failed[str(program)])
+        if key in self._failed:
+            self._converted.pop(key, None)
+            raise ConversionError(self._failed[key])
 
     @staticmethod
     def _why_not(program: Path, code: int, output: str) -> str:
         import paddle2onnx
 
-        how = f"signal {-code}" if code < 0 else f"exit {code}"
+        how = f"died by signal {-code}" if code < 0 else f"exited with {code}"
         text = output.splitlines()
         lines = ([ln.strip() for ln in text if "[ERROR]" in ln] or
                  [ln.strip() for ln in text if ln.split(":")[0].endswith(("Error", "Exception"))])
@@ -330,7 +392,7 @@ class Converter:
             missing = sorted({op for op in program_op_types(program) if not _listed(op, supported)})
         where = (f"{MISSING_SAID}{', '.join(missing)}"
                  if missing else "")
-        return f"paddle2onnx {paddle2onnx.__version__} could not convert the program ({how}){CONVERTER_SAID} {said}{where}"
+        return f"paddle2onnx {paddle2onnx.__version__}{CONVERTER_SAID} {said}{_HOW_IT_ENDED}{how}){where}"
 
 
 
@@ -353,7 +415,7 @@ def cause_words(message: str) -> Optional[str]:
     if DIFFERS_BY_MEMORY in message:
         return cause_of(DIFFERS_BY_MEMORY)
     if CONVERTER_SAID in message:
-        return cause_of(message.split(CONVERTER_SAID, 1)[1].split("; op types")[0].strip())[:120]
+        return cause_of(message.split(CONVERTER_SAID, 1)[1].split(_HOW_IT_ENDED)[0].split("; op types")[0].strip())[:120]
     return None
 
 
@@ -390,10 +452,11 @@ def marked_entry(names: Any) -> Optional[DumpedTensor]:
     return None
 
 
-def reproducer_lines(model: str, params: str) -> List[str]:
+def reproducer_lines(model: str, params: str, options: ExportOptions = ExportOptions()) -> List[str]:
     """A reproducer's conversion: paddle2onnx as the harness called it, twice (the second under
     malloc perturbation); leaves ``onnx_file``."""
     params_path = f"os.path.join(here, {params!r})" if params else '""'
+    extra = options.arguments()
     return [
         "import subprocess",
         "",
@@ -402,12 +465,12 @@ def reproducer_lines(model: str, params: str) -> List[str]:
         'onnx_file = os.path.join(here, "model.onnx")',
         f"program, params = os.path.join(here, {model!r}), {params_path}",
         "# paddle2onnx aborts the process on an op it cannot convert (its message, then SIGABRT).",
-        "paddle2onnx.export(program, params, onnx_file, enable_onnx_checker=True)",
+        f"paddle2onnx.export(program, params, onnx_file, enable_onnx_checker=True{extra})",
         "# The same conversion in a process whose fresh memory glibc fills with other bytes",
         f"# (MALLOC_PERTURB_={PERTURB_BYTE}): a converter that reads memory it never wrote writes another file.",
         'again = os.path.join(here, "model.perturbed.onnx")',
         'subprocess.run([sys.executable, "-c", "import sys, paddle2onnx; paddle2onnx.export(*sys.argv[1:4], '
-        'enable_onnx_checker=True)", program, params, again],',
+        f'enable_onnx_checker=True{extra})", program, params, again],',
         f'               env=dict(os.environ, MALLOC_PERTURB_="{PERTURB_BYTE}"), check=True, capture_output=True)',
         'with open(onnx_file, "rb") as one, open(again, "rb") as other:',
         '    if one.read() != other.read():',

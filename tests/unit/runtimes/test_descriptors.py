@@ -41,7 +41,8 @@ def test_onnx_runtime_plans_its_conversion_then_its_optimizations_with_its_own_c
     assert plans["ort_fp32"].search.key == "ort_optimizers" and plans["ort_convert"].search is None
     assert {r.key for r in plans["ort_fp32"].requires} == {"paddle2onnx", "onnxruntime"}
     record = json.loads(json.dumps(plans["ort_fp32"].config.to_dict()))
-    assert record == {"runtime": "onnxruntime", "device": "cpu", "level": "all", "threads": 3, "disabled_optimizers": []}
+    assert record == {"runtime": "onnxruntime", "device": "cpu", "level": "all", "threads": 3, "disabled_optimizers": [],
+                      "opset": None, "converter_optimize": True}
     assert REGISTRY.config_from_dict(record) == plans["ort_fp32"].config
     # A record of schema 2 kept it beside Paddle's fields: it still reads as ONNX Runtime's.
     schema2 = dict(PredictorConfig().to_dict(), ort={"level": "all", "threads": 3, "disabled_optimizers": []})

@@ -101,7 +101,7 @@ def test_an_exception_that_takes_no_attribute_becomes_a_finding_in_the_call_s_wo
             raise Slotted("boom")
 
     exc = _caught(run)
-    assert raised_status(exc) == (Status.ERROR, "Finding: CompiledModel() raised Slotted: boom")
+    assert raised_status(exc) == (Status.ERROR, "CompiledModel() raised Slotted: boom")
 
 
 @pytest.mark.parametrize("text", ["std::exception", "bad_alloc", ""])
