@@ -163,6 +163,7 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
         "output_shapes": {label: list(a.shape) for label, a in outputs},
         "shape_variants": shape_entries,
         "export": files,
+        "model_packages": sources.model_packages(layer, cell.model["factory"]),
         "losses": losses,
         "weights": weights,
         "timings": {k: round(v, 4) for k, v in timings.items()},

@@ -9,6 +9,8 @@ the matrix names them.
 from __future__ import annotations
 
 import importlib
+import json
+import re
 from typing import Any, List, Tuple
 
 from ..shared.errors import UserError
@@ -37,3 +39,29 @@ def build(factory_path: str, paddle: Any, seed: int, where: str) -> Tuple[Any, L
             and isinstance(built[1], (list, tuple))):
         raise UserError(f"{where}: {factory_path} must return (paddle.nn.Layer, [InputSpec or dict of InputSpec]).")
     return built[0], list(built[1])
+
+
+# Never the model's own: what every cell environment holds already, and the harness.
+_OURS = {"paddlepaddle", "paddlepaddle-gpu", "numpy", "harness"}
+
+
+def model_packages(layer: Any, factory_path: str) -> List[str]:
+    """The installed distributions the model's code lives in — the modules of its layers' classes
+    and of its factory — as pip requirements at this environment's versions (``name==version``;
+    ``name @ url`` for one installed from a path or URL, as PEP 610 recorded it): what a release's
+    environment installs for a reproducer that builds the model's pieces (``harness releases``);
+    their own dependencies come with them."""
+    from importlib import metadata
+
+    tops = {type(sub).__module__.partition(".")[0] for sub in layer.sublayers(include_self=True)}
+    tops.add(factory_path.partition(":")[0].partition(".")[0])
+    owners = metadata.packages_distributions()
+    said = []
+    for name in sorted({d for top in tops for d in owners.get(top, [])}, key=str.lower):
+        if re.sub(r"[-_.]+", "-", name).lower() in _OURS:
+            continue
+        dist = metadata.distribution(name)
+        direct = dist.read_text("direct_url.json")
+        url = json.loads(direct).get("url") if direct else None
+        said.append(f"{dist.metadata['Name']} @ {url}" if url else f"{dist.metadata['Name']}=={dist.version}")
+    return said

@@ -86,6 +86,12 @@ class ReleaseCause:
         return self.home.analysis.reproducer.source.cause_words
 
     @property
+    def needs_suite(self) -> bool:
+        """Whether its script builds the model's own classes (a piece or the model): it runs where the
+        model's packages are installed; an op-level script needs Paddle alone."""
+        return not self.home.analysis.reproducer.source.needs_no_suite
+
+    @property
     def larger_script(self) -> Optional[Path]:
         """The piece- or model-level script written beside an op-level one (not run yet, or verified), or None."""
         larger = self.home.analysis.reproducer.source.larger
@@ -127,23 +133,25 @@ def causes_of(records: Sequence[CellRecord]) -> Tuple[List[ReleaseCause], List[s
 class Bisection:
     """Runs one cause's script at releases, remembering every answer."""
 
-    def __init__(self, cause: ReleaseCause, environment: Callable[[str], Optional[Path]], say: Say,
+    def __init__(self, cause: ReleaseCause, environment: "Environments", say: Say,
                  timeout: float = TIMEOUT):
         self.cause, self.environment, self.say, self.timeout = cause, environment, say, timeout
         self.answers: Dict[str, List[Tuple[RunOutcome, str]]] = {}
         self.larger_ok: Optional[bool] = None  # the larger script at the cell's own release (asked when needed)
 
     def run(self, version: str) -> RunOutcome:
-        python = self.environment(version)
+        python = self.environment(version, self.cause.needs_suite)
         if python is None:
-            answer = (RunOutcome.NO_ENVIRONMENT, f"{PACKAGE}=={version} could not be installed")
+            answer = (RunOutcome.NO_ENVIRONMENT, self._not_installed(version, self.cause.needs_suite))
         else:
             answer = self._ran(python, self.cause.script)
             larger = self.cause.larger_script
             if not answer[0].says and larger is not None and self._larger_reproduces():
                 # The smallest cannot be asked here (a form this release does not build or load): the
-                # piece or model the cell also verified is, and says so.
-                said = self._ran(python, larger)
+                # piece or model the cell also verified is, where the model's packages install, and says so.
+                with_suite = self.environment(version, True)
+                said = (self._ran(with_suite, larger) if with_suite is not None else
+                        (RunOutcome.NO_ENVIRONMENT, self._not_installed(version, True)))
                 answer = (said[0], f"{said[1]} (the larger reproducer; the smallest said {answer[0].value}: "
                                    f"{answer[1][:100]})")
         self.answers.setdefault(version, []).append(answer)
@@ -155,11 +163,16 @@ class Bisection:
         is needed: the cell wrote it without running it)."""
         if self.larger_ok is None:
             own = self.cause.home.version
-            python = self.environment(own)
-            said = self._ran(python, self.cause.larger_script) if python is not None else (RunOutcome.NO_ENVIRONMENT, "")
+            python = self.environment(own, True)
+            said = (self._ran(python, self.cause.larger_script) if python is not None else
+                    (RunOutcome.NO_ENVIRONMENT, self._not_installed(own, True)))
             self.larger_ok = said[0] is RunOutcome.REPRODUCED
             self.say(f"[releases] the larger reproducer at {own}: {said[0].value} ({said[1][:120]})")
         return self.larger_ok
+
+    def _not_installed(self, version: str, suite: bool) -> str:
+        model = self.environment.model_words() if suite else ""
+        return f"{PACKAGE}=={version}{' with ' + model if model else ''} could not be installed"
 
     def _ran(self, python: Path, script: Path) -> Tuple[RunOutcome, str]:
         try:
@@ -205,7 +218,7 @@ def _boundary(bisect: Bisection, ordered: List[str], good_is: RunOutcome) -> Tup
     return candidates[lo], candidates[hi]
 
 
-def place(cause: ReleaseCause, releases: Sequence[str], environment: Callable[[str], Optional[Path]], say: Say,
+def place(cause: ReleaseCause, releases: Sequence[str], environment: "Environments", say: Say,
           confirm: int = CONFIRMATIONS, bisect: Optional[Bisection] = None) -> ReleaseSpan:
     """The release span of one cause (see the module's docstring); ``bisect``: what runs the
     script at a release (its runs and answers), by default a ``Bisection`` of ``environment``."""
@@ -246,36 +259,55 @@ def _fixed(bisect: Bisection, own: str, newer: List[str]) -> Tuple[Optional[str]
     return fixed, newest
 
 
-def environments(root: Path, record: CellRecord, python: str, say: Say) -> Callable[[str], Optional[Path]]:
-    """A release's environment: Paddle at that release with what a cell of this session and model
-    installs there (the session's runtime packages and the model's family, as the record's matrix
-    pins them for that release), made once under ``root`` — the pool's own venv when it is the same
-    list — and reused."""
-    matrix_path = Path(record.cell.matrix) if record.cell.matrix else None
-    matrix = load_matrix(matrix_path) if matrix_path is not None and matrix_path.is_file() else None
-    made: Dict[str, Optional[Path]] = {}
-    shipped = load_matrix(SHIPPED_MATRIX)
+class Environments:
+    """A release's environment for one cause: Paddle at that release with the runtime packages a cell
+    of its session installs there (as the record's matrix pins them, else the shipped matrix's) —
+    and, for a script that builds the model's own classes, the model's packages: its family's
+    (``[families]``) or, for a model of no family, what the cell's own environment held for it
+    (``setup.model_packages``). Each made once under ``root`` (``envs.ensure``: keyed by its
+    package list, locked) and reused; one that does not install is None, said once."""
 
-    def get(version: str) -> Optional[Path]:
-        if version not in made:
+    def __init__(self, root: Path, record: CellRecord, python: str, say: Say) -> None:
+        self.root, self.record, self.python, self.say = root, record, python, say
+        matrix_path = Path(record.cell.matrix) if record.cell.matrix else None
+        self.matrix = load_matrix(matrix_path) if matrix_path is not None and matrix_path.is_file() else None
+        self.shipped = load_matrix(SHIPPED_MATRIX)
+        self.made: Dict[Tuple[str, bool], Optional[Path]] = {}
+        self.family = ((self.matrix.data["models"].get(record.cell.model.get("name"), {}).get("family") or "")
+                       if self.matrix is not None else "")
+        self.held = [str(p) for p in record.setup.get("model_packages") or []]
+
+    def model_words(self) -> str:
+        """The model's packages, as ``releases`` says them."""
+        if self.family:
+            return f"the {self.family} family's packages"
+        return ", ".join(self.held)
+
+    def _model_packages(self, version: str) -> Dict[str, List[str]]:
+        if self.family and self.matrix is not None:
+            return self.matrix.family_packages([self.record.cell.model["name"]], version)
+        return {"packages": list(self.held), "no_deps": []}
+
+    def __call__(self, version: str, suite: bool = False) -> Optional[Path]:
+        suite = suite and bool(self.family or self.held)
+        if (version, suite) not in self.made:
             runtime: List[str] = []
-            families: Dict[str, List[str]] = {"packages": [], "no_deps": []}
-            if matrix is not None:
-                runtime = session_runtime_packages(matrix.data["sessions"].get(record.session, {}), version)
-                families = matrix.family_packages([record.cell.model["name"]], version)
+            record = self.record
+            if self.matrix is not None:
+                runtime = session_runtime_packages(self.matrix.data["sessions"].get(record.session, {}), version)
             if not runtime and record.cell.session.backend not in ("native", "onednn"):
                 # The run's matrix pins nothing for this release (a matrix written for 3.x alone): the
                 # converter and runtime that release line used, as the shipped matrix pins them.
-                runtime = session_runtime_packages(shipped.data["sessions"].get(record.session, {}), version)
-            env = Environment(python, tuple(dict.fromkeys([f"{PACKAGE}=={version}", *runtime, *CELL_SIDE_EXTRAS])),
-                              tuple(families["no_deps"]), tuple(families["packages"]))
+                runtime = session_runtime_packages(self.shipped.data["sessions"].get(record.session, {}), version)
+            model = self._model_packages(version) if suite else {"packages": [], "no_deps": []}
+            env = Environment(self.python, tuple(dict.fromkeys([f"{PACKAGE}=={version}", *runtime, *CELL_SIDE_EXTRAS])),
+                              tuple(model["no_deps"]), tuple(model["packages"]))
             try:
-                made[version] = envs.ensure(root, env, version, say)
+                self.made[(version, suite)] = envs.ensure(self.root, env, version, self.say)
             except UserError as exc:
-                say(f"[releases] {version}: {exc}")
-                made[version] = None
-        return made[version]
-    return get
+                self.say(f"[releases] {version}: {exc}")
+                self.made[(version, suite)] = None
+        return self.made[(version, suite)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -322,7 +354,7 @@ def _run_locked(results: Path, options: Options, say: Say) -> int:
         k, cause = numbered
         said: Say = lambda line: say(line.replace("[releases]", f"[releases {k}]", 1))  # noqa: E731
         said(f"[releases] {shown[cause.key]}: {len(cause.records)} cell(s), the source reproducer of {cause.home.id}")
-        span = place(cause, served, environments(options.envs_root, cause.home, options.python, said), said,
+        span = place(cause, served, Environments(options.envs_root, cause.home, options.python, said), said,
                      options.confirm)
         said(f"[releases] {shown[cause.key]}: {span.words()}")
         return span

@@ -31,7 +31,7 @@ class _Table(releases.Bisection):
     """Answers from a table (a list per release: successive runs answer in turn)."""
 
     def __init__(self, table: Dict[str, List[RunOutcome]]):
-        super().__init__(_Cause(), lambda v: None, lambda line: None)
+        super().__init__(_Cause(), lambda v, suite=False: None, lambda line: None)
         self.table = {v: list(a) for v, a in table.items()}
         self.order: List[str] = []
 
@@ -46,7 +46,7 @@ class _Table(releases.Bisection):
 def _place(table, own="3.3.1", confirm=3, served=SERVED):
     bisect = _Table(table)
     _Home.version = own
-    span = releases.place(_Cause(), served, lambda v: None, lambda line: None, confirm, bisect=bisect)
+    span = releases.place(_Cause(), served, lambda v, suite=False: None, lambda line: None, confirm, bisect=bisect)
     return span, bisect
 
 

@@ -1,0 +1,54 @@
+"""Which packages a release's environment gets for a cause (``running/releases.Environments``): Paddle
+and the session's runtime pins for an op-level script; the model's packages too for a script that
+builds the model's own classes — its family's, or what the cell's environment held for a model of
+no family. The environments themselves are real venvs in ``tests/test_crossversion.py``; here the
+list each asks ``envs.ensure`` for is the subject."""
+
+from pathlib import Path
+
+from harness.running import releases
+
+from tests.conftest import ROOT, as_record
+
+
+def _asked(monkeypatch):
+    asked = []
+
+    def ensure(root, env, label, say=print):
+        asked.append(env)
+        return Path(f"/venvs/{label}-{len(asked)}/bin/python")
+
+    monkeypatch.setattr(releases.envs, "ensure", ensure)
+    return asked
+
+
+def test_a_model_of_no_family_brings_what_its_cell_environment_held_only_to_scripts_that_build_it(monkeypatch):
+    asked = _asked(monkeypatch)
+    record = as_record({"id": "cpu_fp32/3.3.1/normal/nhits", "cell": {"model": {"name": "nhits"}},
+                        "setup": {"status": "pass", "model_packages": ["paddlets==1.1.0"]}})
+    environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    plain, with_model = environments("3.0.0"), environments("3.0.0", True)
+    assert plain != with_model and environments("3.0.0", True) == with_model  # each made once
+    assert len(asked) == 2
+    assert asked[0].packages[0] == "paddlepaddle==3.0.0" and "paddlets==1.1.0" not in asked[0].families
+    assert asked[1].families == ("paddlets==1.1.0",) and asked[1].packages == asked[0].packages
+    assert environments.model_words() == "paddlets==1.1.0"
+
+
+def test_a_model_of_a_family_brings_the_familys_packages_where_the_family_installs(monkeypatch):
+    asked = _asked(monkeypatch)
+    record = as_record({"id": "cpu_fp32/3.3.1/normal/pp_lcnet",
+                        "cell": {"model": {"name": "pp_lcnet"}, "matrix": str(ROOT / "matrix" / "default.toml")},
+                        "setup": {"status": "pass", "model_packages": ["paddlex==3.7.2"]}})
+    environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    environments("3.3.1", True)
+    environments("2.6.2", True)  # PaddleX's family requires Paddle 3.0.0: nothing of it at 2.6.2
+    assert "paddlex==3.7.2" in asked[0].families and "paddlex==3.7.2" not in asked[1].families + asked[1].no_deps
+    assert environments.model_words() == "the paddlex family's packages"
+
+
+def test_a_built_in_model_asks_one_environment_per_release(monkeypatch):
+    asked = _asked(monkeypatch)
+    record = as_record({"id": "cpu_fp32/3.3.1/normal/net", "setup": {"status": "pass", "model_packages": []}})
+    environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    assert environments("3.3.1") == environments("3.3.1", True) and len(asked) == 1
