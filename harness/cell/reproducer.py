@@ -278,8 +278,10 @@ def _source_of_piece_or_model(ctx: CellContext, plan: StagePlan, done: Ledger, r
         feeds = dict(np.load(chosen["inputs"]))
         what = f"the piece {', '.join(chosen['members'])} of {ctx.cell.model['name']}"
         built = source_repro.piece(ctx.paddle, Path(chosen["module"]).read_text(encoding="utf-8"), members, feeds, what)
+        built.setup = source_repro.factory_setup(ctx.paddle, ctx.cell.model["factory"])
         return built, [ctx.tolerance(plan).to_dict()]
     built = source_repro.whole_model(ctx.paddle, model, input_spec, ctx.feeds(stage.failing_shape or 0))
+    built.setup = source_repro.factory_setup(ctx.paddle, ctx.cell.model["factory"])
     return built, ([ctx.tolerance(plan, label).to_dict() for label in setup.output_labels]
                    or [ctx.tolerance(plan).to_dict()])
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ..shared.errors import UserError
 from .construction import recording_construction
@@ -47,21 +47,42 @@ _OURS = {"paddlepaddle", "paddlepaddle-gpu", "numpy", "harness"}
 
 def model_packages(layer: Any, factory_path: str) -> List[str]:
     """The installed distributions the model's code lives in — the modules of its layers' classes
-    and of its factory — as pip requirements at this environment's versions (``name==version``;
-    ``name @ url`` for one installed from a path or URL, as PEP 610 recorded it): what a release's
-    environment installs for a reproducer that builds the model's pieces (``harness releases``);
-    their own dependencies come with them."""
+    and of its factory — and every distribution they require that this environment holds, as pip
+    requirements at this environment's versions (``name==version``; ``name @ url`` for one installed
+    from a path or URL, as PEP 610 recorded it): what a release's environment installs, without
+    resolving again (``--no-deps``), for a reproducer that builds the model's pieces (``harness
+    releases``). A suite's own pins may not resolve at all (PaddleTS 1.1.0's do not build on
+    Python 3.11, measured): what ran here is what is asked."""
     from importlib import metadata
 
     tops = {type(sub).__module__.partition(".")[0] for sub in layer.sublayers(include_self=True)}
     tops.add(factory_path.partition(":")[0].partition(".")[0])
     owners = metadata.packages_distributions()
-    said = []
-    for name in sorted({d for top in tops for d in owners.get(top, [])}, key=str.lower):
-        if re.sub(r"[-_.]+", "-", name).lower() in _OURS:
+    waiting = sorted({d for top in tops for d in owners.get(top, [])}, key=str.lower)
+    seen: Dict[str, Any] = {}
+    while waiting:
+        name = _canonical(waiting.pop())
+        if name in seen or name in _OURS:
             continue
-        dist = metadata.distribution(name)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # a requirement this environment does without (an optional one): not asked either
+        seen[name] = dist
+        for requirement in dist.requires or []:
+            if "extra ==" in requirement.replace('"', "").replace("'", ""):
+                continue  # an extra the model's package was not installed with
+            found = re.match(r"[A-Za-z0-9._-]+", requirement)
+            if found:
+                waiting.append(found.group(0))
+    said = []
+    for name in sorted(seen):
+        dist = seen[name]
         direct = dist.read_text("direct_url.json")
         url = json.loads(direct).get("url") if direct else None
         said.append(f"{dist.metadata['Name']} @ {url}" if url else f"{dist.metadata['Name']}=={dist.version}")
     return said
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()

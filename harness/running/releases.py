@@ -281,12 +281,12 @@ class Environments:
         """The model's packages, as ``releases`` says them."""
         if self.family:
             return f"the {self.family} family's packages"
-        return ", ".join(self.held)
+        return ", ".join(self.held[:3]) + (f" and {len(self.held) - 3} more" if len(self.held) > 3 else "")
 
     def _model_packages(self, version: str) -> Dict[str, List[str]]:
         if self.family and self.matrix is not None:
             return self.matrix.family_packages([self.record.cell.model["name"]], version)
-        return {"packages": list(self.held), "no_deps": []}
+        return {"packages": [], "no_deps": list(self.held)}  # as the cell's environment held them: not resolved again
 
     def __call__(self, version: str, suite: bool = False) -> Optional[Path]:
         suite = suite and bool(self.family or self.held)

@@ -80,3 +80,38 @@ def test_the_stage_per_program_format_shares_what_both_formats_call():
     assert 'if model_file.endswith(".json"):' in text and "    config.enable_new_ir(True)" in text
     missing = source_repro.by_format({"pir": pir, "legacy": None}, "memory")
     assert "cannot run here: the stage memory does not exist for a legacy program" in missing
+
+
+def test_what_a_factory_module_does_to_other_modules_is_replayed_before_the_model_is_imported(tmp_path, monkeypatch):
+    """A factory module that patches a package at import (PaddleTS 1.1.0 needs ``collections.Iterable``
+    put back): its statements that change other modules, with the imports and functions they read,
+    in its order; its other statements (definitions, its own names) stay out."""
+    (tmp_path / "patching_factory.py").write_text(
+        "import json\n"
+        "import os.path\n"
+        "import string as text\n"
+        "LIMIT = 3\n"
+        "def loose(value):\n"
+        "    return value[:LIMIT]\n"
+        "json.harness_loose = loose  # a suite's check widened\n"
+        "setattr(text, 'harness_stub', 'stubbed')\n"
+        "def build():\n"
+        "    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import patching_factory  # noqa: F401 - the module factory_setup reads, as a cell has it imported
+
+    setup = source_repro.factory_setup(paddle, "patching_factory:build")
+    assert "import json\n" in setup and "import string as text\n" in setup and "import os.path" not in setup
+    assert setup.index("def loose(") < setup.index("json.harness_loose = loose") < setup.index("setattr(text,")
+    assert "LIMIT = 3" in setup and "def build(" not in setup
+    import json
+    import string
+
+    try:
+        del json.harness_loose, string.harness_stub  # as before the factory module was imported
+        exec(compile(setup, "<setup>", "exec"), {})
+        assert json.harness_loose("abcdef") == "abc" and string.harness_stub == "stubbed"
+    finally:
+        json.__dict__.pop("harness_loose", None)
+        string.__dict__.pop("harness_stub", None)
+    assert source_repro.factory_setup(paddle, "tests.factories:trial_dies") == ""  # changes nothing elsewhere
