@@ -23,17 +23,18 @@ from __future__ import annotations
 
 import time
 import traceback
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..shared.config import PredictorConfig
 from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
 from ..shared.compare import NothingCompared, compare_all
-from ..shared.errors import UserError, raised_at
+from ..shared.errors import HarnessFailure, UserError, raised_at
 from ..shared.search import build_budget, find_alternatives, find_culprits
 from ..shared.record_model import Outcome
 from ..shared.vocab import Analysis, Probe, Reference, Stage, Status
-from . import progress, reduction, reproducer, sandbox, workaround
+from . import export_loss, progress, reduction, reproducer, sandbox, workaround
 from .context import CellContext
 from .ledger import Ledger
 from .registry import runtime
@@ -111,12 +112,21 @@ def triage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
     setup, stage = done.setup, done.stage(plan.name)
     shape = stage.failing_shape or 0
     labels = setup.output_labels
-    executor = ctx.saved.run_saved_program(setup.get("export"), ctx.feeds(shape), setup.get("signature_order"))
+    executor_raised = ""
+    try:
+        executor = ctx.saved.run_saved_program(setup.get("export"), ctx.feeds(shape), setup.get("signature_order"))
+    except Exception as exc:  # the saved program raises under Paddle's own executor too: part of the answer
+        status, executor_raised = raised_status(exc, [ctx.work])
+        if status is not Status.ERROR:
+            raise
+        executor = None
     dygraph = ctx.load_outputs(ctx.file("dygraph", shape), labels)
     predictor = (ctx.load_outputs(ctx.file("baseline", shape), labels)
                  if (ctx.work / ctx.file("baseline", shape)).exists() else None)
 
-    def agreement(a: List[Any], b: List[Any]) -> Dict[str, Any]:
+    def agreement(a: List[Any], b: Optional[List[Any]]) -> Dict[str, Any]:
+        if b is None:
+            return {"agree": False, "raised": executor_raised}
         if a and b and len(a) != len(b):
             return {"agree": False, "note": f"{len(a)} outputs vs {len(b)}"}
         stats = compare_all(a, b, [ctx.tolerance(plan, label) for label in labels], "the triage's outputs")
@@ -124,8 +134,14 @@ def triage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
         return {"agree": all(s.status is not Status.FAIL for s in stats), "max_abs": worst_abs}
 
     vs_dygraph = agreement(dygraph, executor)
-    vs_predictor = agreement(executor, predictor) if predictor is not None else None
-    if not vs_dygraph["agree"] and (vs_predictor is None or vs_predictor["agree"]):
+    vs_predictor = agreement(executor, predictor) if predictor is not None and executor is not None else None
+    if executor is None and predictor is None:
+        verdict, meaning = "export", ("the saved program raises under Paddle's own executor as under the predictor, "
+                                      f"where the Python forward runs ({executor_raised[:200]})")
+    elif executor is None:
+        verdict, meaning = "executor", (f"Paddle's own executor raises on the saved program ({executor_raised[:200]}) "
+                                        f"where the predictor runs it")
+    elif not vs_dygraph["agree"] and (vs_predictor is None or vs_predictor["agree"]):
         verdict, meaning = "export", ("the saved program does not compute what the Python forward computes "
                                       "(Python state, control flow or randomness fixed at trace time, or an "
                                       "export bug); " + ("Paddle's own executor agrees with the predictor"
@@ -136,8 +152,15 @@ def triage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
     else:
         verdict, meaning = "executor", ("Paddle's executor differs from dygraph and from the predictor: an op's "
                                         "kernel differs between executors")
-    return {"status": Status.PASS, "outcome": verdict, "meaning": meaning, "shape": shape,
+    said = {"status": Status.PASS, "outcome": verdict, "meaning": meaning, "shape": shape,
             "executor_vs_dygraph": vs_dygraph, "executor_vs_predictor": vs_predictor}
+    if verdict == "export" and ctx.mode.reducible and not ctx.cell.captured:
+        # What the program lost, gained or froze, against the model's own lines (``export_loss``).
+        try:
+            said["export"] = export_loss.explain(ctx, plan, setup, shape, Path(setup.get("export")["program"]), dygraph)
+        except (HarnessFailure, RuntimeError) as exc:
+            said["export"] = {"words": "", "why": f"not explained: {str(exc).splitlines()[0][:300]}"}
+    return said
 
 
 def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Ledger) -> Dict[str, Any]:

@@ -20,7 +20,9 @@ second reads the first's output, then chains of three (a fusion needs both of it
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -68,6 +70,7 @@ class OpCall:
     held: Tuple[int, ...] = ()  # indices of ``arrays`` that were the model's parameters or buffers
     branched_before: Optional[int] = None  # the forward branched on its output before this op index
     public: Optional[PublicCall] = None  # the public function the forward called that ran it
+    at: str = ""  # ``file:line`` of the model's code that ran it (outside Paddle and the harness)
 
     @property
     def op_type(self) -> str:
@@ -115,6 +118,19 @@ class _DataType:
         return f"paddle.base.libpaddle.DataType.{self.name}"
 
 
+def caller_line(skip_roots: Tuple[str, ...]) -> str:
+    """``file:line`` of the innermost frame outside ``skip_roots`` (Paddle, the harness): the model's
+    line that made the current call."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(skip_roots) and not name.startswith("<"):
+            return f"{name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
+
+
+
 class _Recorder:
     """Records each op the forward runs: ``_C_ops`` calls, Tensor operators (which run their op in
     C++, past ``_C_ops``) and a Python ``if`` on a tensor (``Tensor.__bool__``: which op's output
@@ -123,6 +139,9 @@ class _Recorder:
     def __init__(self, paddle: Any, held: Sequence[Any]):
         self.paddle = paddle
         self.held_ids = {id(t) for t in held}
+        # Frames of these files are Paddle's or the harness's: the model's line is the first other.
+        self.not_the_model = (os.path.dirname(paddle.__file__), os.path.dirname(os.path.dirname(__file__)),
+                              os.path.dirname(os.__file__))
         self.found: List[OpCall] = []
         self.alive: List[Any] = []
 
@@ -132,6 +151,7 @@ class _Recorder:
         op.returns = [(acc, id(t) in ids) for acc, t in outputs]
         op.input_ids, op.output_ids = ids, [id(t) for _, t in outputs]
         op.held = tuple(sorted(set(op.held) | {k for k, i in enumerate(ids) if i in self.held_ids}))
+        op.at = caller_line(self.not_the_model)
         self.found.append(op)
 
     def c_op(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -72,6 +72,9 @@ class Diagnosis:
         triage = analysis.get("triage")
         if triage is not None and triage.outcome and triage.stage == stage:
             found.triage = f"triage: {triage.outcome}"
+            lost = (triage.get("export") or {}).get("words") or ""  # what the export lost (``cell/export_loss``)
+            if lost:
+                found.triage += f" — {lost}"
         found.workaround = workaround_words(analysis.get("workaround"), stage)
         if analysis.releases is not None and localized == stage:
             found.releases = analysis.releases.words()

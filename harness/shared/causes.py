@@ -22,7 +22,9 @@ _PATH = re.compile(r"(?:/[\w.@+-]+){2,}")
 _GENERATED = re.compile(r"\b([A-Za-z_]+)(?:@[\w]+|_\d{6,})\b")
 _NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 _SPACE = re.compile(r"\s+")
-_ERROR_LINE = re.compile(r"^[A-Za-z]*(Error|Exception)\b.*:")
+# An exception's own line in a traceback Paddle prints, its module path dropped
+# (``paddle.base.libpaddle.EnforceNotMet: () Does not support rank inconsistency: ...``).
+_ERROR_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*((?:[A-Za-z]*(?:Error|Exception)|EnforceNotMet)\b.*:.*)$")
 
 
 # A message of at most this many words without Paddle's own error words names no op, pass or
@@ -77,7 +79,7 @@ def paddle_message(exc: BaseException) -> str:
     if lines and lines[0] in ("In user code:", "In transformed code:"):
         # A program's op raised while Paddle ran it (or dy2static traced it): the op's own error
         # follows the code lines.
-        inner = next((ln for ln in lines[1:] if _ERROR_LINE.match(ln)), None)
+        inner = next((m.group(1) for m in (_ERROR_LINE.match(ln) for ln in lines[1:]) if m), None)
         if inner:
             return inner if inner.startswith(f"{type(exc).__name__}:") else f"{type(exc).__name__}: {inner}"
     for i, line in enumerate(lines):

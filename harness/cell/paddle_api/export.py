@@ -88,6 +88,37 @@ def model_files(prefix: Path) -> Dict[str, str]:
     raise Finding(f"jit.save wrote no {prefix.name}.json or {prefix.name}.pdmodel in {prefix.parent}")
 
 
+def program_op_types(program: Path) -> List[str]:
+    """The op names of a saved program, every block's (a PIR ``.json``: ``"<dialect id>.<name>"``
+    under ``"#"``, the name kept; a legacy ``.pdmodel``: each block's op types)."""
+    import json
+
+    program = Path(program)
+    names: List[str] = []
+    if program.suffix == ".pdmodel":
+        from paddle.base import core
+
+        desc = core.ProgramDesc(program.read_bytes())
+        for b in range(desc.num_blocks()):
+            block = desc.block(b)
+            names += [block.op(k).type() for k in range(block.op_size())]
+        return names
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for op in node.get("ops") or [] if isinstance(node.get("ops"), list) else []:
+                if isinstance(op, dict) and isinstance(op.get("#"), str):
+                    names.append(op["#"].split(".", 1)[-1])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(program.read_text(encoding="utf-8")))
+    return names
+
+
 def run_saved_program(files: Dict[str, str], feeds: Dict[str, Any], order: List[str]) -> List[Any]:
     """The saved program run by Paddle's own executor, not the inference engine: ``paddle.jit.load``
     (a TranslatedLayer; .pdmodel in 2.6, PIR .json in 3.x), inputs in the forward's order, outputs

@@ -32,6 +32,7 @@ from ...cell import sandbox
 from ...shared.protocol import die_with_parent
 from ...shared.tensor_diff import DumpedTensor
 from .launcher import Launched, launch, ready_for_children
+from ...cell.paddle_api.export import program_op_types
 
 # What the conversion needs importable (paddle2onnx 2.x), and what Polygraphy would otherwise
 # install by itself; paddle2onnx 1.x's optimizer does not go through Polygraphy.
@@ -270,27 +271,6 @@ sandbox.before_children(lambda: ready_for_children(_fork_conversion))
 
 class ConversionError(Finding):
     """paddle2onnx could not convert the program: its words and the op types it does not list."""
-
-
-def program_op_types(program: Path) -> List[str]:
-    """The op names of a PIR ``.json`` program (``"<dialect id>.<name>"`` under ``"#"``)."""
-    import json
-
-    names: List[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for op in node.get("ops") or [] if isinstance(node.get("ops"), list) else []:
-                if isinstance(op, dict) and isinstance(op.get("#"), str):
-                    names.append(op["#"].split(".", 1)[-1])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(json.loads(program.read_text(encoding="utf-8")))
-    return names
 
 
 class Converter:

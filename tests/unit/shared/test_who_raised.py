@@ -125,3 +125,13 @@ def test_the_model_s_place_is_read_from_paddle_s_transformed_code_block():
             "    RecursionError: maximum recursion depth exceeded")
     assert traced_at(RecursionError(text)) == ["suite/model.py:10 in forward", "suite/config.py:5 in get (repeated)"]
     assert traced_at(RuntimeError("plain message")) == []
+
+
+def test_an_error_dy2static_reraises_is_said_with_its_own_line_not_its_module_path():
+    class EnforceNotMet(Exception):
+        pass
+
+    exc = EnforceNotMet("In transformed code:\n\n    File \"m.py\", line 3, in forward\n        for e in range(4):\n\n"
+                        "    paddle.base.libpaddle.EnforceNotMet: () Does not support rank inconsistency: rank1=2, rank2=1\n"
+                        "  [Hint: Expected dim1.size() == dim2.size() == true]")
+    assert raised_status(exc)[1] == "EnforceNotMet: () Does not support rank inconsistency: rank1=2, rank2=1"

@@ -1,0 +1,254 @@
+"""What the export lost (cell side): a consistency failure the triage put on the export, explained
+against the model's own Python.
+
+When the saved program does not compute what the forward computes, the question is not which op of
+the program misbehaves but what the program lacks, gained or froze. Three readings, each with the
+model's source line:
+
+* **lost and gained ops**: the forward run once in dygraph with every op recorded (``isolation.
+  record_ops``, each op with the model's line that ran it) against the op types of the program
+  ``jit.save`` wrote (sub-blocks included): an op type dygraph ran more often than the program holds
+  it was lost (pruned because no output needed it, an in-place write inside a converted branch that
+  never reached the tensor outside); the enclosing Python control flow of its line is said (an early
+  ``continue``/``break``/``return`` before it, the ``if`` or loop around it), and the program's
+  ``if``/``while`` ops are counted (a Python condition ``to_static`` turned into a tensor condition);
+* **state set in ``forward``**: attributes a layer's ``forward`` assigns (``self.attn = ...``) that hold
+  a tensor after the eager calls before the export: ``to_static`` reads them back as values of the
+  program (measured at 3.3.1: the program held a parameter where the forward computed a softmax);
+* **a fresh export**: a new instance with the same weights and no eager call before it, exported the
+  same way in a child (``sandbox``) and run by Paddle's executor: when it agrees with dygraph where
+  the cell's export did not, the export "depends on an earlier eager call"."""
+
+from __future__ import annotations
+
+import ast
+import collections
+import inspect
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Sequence, Tuple
+
+from ..shared.compare import compare_all
+from ..shared.json_types import JsonObject
+from . import isolation, sandbox
+from .public_api import tensors_in
+
+# Program ops that stand for no dygraph op (feeds, fetches, parameters, constants, shapes, control
+# flow's own plumbing): never "gained".
+PLUMBING = {"data", "feed", "fetch", "shadow_output", "parameter", "p", "constant", "full", "full_int_array",
+            "shape", "shape64", "slice", "assign", "assign_value", "combine", "split", "yield", "if", "while",
+            "has_elements", "select_input", "increment", "less_than", "tensorrt_engine", "cast", "stack",
+            "memcpy", "memcpy_h2d", "memcpy_d2h", "share_data", "scale", "reshape", "builtin.combine"}
+CONTROL_FLOW = ("if", "while")
+LINES_KEPT = 3
+
+
+def normalized(op: str) -> str:
+    """An op type as both sides name it: no dialect, no in-place underscore."""
+    return op.split(".")[-1].rstrip("_")
+
+
+# Dygraph ops a program spells as several (PIR writes ``linear`` as ``matmul`` + ``add``).
+PROGRAM_FORM = {"linear": ("matmul", "add")}
+
+
+def _forms(call: isolation.OpCall) -> Tuple[str, ...]:
+    return PROGRAM_FORM.get(normalized(call.name), (normalized(call.name),))
+
+
+def lost_and_gained(calls: Sequence[isolation.OpCall], program_ops: Sequence[str],
+                    returned: Sequence[int] = ()) -> Tuple[List[JsonObject], List[str]]:
+    """Op types dygraph ran more often than the program holds them, each with the model's lines of
+    the calls the program lacks: every call of a type the program holds none of; of a type it holds
+    fewer of, the calls next to those (one reads what the other wrote) — counts alone cannot say
+    which ``matmul`` of three went. A lost call that wrote what the model returns comes first (the
+    in-place ``index_add_`` into the output), then the forward's order. And the program's op types
+    dygraph never ran (plumbing aside). ``returned``: the ids of the tensors the forward returned."""
+    ran: Dict[str, int] = collections.Counter(op for call in calls for op in _forms(call))
+    held = collections.Counter(normalized(op) for op in program_ops)
+    missing = {op: n - held.get(op, 0) for op, n in ran.items() if n > held.get(op, 0) and op not in PLUMBING}
+    gone = {op for op in missing if held.get(op, 0) == 0}
+    surely = [c for c in calls if set(_forms(c)) & gone]
+    touching = {i for c in surely for i in (*c.input_ids, *c.output_ids)}
+    chosen = list(surely)
+    for op, n in missing.items():
+        if op not in gone:  # partly kept: the calls beside a call that surely went, at most as many as are missing
+            beside = [c for c in calls if op in _forms(c) and c not in chosen
+                      and touching & {*c.input_ids, *c.output_ids}]
+            chosen += beside[:n]
+    entries: Dict[str, JsonObject] = {}
+    for call in sorted(chosen, key=lambda c: c.order):
+        key = normalized(call.name)
+        forms = _forms(call)
+        entry = entries.setdefault(key, {"op": call.name, "dygraph": ran.get(forms[0], 0), "at": [],
+                                         "program": min(held.get(op, 0) for op in forms), "first": call.order,
+                                         "end": False})
+        if call.at and call.at not in entry["at"] and len(entry["at"]) < LINES_KEPT:
+            entry["at"].append(call.at)
+        entry["end"] = entry["end"] or bool(set(call.output_ids) & set(returned))
+    lost = sorted(entries.values(), key=lambda e: (not e["end"], e["first"]))
+    for entry in lost:
+        entry.pop("first")
+        entry["context"] = context_of(entry["at"][0]) if entry["at"] else ""
+    gained = sorted(op for op in held if op not in ran and op not in PLUMBING)
+    return lost, gained
+
+
+def context_of(at: str) -> str:
+    """The Python control flow around ``file:line``: an early exit before it in the same loop or
+    function (``after `if idx.shape[0] == 0: continue` (moe.py:15)``), else the ``if``/loop around it."""
+    path, _, number = at.rpartition(":")
+    try:
+        line = int(number)
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (ValueError, OSError, SyntaxError):
+        return ""
+    name = os.path.basename(path)
+    enclosing: List[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.While, ast.If, ast.FunctionDef)) and node.lineno <= line <= (node.end_lineno or 0):
+            enclosing.append(node)
+    enclosing.sort(key=lambda n: n.lineno)
+    for block in reversed(enclosing):
+        for stmt in block.body:
+            if stmt.lineno >= line:
+                break
+            if isinstance(stmt, ast.If) and any(isinstance(n, (ast.Continue, ast.Break, ast.Return))
+                                                for n in ast.walk(stmt)):
+                return f"after `{_one_line(stmt)}` ({name}:{stmt.lineno})"
+    inner = next((n for n in reversed(enclosing) if not isinstance(n, ast.FunctionDef)), None)
+    return f"inside `{_one_line(inner)}` ({name}:{inner.lineno})" if inner is not None else ""
+
+
+def _one_line(node: ast.AST) -> str:
+    """A statement's head as one line: ``if idx.shape[0] == 0: continue``, ``for e in range(4):``."""
+    if isinstance(node, ast.If):
+        body = node.body[0] if len(node.body) == 1 and not node.orelse else None
+        tail = f" {ast.unparse(body)}" if isinstance(body, (ast.Continue, ast.Break, ast.Return, ast.Pass)) else ""
+        return f"if {ast.unparse(node.test)}:{tail}"
+    if isinstance(node, ast.For):
+        return f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}:"
+    if isinstance(node, ast.While):
+        return f"while {ast.unparse(node.test)}:"
+    return ast.unparse(node).splitlines()[0]
+
+
+def forward_state(paddle: Any, model: Any) -> List[JsonObject]:
+    """Attributes a layer's ``forward`` assigns that hold a tensor now (after the eager calls): each
+    with the layer's path and the line that assigns it."""
+    found: List[JsonObject] = []
+    for path, layer in [("", model), *model.named_sublayers()]:
+        forward = getattr(type(layer), "forward", None)
+        try:
+            lines, start = inspect.getsourcelines(forward)
+            file = inspect.getsourcefile(forward) or ""
+        except (OSError, TypeError):
+            continue
+        try:
+            tree = ast.parse("".join(_dedented(lines)))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AnnAssign, ast.AugAssign)) else []
+            for target in targets:
+                if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+                        and isinstance(getattr(layer, target.attr, None), paddle.Tensor)):
+                    entry = {"layer": path or type(layer).__name__, "attribute": target.attr,
+                             "at": f"{file}:{start + node.lineno - 1}"}
+                    if entry not in found:
+                        found.append(entry)
+    return found
+
+
+def _dedented(lines: List[str]) -> List[str]:
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    return [ln[indent:] if ln[:indent].strip() == "" else ln for ln in lines]
+
+
+def fresh_export(ctx: Any, setup: Any, shape: int, reference: List[Any], labels: List[str], plan: Any) -> JsonObject:
+    """A new instance (the factory again, the exported weights, no eager call) exported as the cell
+    exports, run by Paddle's executor at ``shape`` and compared with dygraph, in a child."""
+    from ..models import sources
+    from .reduction import read_weights
+
+    folder = ctx.work / "export-fresh"
+    weights = read_weights(setup.get("weights")["path"])
+    paddle = ctx.paddle
+
+    def in_the_child() -> JsonObject:
+        layer, input_spec = sources.build(ctx.cell.model["factory"], paddle, ctx.cell.seed, f"{ctx.where}.factory")
+        layer = ctx.mode.prepare(paddle, layer)
+        layer.set_state_dict({k: paddle.to_tensor(v) for k, v in weights.items()})
+        layer.eval()
+        sandbox.phase("export")
+        files = ctx.mode.export(ctx.saved, layer, input_spec, folder / "model")
+        sandbox.phase("executor")
+        got = ctx.saved.run_saved_program(files, ctx.feeds(shape), setup.get("signature_order"))
+        stats = compare_all(reference, got, [ctx.tolerance(plan, label) for label in labels], "the fresh export's outputs")
+        return {"agrees": all(s.passed for s in stats), "max_abs": max((s.max_abs or 0.0) for s in stats) if stats else 0.0}
+
+    try:
+        answer = sandbox.in_child(in_the_child, folder, sandbox.deadline(ctx.cell.stage_timeout))
+    except RuntimeError as exc:  # the factory or the export raised in the child: said, not judged
+        return {"agrees": None, "why": str(exc).splitlines()[0][:300]}
+    if isinstance(answer, sandbox.Death):
+        return {"agrees": None, "why": f"its process died: {answer.words()}"}
+    return answer
+
+
+def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, reference: List[Any]) -> JsonObject:
+    """The three readings (the module's docstring) for the cell's model and its exported program."""
+    from .paddle_api.export import program_op_types
+    from .reduction import model_and_args
+
+    paddle = ctx.paddle
+    model, args, _ = model_and_args(ctx, setup, shape)
+    state = forward_state(paddle, model)
+    held = list(model.parameters()) + list(model.buffers())
+    result: List[Any] = []
+    calls = isolation.record_ops(paddle, lambda: result.append(model(*args)), held)
+    program_ops = program_op_types(program)
+    lost, gained = lost_and_gained(calls, program_ops, [id(t) for _, t in tensors_in(paddle, result[0])])
+    branches = sum(1 for op in program_ops if normalized(op) in CONTROL_FLOW)
+    fresh = fresh_export(ctx, setup, shape, reference, setup.output_labels, plan)
+    said: JsonObject = {"lost": lost, "gained": gained, "control_flow_ops": branches, "forward_state": state,
+                        "fresh_export": fresh, "dygraph_ops": len(calls), "program_ops": len(program_ops)}
+    said["words"] = words(said)
+    return said
+
+
+def words(said: JsonObject) -> str:
+    """One line: what the program lost (op, line, context), the state it froze, the fresh export."""
+    parts: List[str] = []
+    lost = said.get("lost") or []
+    if lost:
+        shown = []
+        for entry in lost[:4]:
+            where = f" ({_short(entry['at'][0])}" + (f", {entry['context']}" if entry.get("context") else "") + ")" \
+                if entry.get("at") else ""
+            count = (f" ({entry['dygraph']} call(s), {entry['program']} in the program)" if entry["program"] or
+                     entry["dygraph"] > 1 else "")
+            shown.append(f"`{entry['op']}`{count}{where}")
+        parts.append("the program lost " + "; ".join(shown) + (f" and {len(lost) - 4} more op type(s)" if len(lost) > 4 else ""))
+    if said.get("control_flow_ops"):
+        parts.append(f"it holds {said['control_flow_ops']} if/while op(s): a Python condition became a tensor condition")
+    for entry in (said.get("forward_state") or [])[:3]:
+        parts.append(f"`self.{entry['attribute']}` of {entry['layer']} is set in forward ({_short(entry['at'])}) and "
+                     f"held a tensor of an eager call when traced")
+    fresh = said.get("fresh_export") or {}
+    if fresh.get("agrees") is True:
+        parts.append("depends on an earlier eager call: a fresh export passes")
+    elif fresh.get("agrees") is False:
+        parts.append("a fresh export (no eager call before it) fails too")
+    elif fresh.get("why"):
+        parts.append(f"no fresh export: {fresh['why'][:160]}")
+    return "; ".join(parts)
+
+
+def _short(at: str) -> str:
+    path, _, line = at.rpartition(":")
+    return f"{os.path.basename(path)}:{line}"
+
+
+__all__ = ["explain", "words", "lost_and_gained", "context_of", "forward_state", "PLUMBING"]

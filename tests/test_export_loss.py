@@ -1,0 +1,56 @@
+"""What the export lost (``cell/export_loss.py``): a consistency failure the triage puts on the export,
+explained against the model's own lines, with real Paddle: a mixture-of-experts loop whose routing
+``jit.save`` drops, and attention kept on ``self`` in ``forward`` that the trace reads back."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import load_record, run_harness
+
+
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory):
+    from .conftest import installed_paddle, matrix_text
+
+    paddle_version = installed_paddle()
+    if not paddle_version.startswith("3."):
+        pytest.skip("measured under Paddle 3's to_static (PIR programs)")
+
+    folder = tmp_path_factory.mktemp("export-loss")
+    matrix = folder / "matrix.toml"
+    matrix.write_text(matrix_text(paddle_version, {"moe": "tests.factories:routed_experts",
+                                                   "attn": "tests.factories:keeps_its_attention"},
+                                  inputs={"moe": "x = { shape = [6, 8] }", "attn": "x = { shape = [2, 6, 8] }"}))
+    run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--results", str(folder / "r"))
+    run_harness("report", "--results", str(folder / "r"))
+    results = folder / "r" / "default"
+    return results, {m: load_record(results, f"cpu_fp32/{paddle_version}/normal/{m}") for m in ("moe", "attn")}
+
+
+def test_the_routing_a_program_lost_is_named_with_the_models_line_and_the_branch_around_it(explained):
+    results, records = explained
+    triage = records["moe"]["analysis"]["triage"]
+    assert triage["outcome"] == "export", triage
+    lost = triage["export"]["lost"]
+    first = lost[0]  # the in-place write into what the model returns
+    assert first["op"] == "index_add_" and first["program"] == 0 and first["dygraph"] == 4, lost
+    assert first["at"][0].endswith(".py:" + first["at"][0].rsplit(":", 1)[1]) and "factories.py" in first["at"][0]
+    assert first["context"].startswith("after `if rows.shape[0] == 0: continue`"), first
+    assert {"topk", "one_hot", "nonzero"} <= {e["op"] for e in lost}, lost
+    assert triage["export"]["fresh_export"]["agrees"] is False  # no eager state: the export itself drops it
+    shown = "the program lost `index_add_`"
+    for report in ("report.md", "report.html", "summary.md"):
+        assert shown in (results / report).read_text(encoding="utf-8"), report
+
+
+def test_attention_kept_on_self_in_forward_is_said_as_depending_on_an_earlier_eager_call(explained):
+    _, records = explained
+    triage = records["attn"]["analysis"]["triage"]
+    assert triage["outcome"] == "export", triage
+    said = triage["export"]
+    assert said["fresh_export"]["agrees"] is True, said["fresh_export"]
+    assert [(s["attribute"], s["layer"]) for s in said["forward_state"]] == [("attn", "KeepsItsAttention")]
+    assert said["forward_state"][0]["at"].split(":")[0].endswith("factories.py")
+    assert "softmax" in {e["op"] for e in said["lost"]}
+    assert "depends on an earlier eager call: a fresh export passes" in said["words"]
