@@ -39,6 +39,10 @@ def test_the_routing_a_program_lost_is_named_with_the_models_line_and_the_branch
     assert first["context"].startswith("after `if rows.shape[0] == 0: continue`"), first
     assert {"topk", "one_hot", "nonzero"} <= {e["op"] for e in lost}, lost
     assert triage["export"]["fresh_export"]["agrees"] is False  # no eager state: the export itself drops it
+    # the stages after it agree with the baseline's wrong program: held to dygraph too, they say so
+    later = [s for s in records["moe"]["stages"] if s["name"] in ("ir", "cpu_fp32")]
+    assert later and all(s["against_dygraph"]["status"] == "fail" for s in later), later
+    assert all("not a pass of the model" in s["message"] for s in later)
     shown = "the program lost `index_add_`"
     for report in ("report.md", "report.html", "summary.md"):
         assert shown in (results / report).read_text(encoding="utf-8"), report

@@ -101,11 +101,34 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]
                 f"{evidence['ops']} ops): {plan.lever} changed nothing here")
     else:
         note = unrun or note
+    beside = _against_dygraph(ctx, plan, done, labels, got, reference_name)
+    if beside:
+        result["against_dygraph"] = beside
+        note = "; ".join(filter(None, [note, beside["words"]]))
     if note:
         result["message"] = note
     if variants:
         at_shapes(ctx, plan, session, list(zip(variants, variant_feeds)), labels, result)
     return result
+
+
+def _against_dygraph(ctx: CellContext, plan: StagePlan, done: Ledger, labels: List[str], got: List[np.ndarray],
+                     reference_name: Reference) -> Optional[Dict[str, Any]]:
+    """A stage held to a baseline that failed against dygraph is held to dygraph too, and says both:
+    agreeing with a wrong program is not a pass of the model (the export's failure, not this stage's)."""
+    if reference_name != Reference.BASELINE or plan.name == Stage.BASELINE.value:
+        return None
+    if done.status(Stage.BASELINE.value) is not Status.FAIL:
+        return None
+    dygraph = ctx.load_outputs(ctx.file("dygraph"), labels)
+    outputs = {label: compare_tol(dygraph[i], got[i], ctx.tolerance(plan, label)) for i, label in enumerate(labels)}
+    statuses = {o.status for o in outputs.values()}
+    status = Status.FAIL if Status.FAIL in statuses else Status.PASS
+    worst_of = worst(outputs)
+    said = (f"against dygraph (the baseline fails against it): {status.value}"
+            + (f", max abs {worst_of.max_abs:.3g}" if worst_of is not None and worst_of.max_abs is not None else "")
+            + (" — not a pass of the model" if status is Status.FAIL else ""))
+    return {"status": status, "worst": worst_of.to_dict() if worst_of is not None else None, "words": said}
 
 
 def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tuple[Mapping[str, Any], Dict[str, Any]]],
