@@ -31,7 +31,7 @@ from typing import Any, Callable, List, Optional, Union
 
 from ..shared.json_types import JsonObject
 from ..shared.logs import signal_name
-from ..shared.protocol import die_with_parent, reap
+from ..shared.protocol import forked, reap
 
 RESULT = "trial.result.pickle"
 # A trial's share of the stage timeout (a whole analysis step is one entry of the cell's journal,
@@ -118,35 +118,28 @@ def in_child(fn: Callable[[], Any], folder: Path, timeout: float) -> Union[Any, 
     """``fn()`` in a forked child, its output in ``folder/trial.log``; its value, or how it died.
     An exception ``fn`` raises comes back as a ``RuntimeError`` with its traceback's words (the
     trial's own code catches what Paddle raises: what reaches here is the harness's)."""
-    global _phase_file
     for prepare in _BEFORE_CHILDREN:
         prepare()
     folder.mkdir(parents=True, exist_ok=True)
     result, phase_path, log = folder / RESULT, folder / PHASE, folder / LOG
     for stale in (result, phase_path):
         stale.unlink(missing_ok=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: nothing here returns
-        code = 1
+    def trial() -> None:
+        global _phase_file
+        fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        _phase_file = phase_path
         try:
-            die_with_parent()
-            fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-            os.dup2(fd, 1)
-            os.dup2(fd, 2)
-            _phase_file = phase_path
-            try:
-                value = ("value", fn())
-            except BaseException as exc:  # noqa: BLE001 - carried to the parent, said there
-                value = ("raised", f"{type(exc).__name__}: {exc}", traceback.format_exc())
-            sys.stdout.flush()
-            sys.stderr.flush()
-            with open(result, "wb") as handle:
-                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            code = 0
-        finally:
-            os._exit(code)
+            value = ("value", fn())
+        except BaseException as exc:  # noqa: BLE001 - carried to the parent, said there
+            value = ("raised", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with open(result, "wb") as handle:
+            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+
+    pid = forked(trial)
     code = reap(pid, time.monotonic() + timeout)
     if code == 0 and result.is_file():
         with open(result, "rb") as handle:

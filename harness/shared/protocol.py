@@ -14,7 +14,7 @@ the one reader of:
 from __future__ import annotations
 
 import signal
-from typing import List
+from typing import Callable, List
 
 EXIT_OK = 0
 EXIT_USER_ERROR = 2
@@ -55,6 +55,33 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
+
+
+def forked(body: Callable[[], None]) -> int:
+    """``body()`` in a forked child that dies with this process (``die_with_parent``): it exits 0 when
+    ``body`` returns, 1 when it raises (its traceback on the child's stderr); nothing in the child
+    returns here. The child's pid. Output buffered before the fork is flushed first: a child
+    would print it again."""
+    import os
+    import sys
+    import traceback
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            die_with_parent()
+            body()
+            code = 0
+        except BaseException:  # noqa: BLE001 - the child's end: said on its stderr
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    return pid
 
 
 def reap(pid: int, deadline: float) -> int:

@@ -21,15 +21,13 @@ import hashlib
 import importlib
 import os
 import re
-import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...shared.errors import Finding
 from ...cell import sandbox
-from ...shared.protocol import die_with_parent
+from ...shared.protocol import forked
 from ...shared.tensor_diff import DumpedTensor
 from .launcher import Launched, launch, ready_for_children
 from ...cell.paddle_api.export import program_op_types
@@ -170,28 +168,18 @@ def _fork_conversion(program: str, params: str, target: str, log: str, perturb: 
 
     log = Path(log)
     log.parent.mkdir(parents=True, exist_ok=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: nothing here returns
-        try:
-            die_with_parent()  # the cell's worker killed: its conversion goes too
-            fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-            os.dup2(fd, 1)
-            os.dup2(fd, 2)
-            if perturb:
-                import ctypes
 
-                ctypes.CDLL("libc.so.6").mallopt(M_PERTURB, perturb)
-            paddle2onnx.export(program, params, target, enable_onnx_checker=True, **(keywords or {}))
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(0)
-        except BaseException:
-            traceback.print_exc()
-            sys.stderr.flush()
-            os._exit(1)
-    return pid
+    def conversion() -> None:
+        fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        if perturb:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").mallopt(M_PERTURB, perturb)
+        paddle2onnx.export(program, params, target, enable_onnx_checker=True, **(keywords or {}))
+
+    return forked(conversion)
 
 
 def _glibc() -> bool:

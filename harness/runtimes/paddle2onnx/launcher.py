@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional
 
-from ...shared.protocol import die_with_parent, reap
+from ...shared.protocol import forked, reap
 
 Fork = Callable[..., int]  # ``_fork_conversion``: forks one conversion, returns its pid
 
@@ -79,17 +79,7 @@ class Launcher:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(address)
         listener.listen(8)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the launcher: nothing here returns
-            code = 1
-            try:
-                die_with_parent()
-                _serve(listener, fork_conversion)
-                code = 0
-            finally:
-                os._exit(code)
+        pid = forked(lambda: _serve(listener, fork_conversion))
         listener.close()
         return cls(os.getpid(), pid, address)
 
