@@ -300,11 +300,33 @@ def op_program(paddle: Any, op_module: str, held: Dict[str, np.ndarray], feeds: 
     model's parameters the ops read are its buffers (``p0..``), set from the weights file."""
     writer = Writer(paddle)
     writer.definitions["harness.oneop"] = _piece_class(op_module)
-    build = ("layer = OneOp()\n"
+    weights = dict(held)
+    made = "OneOp()"
+    if not weights:
+        # Paddle 3.0 writes no params file for a program of no parameter and loads no program without
+        # one (``Config(json, "")``, an empty file, ``set_prog_file``: each raises, measured); 2.6
+        # refuses none (load_combine). One parameter, returned apart from the ops, gives every release a file.
+        names = ", ".join(sorted(feeds, key=lambda n: int(n[2:])))  # to_static takes no ``*args`` forward
+        writer.definitions["harness.anchored"] = _ANCHORED.replace("*args", names)
+        made, weights = "Anchored(OneOp())", {"anchor": np.zeros([1], "float32")}
+    build = (f"layer = {made}\n"
              f"feed_names = {sorted(feeds, key=lambda n: int(n[2:]))!r}\n"
              "spec = [paddle.static.InputSpec(list(inputs[n].shape), str(inputs[n].dtype), n) for n in feed_names]\n")
-    return Source(writer, build, dict(held), dict(feeds), what,
+    return Source(writer, build, weights, dict(feeds), what,
                   "written in Paddle's public API with the tensors it was fed, needing no other package")
+
+
+_ANCHORED = '''class Anchored(paddle.nn.Layer):
+    """The ops, and one parameter of their program returned apart (so that a params file exists)."""
+
+    def __init__(self, ops):
+        super().__init__()
+        self.ops = ops
+        self.anchor = self.create_parameter([1], default_initializer=paddle.nn.initializer.Constant(0.0))
+
+    def forward(self, *args):
+        return [*self.ops(*args), self.anchor * 1.0]
+'''
 
 
 def _piece_class(module_source: str) -> str:
