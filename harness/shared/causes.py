@@ -22,6 +22,9 @@ _PATH = re.compile(r"(?:/[\w.@+-]+){2,}")
 _GENERATED = re.compile(r"\b([A-Za-z_]+)(?:@[\w]+|_\d{6,})\b")
 _NUMBER = re.compile(r"(?<![A-Za-z_])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 _SPACE = re.compile(r"\s+")
+# An op Paddle names by its module path in one release and by its name in another
+# ("OP(fluid.layers.embedding)" at 3.2.2, "OP(embedding)" at 3.3.1): one op.
+_QUALIFIED_OP = re.compile(r"\bOP\((?:\w+\.)+(\w+)\)")
 # An exception's own line in a traceback Paddle prints, its module path dropped
 # (``paddle.base.libpaddle.EnforceNotMet: () Does not support rank inconsistency: ...``).
 _ERROR_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*((?:[A-Za-z]*(?:Error|Exception)|EnforceNotMet)\b.*:.*)$")
@@ -118,7 +121,8 @@ def names_its_call(message: str) -> bool:
 
 def cause_of(message: str) -> str:
     """The message with what varies between occurrences of one cause replaced by placeholders."""
-    text = _HEX.sub("<addr>", message or "")
+    text = _QUALIFIED_OP.sub(r"OP(\1)", message or "")
+    text = _HEX.sub("<addr>", text)
     text = _PATH.sub("<path>", text)
     text = _GENERATED.sub(r"\1<id>", text)
     text = _NUMBER.sub("<n>", text)

@@ -47,3 +47,12 @@ def test_words_are_cut_at_a_word_and_lengthened_where_two_causes_would_read_alik
     said = shown_apart([prefix + "roi_align with opset 11", prefix + "yolo_box with opset 11", "other"], 40)
     assert len(set(said)) == 3 and "roi_align" in said[0] and "yolo_box" in said[1] and said[2] == "other"
     assert shown_apart(["same words", "same words"], 5) == ["same …", "same …"]  # one text: one reading
+
+
+def test_an_op_named_by_its_module_path_in_one_release_is_the_same_cause_named_by_its_name_in_another():
+    from harness.shared.causes import cause_of
+
+    older = "Variable value (input) of OP(fluid.layers.embedding) expected >= 0 and < 1024, but got -354."
+    newer = "Variable value (input) of OP(embedding) expected >= 0 and < 1024, but got -354."
+    assert cause_of(older) == cause_of(newer)
+    assert cause_of("OP(fluid.layers.embedding) failed") != cause_of("OP(fluid.layers.gather) failed")
