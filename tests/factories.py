@@ -914,3 +914,23 @@ class KeepsItsAttention(nn.Layer):
 
 def keeps_its_attention():
     return KeepsItsAttention(), [InputSpec([None, None, 8], "float32", "x")]
+
+
+class RotaryTable(nn.Layer):
+    """The cos and sin of one rotary table from integer positions, as decoders compute it (the
+    Gemma-3 decoder's rotary embedding, where oneDNN's result parts from dygraph)."""
+
+    def __init__(self, dim=16, base=10000.0, scaling=1.0):
+        super().__init__()
+        self.scaling = scaling  # Gemma 3's attention_scaling
+        self.register_buffer("inv_freq", 1.0 / (base ** (paddle.arange(0, dim, 2, dtype="float32") / dim)),
+                             persistable=True)
+
+    def forward(self, positions):
+        freqs = positions.astype("float32").unsqueeze(-1) * self.inv_freq
+        emb = paddle.concat([freqs, freqs], axis=-1)
+        return emb.cos() * self.scaling, emb.sin() * self.scaling
+
+
+def rotary_table():
+    return RotaryTable(), [InputSpec([None, None], "int64", "positions")]

@@ -16,12 +16,14 @@ import numpy as np
 
 from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
-from ..shared.compare import Comparison, compare_tol, worst
+from ..shared.compare import Comparison, Tolerance, compare_tol, worst
+
 from ..shared.record_model import ShapeResult
 from ..shared.task import worst_verdict
 from ..shared.vocab import Precision, Reference, Stage, Status
 from .context import CellContext
 from .ledger import Ledger
+from . import precision_floor
 from .registry import runtime
 
 # What a low-precision stage's ops must produce somewhere for the precision to have run.
@@ -101,6 +103,9 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]
                 f"{evidence['ops']} ops): {plan.lever} changed nothing here")
     else:
         note = unrun or note
+    floored = _by_the_floor(ctx, plan, setup, labels, variants, outputs, result)
+    if floored:
+        note = "; ".join(filter(None, [floored, note if result["status"] is not Status.NOOP else ""]))
     beside = _against_dygraph(ctx, plan, done, labels, got, reference_name)
     if beside:
         result["against_dygraph"] = beside
@@ -110,6 +115,33 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]
     if variants:
         at_shapes(ctx, plan, session, list(zip(variants, variant_feeds)), labels, result)
     return result
+
+
+def _by_the_floor(ctx: CellContext, plan: StagePlan, setup: Any, labels: List[str], variants: List[Mapping[str, Any]],
+                  outputs: Mapping[str, Comparison], result: Dict[str, Any]) -> str:
+    """A reduced-precision stage judged against what its precision explains (``precision_floor``):
+    the floor measured at every shape the stage runs, the primary shape's verdict in place of the
+    tolerance's; its words, or "" when the stage is not one or the floor could not be measured."""
+    precision = Precision(plan.precision)
+    if precision not in precision_floor.FORMATS or result["status"] not in (Status.PASS, Status.FAIL, Status.VACUOUS):
+        return ""
+    measured = precision_floor.measure(ctx, setup, precision, [0] + [v["index"] for v in variants], labels)
+    result["floor"] = measured
+    if measured.get("why"):
+        return f"no {measured['format']} floor ({measured['why']}): judged by the tolerance"
+    verdict = _floor_verdict(ctx, measured, 0, outputs)
+    if verdict is None:
+        return ""
+    result["floor_verdict"] = verdict
+    result["status"] = Status.FAIL if verdict["verdict"] == "beyond" else Status.PASS
+    return verdict["words"]
+
+
+def _floor_verdict(ctx: CellContext, measured: Mapping[str, Any], shape: int,
+                   outputs: Mapping[str, Comparison]) -> Optional[Dict[str, Any]]:
+    fp32 = Tolerance.of(ctx.cell.tolerances[Precision.FP32.value])
+    return precision_floor.judge(measured, shape, {label: c.max_abs for label, c in outputs.items()},
+                                 {label: fp32.atol for label in outputs})
 
 
 def _against_dygraph(ctx: CellContext, plan: StagePlan, done: Ledger, labels: List[str], got: List[np.ndarray],
@@ -158,6 +190,10 @@ def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tu
                    for i, label in enumerate(labels)}
         statuses = {o.status for o in outputs.values()}
         status = Status.FAIL if Status.FAIL in statuses else Status.VACUOUS if Status.VACUOUS in statuses else Status.PASS
+        verdict = _floor_verdict(ctx, result["floor"], k, outputs) if result.get("floor_verdict") else None
+        if verdict is not None:  # judged as the primary shape was: against what the precision explains
+            status = Status.FAIL if verdict["verdict"] == "beyond" else Status.PASS
+            note = verdict["words"]
         found.append(dataclasses.replace(at, status=status, reference=reference_name, worst=worst(outputs),
                                          outputs=outputs, task=ctx.judge_task(labels, reference, got), message=note))
     result["shapes"] = [v.to_dict() for v in found]

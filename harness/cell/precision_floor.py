@@ -1,0 +1,141 @@
+"""What the precision itself explains (cell side): the noise floor a reduced-precision stage is judged by.
+
+A bf16 or fp16 stage differs from fp32 by what the format rounds away plus whatever the runtime
+does wrong; a fixed tolerance cannot tell the two apart (measured: the default matrix's
+``mobilenet_v3_small`` under oneDNN bf16 at 3.3.1 moves its logits by 8.76 on a scale of 174, beyond
+the 2% tolerance, while the same model with its weights, input and every op's output rounded to bf16
+moves them by 8.82). So the floor is measured for this model and these inputs: the model in dygraph
+(fp32 arithmetic) with its weights, its inputs and every op's output rounded to the format — each
+``_C_ops`` call and Tensor operator, as a runtime that keeps every op in the format would — and its
+outputs' distance from fp32 dygraph is the floor, per output. Paddle's own ``amp.auto_cast`` is no
+reference here: at 3.3.1 on CPU it casts nothing for such a model (max abs 0.0, measured).
+
+The stage's error against its fp32 reference is then judged against ``K`` times the floor: within
+is a pass "within what bf16 explains"; beyond is a failure "N× beyond what bf16 explains", a fact
+about the runtime (a finding, reduced like any). An output the floor leaves unmoved is held to the
+fp32 tolerance instead of a floor of zero. The floor runs in a child (``sandbox``): the rounding
+rewrites the model's weights and Paddle's op functions there and nowhere else."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from ..shared.json_types import JsonObject
+from ..shared.vocab import Precision
+from . import sandbox
+
+# A stage within this many times the floor is within what the precision explains: the floor rounds
+# every op while a runtime keeps some in fp32 and fuses others (fewer roundings), so the runtime's
+# own error lands on both sides of it (measured: mobilenet_v3_small, oneDNN bf16, 0.99× the floor).
+K = 3.0
+FORMATS = {Precision.BF16: "bf16", Precision.FP16: "fp16"}
+METHOD = ("the model in dygraph with its weights, inputs and every op's output rounded to {fmt} "
+          "(fp32 arithmetic between), against fp32 dygraph")
+
+
+def rounded(array: np.ndarray, fmt: str) -> np.ndarray:
+    """``array`` (floating) rounded to ``fmt`` and back to its dtype: bf16 by round-to-nearest-even
+    on the top 16 bits of fp32, fp16 by numpy's cast."""
+    if not np.issubdtype(array.dtype, np.floating):
+        return array
+    if fmt == "fp16":
+        return array.astype(np.float16).astype(array.dtype)
+    bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32)
+    bits = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000))
+    out = bits.view(np.float32)
+    out = np.where(np.isfinite(array), out, array)  # inf and nan as they were
+    return out.astype(array.dtype)
+
+
+def _rounding(paddle: Any, fmt: str, value: Any) -> Any:
+    if isinstance(value, paddle.Tensor) and value.dtype in (paddle.float32, paddle.float64):
+        return paddle.to_tensor(rounded(value.numpy(), fmt))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_rounding(paddle, fmt, v) for v in value)
+    return value
+
+
+def floor_outputs(ctx: Any, setup: Any, fmt: str, shapes: Sequence[int]) -> Dict[int, List[np.ndarray]]:
+    """The model's outputs at each of ``shapes`` with the format's rounding everywhere (run in the
+    calling process: ``measure`` runs it in a child)."""
+    from paddle import _C_ops
+
+    from .isolation import OPERATORS
+    from .reduction import model_and_spec
+    from .structure import build_call_args, flatten_outputs
+
+    paddle = ctx.paddle
+    model, input_spec, _ = model_and_spec(ctx, setup)
+    with paddle.no_grad():
+        for tensor in [*model.parameters(), *model.buffers()]:
+            if tensor.dtype in (paddle.float32, paddle.float64):
+                tensor.set_value(rounded(tensor.numpy(), fmt))
+    for name in dir(_C_ops):
+        fn = getattr(_C_ops, name)
+        if not name.startswith("_") and callable(fn):
+            setattr(_C_ops, name, lambda *a, _fn=fn, **k: _rounding(paddle, fmt, _fn(*a, **k)))
+    for method in OPERATORS:
+        fn = getattr(paddle.Tensor, method, None)
+        if fn is not None:
+            setattr(paddle.Tensor, method, lambda *a, _fn=fn: _rounding(paddle, fmt, _fn(*a)))
+    paddle.jit.enable_to_static(False)
+    found: Dict[int, List[np.ndarray]] = {}
+    with paddle.no_grad():
+        for shape in shapes:
+            feeds = {k: rounded(v, fmt) for k, v in ctx.feeds(shape).items()}
+            found[shape] = [a for _, a in flatten_outputs(paddle, model(*build_call_args(paddle, input_spec, feeds)))]
+    return found
+
+
+def measure(ctx: Any, setup: Any, precision: Precision, shapes: Sequence[int], labels: Sequence[str]) -> JsonObject:
+    """The floor per shape and output (``floor[shape][label]``: the rounded model's max abs distance
+    from fp32 dygraph), with its method; or why there is none (``why``)."""
+    fmt = FORMATS[precision]
+    answer = sandbox.in_child(lambda: floor_outputs(ctx, setup, fmt, shapes), ctx.work / f"floor-{fmt}",
+                              sandbox.deadline(ctx.cell.stage_timeout))
+    said: JsonObject = {"format": fmt, "method": METHOD.format(fmt=fmt), "k": K}
+    if isinstance(answer, sandbox.Death):
+        return dict(said, why=f"its process died: {answer.words()}")
+    floor: Dict[str, Dict[str, float]] = {}
+    for shape, got in answer.items():
+        reference = ctx.load_outputs(ctx.file("dygraph", shape), list(labels))
+        if len(got) != len(reference):
+            return dict(said, why=f"the rounded model returns {len(got)} outputs, dygraph {len(reference)}")
+        floor[str(shape)] = {label: float(np.max(np.abs(np.asarray(g, np.float64) - np.asarray(r, np.float64))))
+                             if np.size(r) else 0.0 for label, g, r in zip(labels, got, reference)}
+    return dict(said, floor=floor)
+
+
+def judge(measured: Mapping[str, Any], shape: int, errors: Mapping[str, Optional[float]],
+          fp32_atol: Mapping[str, float]) -> Optional[JsonObject]:
+    """The stage at ``shape`` against the floor: per output its error, floor and ratio, and the
+    verdict (``within``/``beyond``) with its words; None when there is no floor at that shape."""
+    floors = (measured.get("floor") or {}).get(str(shape))
+    if not floors:
+        return None
+    fmt, k = measured["format"], float(measured["k"])
+    per: Dict[str, JsonObject] = {}
+    worst_label, worst_ratio = "", 0.0
+    for label, error in errors.items():
+        if error is None or label not in floors:
+            continue
+        # An output the rounding leaves unmoved (an index, a mask) is held to the fp32 tolerance.
+        floor = max(floors[label], fp32_atol.get(label, 0.0))
+        ratio = error / floor if floor > 0 else (0.0 if error == 0 else float("inf"))
+        per[label] = {"error": error, "floor": floors[label], "ratio": round(ratio, 3)}
+        if ratio >= worst_ratio:
+            worst_label, worst_ratio = label, ratio
+    if not per:
+        return None
+    beyond = worst_ratio > k
+    entry = per[worst_label]
+    words = (f"{worst_ratio:.1f}× beyond what {fmt} explains ({worst_label}: max abs {entry['error']:.3g}, "
+             f"floor {entry['floor']:.3g}, judged at {k:g}× it)" if beyond else
+             f"within what {fmt} explains ({worst_label}: max abs {entry['error']:.3g}, floor {entry['floor']:.3g}, "
+             f"{worst_ratio:.2f}× it; judged at {k:g}×)")
+    return {"verdict": "beyond" if beyond else "within", "outputs": per, "words": words}
+
+
+__all__ = ["K", "FORMATS", "rounded", "measure", "judge"]
