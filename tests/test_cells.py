@@ -114,15 +114,17 @@ def test_detector_inputs_are_fed_by_name_and_dict_outputs_matched_by_key(tmp_pat
     assert baseline["outputs"]["bbox"]["ref_absmax"] > 1.0
 
 
-def test_bf16_backend_shows_its_diff_or_says_why_it_cannot(write_matrix, tmp_path, paddle_version):
+def test_bf16_backend_is_judged_against_what_bf16_explains_or_says_why_it_cannot(write_matrix, tmp_path, paddle_version):
+    """A bf16 stage's error against fp32 is judged against the floor measured for this model and
+    these inputs (weights, inputs and every op's output rounded to bf16), not a fixed tolerance: a
+    tolerance 200 times tighter than the shipped one changes nothing of the verdict."""
     models = {"resnet": "harness.models:resnet18"}
     extra = "inputs.image = { shape = [1, 3, 32, 32] }"
     strict = write_matrix(models, name="strict.toml", bf16_tol=1e-4, extra=extra)
-    loose = write_matrix(models, name="loose.toml", extra=extra)
     _run(strict, tmp_path / "strict", "cpu_onednn_bf16")
-    stage = stages_by_name(_cell(tmp_path / "strict" / "default", "cpu_onednn_bf16", paddle_version, "resnet"))
-    bf16 = stage["onednn_bf16"]
-    machine = _cell(tmp_path / "strict" / "default", "cpu_onednn_bf16", paddle_version, "resnet")["machine"]
+    record = _cell(tmp_path / "strict" / "default", "cpu_onednn_bf16", paddle_version, "resnet")
+    bf16 = stages_by_name(record)["onednn_bf16"]
+    machine = record["machine"]
     if has(machine, "avx512_bf16") or has(machine, "amx_bf16"):
         assert bf16["status"] != "skip", bf16  # the CPU has bf16: Paddle must run it
     if bf16["status"] == "skip":
@@ -130,14 +132,17 @@ def test_bf16_backend_shows_its_diff_or_says_why_it_cannot(write_matrix, tmp_pat
         # the harness must say so rather than pass fp32-vs-fp32 as a bf16 result.
         assert "does not support bfloat16" in bf16["message"]
         pytest.skip(f"this CPU has no bfloat16 (record: {label(machine)}); the bf16 stage is correctly a skip")
-    # A real bf16 error: far beyond fp32 noise, around 1e-2 of the output's scale.
-    assert bf16["status"] == "fail"
+    # A real bf16 error: far beyond fp32 noise, around 1e-2 of the output's scale ...
     scale_error = bf16["worst"]["max_abs"] / bf16["worst"]["ref_absmax"]
     assert 1e-4 < scale_error < 5e-2, scale_error
-    # The shipped bf16 tolerance (matrix/default.toml) accepts it.
-    _run(loose, tmp_path / "loose", "cpu_onednn_bf16")
-    stage = stages_by_name(_cell(tmp_path / "loose" / "default", "cpu_onednn_bf16", paddle_version, "resnet"))
-    assert stage["onednn_bf16"]["status"] == "pass"
+    # ... which bf16 itself explains: the floor, its method and k in the record, the stage within it.
+    floor = bf16["floor"]
+    assert floor["format"] == "bf16" and "rounded to bf16" in floor["method"] and floor["k"] == 3.0
+    assert floor["floor"]["0"]["output"] > 0
+    verdict = bf16["floor_verdict"]
+    assert verdict["verdict"] == "within" and verdict["outputs"]["output"]["ratio"] <= floor["k"], verdict
+    assert bf16["status"] == "pass" and "within what bf16 explains" in bf16["message"], bf16
+    assert all(s["status"] == "pass" for s in bf16.get("shapes") or []), bf16.get("shapes")
 
 
 def test_a_factory_that_kills_its_process_is_a_crash_and_other_cells_finish(write_matrix, tmp_path, paddle_version):

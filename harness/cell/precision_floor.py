@@ -18,6 +18,7 @@ rewrites the model's weights and Paddle's op functions there and nowhere else.""
 
 from __future__ import annotations
 
+import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
@@ -93,9 +94,11 @@ def measure(ctx: Any, setup: Any, precision: Precision, shapes: Sequence[int], l
     """The floor per shape and output (``floor[shape][label]``: the rounded model's max abs distance
     from fp32 dygraph), with its method; or why there is none (``why``)."""
     fmt = FORMATS[precision]
+    started = time.perf_counter()
     answer = sandbox.in_child(lambda: floor_outputs(ctx, setup, fmt, shapes), ctx.work / f"floor-{fmt}",
                               sandbox.deadline(ctx.cell.stage_timeout))
-    said: JsonObject = {"format": fmt, "method": METHOD.format(fmt=fmt), "k": K}
+    said: JsonObject = {"format": fmt, "method": METHOD.format(fmt=fmt), "k": K,
+                        "seconds": round(time.perf_counter() - started, 3)}
     if isinstance(answer, sandbox.Death):
         return dict(said, why=f"its process died: {answer.words()}")
     floor: Dict[str, Dict[str, float]] = {}
