@@ -934,3 +934,20 @@ class RotaryTable(nn.Layer):
 
 def rotary_table():
     return RotaryTable(), [InputSpec([None, None], "int64", "positions")]
+
+
+class NearlyTied(nn.Layer):
+    """A classifier whose two classes differ by less than bf16 resolves at their scale (1e-3 at
+    ~100, where bf16's spacing is 0.5): under bf16 the answer changes whatever the runtime does right."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        score = self.proj(x).abs().sum(axis=-1, keepdim=True) + 100.0
+        return paddle.concat([score, score + 1e-3], axis=-1)
+
+
+def nearly_tied():
+    return NearlyTied(), [InputSpec([None, 8], "float32", "x")]

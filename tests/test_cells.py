@@ -145,6 +145,22 @@ def test_bf16_backend_is_judged_against_what_bf16_explains_or_says_why_it_cannot
     assert all(s["status"] == "pass" for s in bf16.get("shapes") or []), bf16.get("shapes")
 
 
+def test_answers_bf16_itself_changes_are_a_risk_said_apart_from_the_runtime(write_matrix, tmp_path, paddle_version):
+    """Two classes closer than bf16 resolves at their scale: the runtime is within the floor (no
+    bug of its), and the floor's own answers changed — said as the precision's risk, apart."""
+    matrix = write_matrix({"tied": "tests.factories:nearly_tied"}, inputs={"tied": "x = { shape = [4, 8] }"},
+                          tasks={"tied": '"classifier"'})
+    _run(matrix, tmp_path / "r", "cpu_onednn_bf16")
+    record = _cell(tmp_path / "r" / "default", "cpu_onednn_bf16", paddle_version, "tied")
+    bf16 = stages_by_name(record)["onednn_bf16"]
+    if bf16["status"] in ("skip", "noop"):
+        pytest.skip(f"bf16 did not run on this CPU ({label(record['machine'])}): {bf16.get('message', '')[:120]}")
+    assert bf16["status"] == "pass" and bf16["floor_verdict"]["verdict"] == "within", bf16
+    changed = bf16["floor"]["answers_changed"]
+    assert changed["shapes"]["0"]["changed"] is True, changed
+    assert "bf16 itself changes what the model answers" in bf16["message"] and "not a bug of the runtime" in bf16["message"]
+
+
 def test_a_factory_that_kills_its_process_is_a_crash_and_other_cells_finish(write_matrix, tmp_path, paddle_version):
     matrix = write_matrix({"dies": "tests.factories:dies_in_factory", "clean": "tests.factories:clean"})
     proc = _run(matrix, tmp_path / "r")

@@ -102,12 +102,22 @@ def measure(ctx: Any, setup: Any, precision: Precision, shapes: Sequence[int], l
     if isinstance(answer, sandbox.Death):
         return dict(said, why=f"its process died: {answer.words()}")
     floor: Dict[str, Dict[str, float]] = {}
+    answers: JsonObject = {}
     for shape, got in answer.items():
         reference = ctx.load_outputs(ctx.file("dygraph", shape), list(labels))
         if len(got) != len(reference):
             return dict(said, why=f"the rounded model returns {len(got)} outputs, dygraph {len(reference)}")
         floor[str(shape)] = {label: float(np.max(np.abs(np.asarray(g, np.float64) - np.asarray(r, np.float64))))
                              if np.size(r) else 0.0 for label, g, r in zip(labels, got, reference)}
+        task = ctx.judge_task(list(labels), reference, got)
+        if task is not None and task.get("changed"):
+            # The precision alone changes what the model answers: a risk of deploying it so, not a runtime's bug.
+            answers.setdefault("shapes", {})[str(shape)] = task
+    if answers:
+        first = next(iter(answers["shapes"].values()))
+        answers["words"] = f"{fmt} itself changes what the model answers ({first.get('summary')}): a risk of " \
+                           f"deploying it in {fmt}, not a bug of the runtime"
+        said["answers_changed"] = answers
     return dict(said, floor=floor)
 
 

@@ -134,7 +134,8 @@ def _by_the_floor(ctx: CellContext, plan: StagePlan, setup: Any, labels: List[st
         return ""
     result["floor_verdict"] = verdict
     result["status"] = Status.FAIL if verdict["verdict"] == "beyond" else Status.PASS
-    return verdict["words"]
+    risk = (measured.get("answers_changed") or {}).get("words")
+    return "; ".join(filter(None, [verdict["words"], risk]))
 
 
 def _floor_verdict(ctx: CellContext, measured: Mapping[str, Any], shape: int,
