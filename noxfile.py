@@ -298,6 +298,7 @@ def bench(s: nox.Session) -> None:
     s.install(*MATRIX.packages(MATRIX.session("cpu_ort_fp32"), default), silent=True)
     s.run("python", "-m", "harness.bench.cell", "--session", "cpu_ort_fp32")
     s.run("python", "-m", "harness.bench.shapes")  # k shapes per cell against one
+    s.run("python", "-m", "harness.bench.floor")  # the bf16 floor against the stage it judges
     _install_families(s, [_matrix.ZOO], default)  # the reduction's bench runs the zoo's largest models
     s.run("python", "-m", "harness.bench.reduction")  # sub-exports vs budget; a passing cell pays nothing
     s.run("python", "-m", "harness.bench.diff_memory")
