@@ -48,7 +48,7 @@ class StageConfig:
     it (beside Paddle's fields), so that such records still read."""
 
     runtime: ClassVar[str] = ""
-    title: ClassVar[str] = ""  # how people name what it configures ("ONNX Runtime")
+    title: ClassVar[str] = ""  # how people name what it configures, in reports
     schema2_key: ClassVar[str] = ""
     device: str
     threads: int
