@@ -94,11 +94,18 @@ def measure(ctx: Any, setup: Any, precision: Precision, shapes: Sequence[int], l
     """The floor per shape and output (``floor[shape][label]``: the rounded model's max abs distance
     from fp32 dygraph), with its method; or why there is none (``why``)."""
     fmt = FORMATS[precision]
+    said: JsonObject = {"format": fmt, "method": METHOD.format(fmt=fmt), "k": K}
+    if ctx.cell.captured or not ctx.mode.reducible:
+        return dict(said, why=("a captured export has no model source here to round" if ctx.cell.captured else
+                               f"train mode {ctx.cell.mode} converts the model when it exports: its dygraph "
+                               f"layers are not what the program runs"))
     started = time.perf_counter()
-    answer = sandbox.in_child(lambda: floor_outputs(ctx, setup, fmt, shapes), ctx.work / f"floor-{fmt}",
-                              sandbox.deadline(ctx.cell.stage_timeout))
-    said: JsonObject = {"format": fmt, "method": METHOD.format(fmt=fmt), "k": K,
-                        "seconds": round(time.perf_counter() - started, 3)}
+    try:
+        answer = sandbox.in_child(lambda: floor_outputs(ctx, setup, fmt, shapes), ctx.work / f"floor-{fmt}",
+                                  sandbox.deadline(ctx.cell.stage_timeout))
+    except RuntimeError as exc:  # the rebuild or the rounded forward raised in the child: said, not judged
+        return dict(said, why=str(exc).splitlines()[0][:300])
+    said["seconds"] = round(time.perf_counter() - started, 3)
     if isinstance(answer, sandbox.Death):
         return dict(said, why=f"its process died: {answer.words()}")
     floor: Dict[str, Dict[str, float]] = {}
