@@ -951,3 +951,25 @@ class NearlyTied(nn.Layer):
 
 def nearly_tied():
     return NearlyTied(), [InputSpec([None, 8], "float32", "x")]
+
+
+class DoubledAfterItsFirstCall(nn.Layer):
+    """Keeps its first call's output in ``forward`` and doubles later calls when its mean is positive,
+    asked through Python's ``any``: exported after an eager call, the trace reaches ``bool(Tensor)``
+    and raises; a fresh instance takes the first branch when traced and exports."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.first = None
+
+    def forward(self, x):
+        hidden = self.proj(x)
+        if self.first is None:
+            self.first = hidden.detach()
+            return hidden
+        return hidden * 2.0 if any(v > 0 for v in [self.first.mean()]) else hidden
+
+
+def doubled_after_its_first_call():
+    return DoubledAfterItsFirstCall(), [InputSpec([None, 8], "float32", "x")]

@@ -20,12 +20,14 @@ def explained(tmp_path_factory):
     folder = tmp_path_factory.mktemp("export-loss")
     matrix = folder / "matrix.toml"
     matrix.write_text(matrix_text(paddle_version, {"moe": "tests.factories:routed_experts",
-                                                   "attn": "tests.factories:keeps_its_attention"},
-                                  inputs={"moe": "x = { shape = [6, 8] }", "attn": "x = { shape = [2, 6, 8] }"}))
+                                                   "attn": "tests.factories:keeps_its_attention",
+                                                   "first": "tests.factories:doubled_after_its_first_call"},
+                                  inputs={"moe": "x = { shape = [6, 8] }", "attn": "x = { shape = [2, 6, 8] }",
+                                          "first": "x = { shape = [4, 8] }"}))
     run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--results", str(folder / "r"))
     run_harness("report", "--results", str(folder / "r"))
     results = folder / "r" / "default"
-    return results, {m: load_record(results, f"cpu_fp32/{paddle_version}/normal/{m}") for m in ("moe", "attn")}
+    return results, {m: load_record(results, f"cpu_fp32/{paddle_version}/normal/{m}") for m in ("moe", "attn", "first")}
 
 
 def test_the_routing_a_program_lost_is_named_with_the_models_line_and_the_branch_around_it(explained):
@@ -58,3 +60,14 @@ def test_attention_kept_on_self_in_forward_is_said_as_depending_on_an_earlier_ea
     assert said["forward_state"][0]["at"].split(":")[0].endswith("factories.py")
     assert "softmax" in {e["op"] for e in said["lost"]}
     assert "depends on an earlier eager call: a fresh export passes" in said["words"]
+
+
+def test_an_export_that_raises_only_after_an_eager_call_says_so(explained):
+    """The export raises (``bool(Tensor)`` reached only on a branch taken once ``forward`` kept its
+    first output); a fresh instance, exported with no eager call before it, exports."""
+    results, records = explained
+    setup = records["first"]["setup"]
+    assert setup["status"] == "error" and setup["phase"] == "export" and "bool(Tensor)" in setup["message"], setup
+    assert setup["fresh_export"]["raises"] is False, setup["fresh_export"]
+    assert setup["fresh_export"]["words"].startswith("depends on an earlier eager call: a fresh instance")
+    assert "depends on an earlier eager call" in (results / "summary.md").read_text(encoding="utf-8")

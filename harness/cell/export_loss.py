@@ -197,6 +197,43 @@ def fresh_export(ctx: Any, setup: Any, shape: int, reference: List[Any], labels:
     return answer
 
 
+def export_without_eager_call(ctx: Any) -> JsonObject:
+    """For an export that raised: a new instance from the factory (random weights: whether it raises
+    is the question), exported at once, with no eager call before it, in a child. Its answer and
+    words: "depends on an earlier eager call: a fresh instance exports" or "a fresh instance's export
+    raises too"."""
+    from ..models import sources
+    from ..shared.causes import raised_status, stage_cause
+
+    folder = ctx.work / "export-fresh"
+    paddle = ctx.paddle
+
+    def in_the_child() -> JsonObject:
+        layer, input_spec = sources.build(ctx.cell.model["factory"], paddle, ctx.cell.seed, f"{ctx.where}.factory")
+        layer = ctx.mode.prepare(paddle, layer)
+        layer.eval()
+        sandbox.phase("export")
+        try:
+            ctx.mode.export(ctx.saved, layer, input_spec, folder / "model")
+        except Exception as exc:  # Paddle's answer for the fresh instance: said, as the cell's was
+            return {"raises": True, "message": raised_status(exc)[1]}
+        return {"raises": False}
+
+    try:
+        answer = sandbox.in_child(in_the_child, folder, sandbox.deadline(ctx.cell.stage_timeout))
+    except RuntimeError as exc:
+        return {"raises": None, "words": f"no fresh export: {str(exc).splitlines()[0][:200]}"}
+    if isinstance(answer, sandbox.Death):
+        return {"raises": None, "words": f"no fresh export: its process died: {answer.words()}"}
+    if answer["raises"]:
+        answer["words"] = "a fresh instance's export (no eager call before it) raises too" + (
+            "" if stage_cause(answer["message"]) else f": {answer['message'][:160]}")
+    else:
+        answer["words"] = ("depends on an earlier eager call: a fresh instance (no eager call before it) exports; "
+                           "state its forward keeps from a call (an attribute set in forward, a cache) is traced as a value")
+    return answer
+
+
 def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, reference: List[Any]) -> JsonObject:
     """The three readings (the module's docstring) for the cell's model and its exported program."""
     from .paddle_api.export import program_op_types
@@ -251,4 +288,4 @@ def _short(at: str) -> str:
     return f"{os.path.basename(path)}:{line}"
 
 
-__all__ = ["explain", "words", "lost_and_gained", "context_of", "forward_state", "PLUMBING"]
+__all__ = ["explain", "export_without_eager_call", "words", "lost_and_gained", "context_of", "forward_state", "PLUMBING"]

@@ -28,7 +28,7 @@ from ..shared.errors import UserError
 from ..shared.protocol import EXIT_OK, EXIT_USER_ERROR
 from ..shared.spec import CellSpec
 from ..shared.vocab import SETUP, Status
-from . import analysis, setup, stages
+from . import analysis, export_loss, setup, stages
 from .context import CellContext
 from .ledger import Ledger
 
@@ -65,6 +65,10 @@ class Cell:
                 where = traced_at(exc)
                 if where:  # the model's code when to_static raised: where the export broke
                     result["traced_at"] = where
+                if (result["phase"] == "export" and status is Status.ERROR and ctx.cell.root_cause
+                        and ctx.mode.reducible and not ctx.cell.captured):
+                    # Whether the export raises only after the model ran eagerly (``export_loss``).
+                    result["fresh_export"] = export_loss.export_without_eager_call(ctx)
             result.setdefault("machine", self.machine())
             ctx.journal.finish(SETUP, result)
             done.add(SETUP, result)

@@ -41,6 +41,8 @@ def stage_note(stage: StageRecord) -> str:
         parts.append(stage.message)
     if stage.get("traced_at"):
         parts.append(f"traced at {stage.get('traced_at')[-1]}")
+    if (stage.get("fresh_export") or {}).get("words"):  # an export that raised, tried on a fresh instance
+        parts.append(stage.get("fresh_export")["words"])
     if stage.status is Status.CRASH and stage.get("stderr_tail"):
         last = [ln for ln in stage.get("stderr_tail").splitlines() if ln.strip()][-1:]
         if last:
