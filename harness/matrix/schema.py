@@ -27,7 +27,7 @@ _TOP_KEYS = {"run", "paddle", "sessions", "modes", "tolerances", "models", "dock
 _FAMILY_KEYS = {"packages", "no_deps", "requires_paddle", "description"}
 _ZOO_KEYS = {"models", "versions"}
 ZOO = "zoo"  # the name that selects the zoo's models (``--model zoo``)
-_QUALIFY_KEYS = {"sessions", "versions", "modes", "models", "optional"}
+_QUALIFY_KEYS = {"sessions", "versions", "modes", "models", "optional", "precision_risks"}
 RUNNERS = ("venv", "docker")
 _DOCKER_KEYS = {"cpu_base", "image_prefix", "memory", "pids"}
 DOCKER_DEFAULTS = {
@@ -107,9 +107,10 @@ def validate(path: Path, data: Dict[str, Any]) -> None:
     _check_keys(path, "qualify", data.get("qualify", {}), _QUALIFY_KEYS)
     for key, value in data.get("qualify", {}).items():
         _str_list(path, f"qualify.{key}", value)
-    for name in data.get("qualify", {}).get("optional", []):
-        if name not in data["sessions"]:
-            _fail(path, "qualify.optional", f"unknown session {name!r}; known: {', '.join(data['sessions'])}.")
+    for key in ("optional", "precision_risks"):
+        for name in data.get("qualify", {}).get(key, []):
+            if name not in data["sessions"]:
+                _fail(path, f"qualify.{key}", f"unknown session {name!r}; known: {', '.join(data['sessions'])}.")
     run = _validate_run(path, data)
     _validate_modes(path, data, run)
     for precision, tol in data["tolerances"].items():

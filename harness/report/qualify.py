@@ -11,6 +11,9 @@ qualifies it) and no known issue expects it. A required cell whose verdict is ``
 session's own stage did not run: no bf16 on this CPU, no GPU) blocks too: nothing qualified it.
 Sessions the release accepts unrun on machines without their feature are listed in
 ``[qualify] optional = ["cpu_onednn_bf16", ...]``: their skips are reported, never blocking.
+A reduced-precision stage whose precision itself changes what the model answers (``floor.
+answers_changed``: a risk of deploying it so, not a runtime's bug) is reported; it blocks in the
+sessions listed in ``[qualify] precision_risks``.
 A required cell without a
 record blocks, and so does a file in a record's place that cannot be read (truncated, another
 schema): no verdict over what did not run. ``--partial`` qualifies what is there and says so in
@@ -112,6 +115,20 @@ def required_cells(matrix: Any) -> List[str]:
     return ids
 
 
+def precision_risk_sessions(matrix: Any) -> List[str]:
+    """Sessions where the precision's own change of the model's answers blocks (``[qualify] precision_risks``)."""
+    return list(matrix.data.get("qualify", {}).get("precision_risks", []))
+
+
+def precision_risk(record: CellRecord) -> str:
+    """The words of a stage of ``record`` whose precision itself changes the model's answers, or ""."""
+    for stage in record.stages:
+        changed = (stage.get("floor") or {}).get("answers_changed") or {}
+        if changed.get("words"):
+            return f"{record.id} {stage.name}: {changed['words']}"
+    return ""
+
+
 def optional_sessions(matrix: Any) -> List[str]:
     """Sessions whose skipped cells do not block (``[qualify] optional``; checked at load)."""
     return list(matrix.data.get("qualify", {}).get("optional", []))
@@ -131,6 +148,7 @@ class Qualification:
     required: int = 0
     partial: bool = False
     unrun: List[str] = dataclasses.field(default_factory=list)  # required cells that only skipped
+    risks: List[str] = dataclasses.field(default_factory=list)  # the precision's own change of answers, reported
 
     @property
     def qualified(self) -> bool:
@@ -150,8 +168,8 @@ class Qualification:
 
 
 def qualify(model: RunModel, known: Sequence[Known], required: Sequence[str], strict: bool,
-            partial: bool = False, optional: Sequence[str] = ()) -> Qualification:
-    blocking, expected, unexpected, skipped, unrun = [], [], [], [], []
+            partial: bool = False, optional: Sequence[str] = (), risks_block: Sequence[str] = ()) -> Qualification:
+    blocking, expected, unexpected, skipped, unrun, risks = [], [], [], [], [], []
     needed = set(required)
     for record in sorted(model.records, key=lambda r: r.id):
         status = record.verdict.status
@@ -169,12 +187,15 @@ def qualify(model: RunModel, known: Sequence[Known], required: Sequence[str], st
             skipped.append(line)
         elif matched:
             unexpected.append(f"{record.id} passed; known entry {matched.cell!r} ({matched.reason}) can go")
+        risk = precision_risk(record)
+        if risk and not status.blocks:
+            (blocking if record.session in risks_block else risks).append(risk)
     stale = [k for k in known if not any(k.matches(r) for r in model.records)]
     present = {r.id for r in model.records}
     missing = [cell for cell in required if cell not in present]
     hazards = [f"{h.kind}: {h.message} (probed in {', '.join(h.places)})" for h in model.hazards()]
     return Qualification(blocking, expected, unexpected, stale, skipped, missing, hazards, strict,
-                         list(model.unreadable), len(required), partial, unrun)
+                         list(model.unreadable), len(required), partial, unrun, risks)
 
 
 def _line(record: CellRecord) -> str:
@@ -203,6 +224,8 @@ def render(result: Qualification, limit: int = 8) -> str:
     section("Missing cells (required, no record)", result.missing, not result.partial)
     section("Required cells that did not run (their session's own stage skipped; [qualify] optional accepts them)",
             result.unrun, True)
+    section("Precision risks (the precision itself changes the answers; [qualify] precision_risks blocks them)",
+            result.risks, False)
     section("Skipped cells", result.skipped, result.strict)
     section("Hazards", result.hazards, result.strict)
     section("Expected failures (known issues)", result.expected, False)
@@ -218,6 +241,6 @@ def run(results: Path, matrix: Any, known_path: Optional[Path], strict: bool, pa
     if not model.records and not model.unreadable:
         raise UserError(f"--results/--run: no result records under {results}; run the sessions first.")
     result = qualify(model, load_known(known_path), required_cells(matrix), strict, partial,
-                     optional_sessions(matrix))
+                     optional_sessions(matrix), precision_risk_sessions(matrix))
     print(render(result))
     return 0 if result.qualified else 1
