@@ -75,6 +75,9 @@ class Diagnosis:
             lost = (triage.get("export") or {}).get("words") or ""  # what the export lost (``cell/export_loss``)
             if lost:
                 found.triage += f" — {lost}"
+                # An op of the program is the wrong answer for an export failure: what the program lacks
+                # is (the reduction's op ran in both and behaves), so the place is the layer and what was lost.
+                found.op, found.fusion = "", ""
         found.workaround = workaround_words(analysis.get("workaround"), stage)
         if analysis.releases is not None and localized == stage:
             found.releases = analysis.releases.words()
