@@ -36,7 +36,9 @@ def test_the_routing_a_program_lost_is_named_with_the_models_line_and_the_branch
     assert triage["outcome"] == "export", triage
     lost = triage["export"]["lost"]
     first = lost[0]  # the in-place write into what the model returns
-    assert first["op"] == "index_add_" and first["program"] == 0 and first["dygraph"] == 4, lost
+    # one write per expert that got tokens (which ones do is the trained router's: counted by its squeezes)
+    squeezes = next(e["dygraph"] for e in lost if e["op"] == "squeeze")
+    assert first["op"] == "index_add_" and first["program"] == 0 and first["dygraph"] == squeezes >= 1, lost
     assert first["at"][0].endswith(".py:" + first["at"][0].rsplit(":", 1)[1]) and "factories.py" in first["at"][0]
     assert first["context"].startswith("after `if rows.shape[0] == 0: continue`"), first
     assert {"topk", "one_hot", "nonzero"} <= {e["op"] for e in lost}, lost

@@ -24,10 +24,10 @@ from __future__ import annotations
 import ast
 import collections
 import inspect
-import os
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
+from ..shared.causes import shareable_path
 from ..shared.compare import compare_all
 from ..shared.json_types import JsonObject
 from . import isolation, sandbox
@@ -89,7 +89,8 @@ def lost_and_gained(calls: Sequence[isolation.OpCall], program_ops: Sequence[str
     lost = sorted(entries.values(), key=lambda e: (not e["end"], e["first"]))
     for entry in lost:
         entry.pop("first")
-        entry["context"] = context_of(entry["at"][0]) if entry["at"] else ""
+        entry["context"] = context_of(entry["at"][0]) if entry["at"] else ""  # read where the file is here
+        entry["at"] = [_shareable(at) for at in entry["at"]]
     gained = sorted(op for op in held if op not in ran and op not in PLUMBING)
     return lost, gained
 
@@ -103,7 +104,7 @@ def context_of(at: str) -> str:
         tree = ast.parse(Path(path).read_text(encoding="utf-8"))
     except (ValueError, OSError, SyntaxError):
         return ""
-    name = os.path.basename(path)
+    name = shareable_path(path)
     enclosing: List[ast.AST] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.For, ast.While, ast.If, ast.FunctionDef)) and node.lineno <= line <= (node.end_lineno or 0):
@@ -155,7 +156,7 @@ def forward_state(paddle: Any, model: Any) -> List[JsonObject]:
                 if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
                         and isinstance(getattr(layer, target.attr, None), paddle.Tensor)):
                     entry = {"layer": path or type(layer).__name__, "attribute": target.attr,
-                             "at": f"{file}:{start + node.lineno - 1}"}
+                             "at": _shareable(f"{file}:{start + node.lineno - 1}")}
                     if entry not in found:
                         found.append(entry)
     return found
@@ -166,68 +167,73 @@ def _dedented(lines: List[str]) -> List[str]:
     return [ln[indent:] if ln[:indent].strip() == "" else ln for ln in lines]
 
 
-def fresh_export(ctx: Any, setup: Any, shape: int, reference: List[Any], labels: List[str], plan: Any) -> JsonObject:
-    """A new instance (the factory again, the exported weights, no eager call) exported as the cell
-    exports, run by Paddle's executor at ``shape`` and compared with dygraph, in a child."""
+def _fresh_instance_exported(ctx: Any, then: Any, weights: Any = None) -> Any:
+    """In a child (``sandbox``): a new instance from the factory (with ``weights`` when given), exported
+    at once as the cell exports, with no eager call before it; ``then(files)`` its answer, or the
+    export's own failure as ``{"raised": message}``. A ``Death`` or a ``RuntimeError`` (the factory
+    raised in the child) is the caller's to say."""
     from ..models import sources
-    from .reduction import read_weights
+    from ..shared.causes import raised_status
 
     folder = ctx.work / "export-fresh"
-    weights = read_weights(setup.get("weights")["path"])
     paddle = ctx.paddle
 
     def in_the_child() -> JsonObject:
         layer, input_spec = sources.build(ctx.cell.model["factory"], paddle, ctx.cell.seed, f"{ctx.where}.factory")
         layer = ctx.mode.prepare(paddle, layer)
-        layer.set_state_dict({k: paddle.to_tensor(v) for k, v in weights.items()})
+        if weights is not None:
+            layer.set_state_dict({k: paddle.to_tensor(v) for k, v in weights.items()})
         layer.eval()
         sandbox.phase("export")
-        files = ctx.mode.export(ctx.saved, layer, input_spec, folder / "model")
+        try:
+            files = ctx.mode.export(ctx.saved, layer, input_spec, folder / "model")
+        except Exception as exc:  # Paddle's answer for the fresh instance: said, as the cell's was
+            return {"raised": raised_status(exc)[1]}
         sandbox.phase("executor")
+        return then(files)
+
+    return sandbox.in_child(in_the_child, folder, sandbox.deadline(ctx.cell.stage_timeout))
+
+
+def fresh_export(ctx: Any, setup: Any, shape: int, reference: List[Any], labels: List[str], plan: Any) -> JsonObject:
+    """A new instance (the factory again, the exported weights, no eager call) exported as the cell
+    exports, run by Paddle's executor at ``shape`` and compared with dygraph, in a child."""
+    from .reduction import read_weights
+
+    def judged(files: Any) -> JsonObject:
         got = ctx.saved.run_saved_program(files, ctx.feeds(shape), setup.get("signature_order"))
         stats = compare_all(reference, got, [ctx.tolerance(plan, label) for label in labels], "the fresh export's outputs")
         return {"agrees": all(s.passed for s in stats), "max_abs": max((s.max_abs or 0.0) for s in stats) if stats else 0.0}
 
     try:
-        answer = sandbox.in_child(in_the_child, folder, sandbox.deadline(ctx.cell.stage_timeout))
-    except RuntimeError as exc:  # the factory or the export raised in the child: said, not judged
+        answer = _fresh_instance_exported(ctx, judged, read_weights(setup.get("weights")["path"]))
+    except RuntimeError as exc:  # the factory or the executor raised in the child: said, not judged
         return {"agrees": None, "why": str(exc).splitlines()[0][:300]}
     if isinstance(answer, sandbox.Death):
         return {"agrees": None, "why": f"its process died: {answer.words()}"}
+    if "raised" in answer:
+        return {"agrees": None, "why": f"a fresh export raises: {answer['raised'][:240]}"}
     return answer
 
 
-def export_without_eager_call(ctx: Any) -> JsonObject:
+def export_without_eager_call(ctx: Any, raised: str) -> JsonObject:
     """For an export that raised: a new instance from the factory (random weights: whether it raises
     is the question), exported at once, with no eager call before it, in a child. Its answer and
     words: "depends on an earlier eager call: a fresh instance exports" or "a fresh instance's export
-    raises too"."""
-    from ..models import sources
-    from ..shared.causes import raised_status, stage_cause
-
-    folder = ctx.work / "export-fresh"
-    paddle = ctx.paddle
-
-    def in_the_child() -> JsonObject:
-        layer, input_spec = sources.build(ctx.cell.model["factory"], paddle, ctx.cell.seed, f"{ctx.where}.factory")
-        layer = ctx.mode.prepare(paddle, layer)
-        layer.eval()
-        sandbox.phase("export")
-        try:
-            ctx.mode.export(ctx.saved, layer, input_spec, folder / "model")
-        except Exception as exc:  # Paddle's answer for the fresh instance: said, as the cell's was
-            return {"raises": True, "message": raised_status(exc)[1]}
-        return {"raises": False}
+    raises too" (the cell's cause, ``raised``), or "raises otherwise" with its words."""
+    from ..shared.causes import stage_cause
 
     try:
-        answer = sandbox.in_child(in_the_child, folder, sandbox.deadline(ctx.cell.stage_timeout))
+        answer = _fresh_instance_exported(ctx, lambda files: {})
     except RuntimeError as exc:
         return {"raises": None, "words": f"no fresh export: {str(exc).splitlines()[0][:200]}"}
     if isinstance(answer, sandbox.Death):
         return {"raises": None, "words": f"no fresh export: its process died: {answer.words()}"}
+    answer = {"raises": True, "message": answer["raised"]} if "raised" in answer else {"raises": False}
     if answer["raises"]:
-        answer["words"] = "a fresh instance's export (no eager call before it) raises too" + (
-            "" if stage_cause(answer["message"]) else f": {answer['message'][:160]}")
+        same = stage_cause(answer["message"]) == stage_cause(raised)
+        answer["words"] = ("a fresh instance's export (no eager call before it) raises too" if same else
+                           f"a fresh instance's export (no eager call before it) raises otherwise: {answer['message'][:160]}")
     else:
         answer["words"] = ("depends on an earlier eager call: a fresh instance (no eager call before it) exports; "
                            "state its forward keeps from a call (an attribute set in forward, a cache) is traced as a value")
@@ -262,7 +268,7 @@ def words(said: JsonObject) -> str:
     if lost:
         shown = []
         for entry in lost[:4]:
-            where = f" ({_short(entry['at'][0])}" + (f", {entry['context']}" if entry.get("context") else "") + ")" \
+            where = f" ({_shareable(entry['at'][0])}" + (f", {entry['context']}" if entry.get("context") else "") + ")" \
                 if entry.get("at") else ""
             count = (f" ({entry['dygraph']} call(s), {entry['program']} in the program)" if entry["program"] or
                      entry["dygraph"] > 1 else "")
@@ -271,7 +277,7 @@ def words(said: JsonObject) -> str:
     if said.get("control_flow_ops"):
         parts.append(f"it holds {said['control_flow_ops']} if/while op(s): a Python condition became a tensor condition")
     for entry in (said.get("forward_state") or [])[:3]:
-        parts.append(f"`self.{entry['attribute']}` of {entry['layer']} is set in forward ({_short(entry['at'])}) and "
+        parts.append(f"`self.{entry['attribute']}` of {entry['layer']} is set in forward ({_shareable(entry['at'])}) and "
                      f"held a tensor of an eager call when traced")
     fresh = said.get("fresh_export") or {}
     if fresh.get("agrees") is True:
@@ -283,9 +289,10 @@ def words(said: JsonObject) -> str:
     return "; ".join(parts)
 
 
-def _short(at: str) -> str:
+def _shareable(at: str) -> str:
+    """``file:line`` with the file as a record says it (``causes.shareable_path``)."""
     path, _, line = at.rpartition(":")
-    return f"{os.path.basename(path)}:{line}"
+    return f"{shareable_path(path)}:{line}"
 
 
 __all__ = ["explain", "export_without_eager_call", "words", "lost_and_gained", "context_of", "forward_state", "PLUMBING"]

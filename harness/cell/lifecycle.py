@@ -68,7 +68,7 @@ class Cell:
                 if (result["phase"] == "export" and status is Status.ERROR and ctx.cell.root_cause
                         and ctx.mode.reducible and not ctx.cell.captured):
                     # Whether the export raises only after the model ran eagerly (``export_loss``).
-                    result["fresh_export"] = export_loss.export_without_eager_call(ctx)
+                    result["fresh_export"] = export_loss.export_without_eager_call(ctx, message)
             result.setdefault("machine", self.machine())
             ctx.journal.finish(SETUP, result)
             done.add(SETUP, result)

@@ -209,9 +209,9 @@ class Source:
     after ``definitions``, with ``weights`` (the layer's state, by its names) and ``inputs``."""
 
     def __init__(self, writer: Writer, build: str, weights: Dict[str, np.ndarray], inputs: Dict[str, np.ndarray],
-                 what: str, how: str = "rebuilt from its classes with the weights it had"):
+                 what: str, how: str = "rebuilt from its classes with the weights it had", feed_names: Sequence[str] = ()):
         self.writer, self.build, self.weights, self.inputs, self.what = writer, build, weights, inputs, what
-        self.how = how
+        self.how, self.feed_names = how, list(feed_names)
         self.setup = ""  # what runs before anything of the model is imported (``factory_setup``)
 
 
@@ -274,7 +274,8 @@ def whole_model(paddle: Any, model: Any, input_spec: Sequence[Any], feeds: Dict[
              f"spec = [{specs}]\n"
              f"feed_names = {[s.name for s in input_spec]!r}\n")
     weights = {k: v.numpy() for k, v in model.state_dict().items()}
-    return Source(writer, build, weights, dict(feeds), f"the whole model ({type(model).__qualname__})")
+    return Source(writer, build, weights, dict(feeds), f"the whole model ({type(model).__qualname__})",
+                  feed_names=[s.name for s in input_spec])
 
 
 def piece(paddle: Any, piece_module: str, members: Sequence[Any], feeds: Dict[str, np.ndarray], what: str) -> Source:
@@ -289,7 +290,7 @@ def piece(paddle: Any, piece_module: str, members: Sequence[Any], feeds: Dict[st
     weights: Dict[str, np.ndarray] = {}
     for k, member in enumerate(members):
         weights.update({f"members.{k}.{name}": v.numpy() for name, v in member.state_dict().items()})
-    return Source(writer, build, weights, dict(feeds), what)
+    return Source(writer, build, weights, dict(feeds), what, feed_names=sorted(feeds, key=lambda n: int(n[2:])))
 
 
 def op_program(paddle: Any, op_module: str, held: Dict[str, np.ndarray], feeds: Dict[str, np.ndarray],
@@ -300,20 +301,12 @@ def op_program(paddle: Any, op_module: str, held: Dict[str, np.ndarray], feeds: 
     model's parameters the ops read are its buffers (``p0..``), set from the weights file."""
     writer = Writer(paddle)
     writer.definitions["harness.oneop"] = _piece_class(op_module)
-    weights = dict(held)
-    made = "OneOp()"
-    if not weights:
-        # Paddle 3.0 writes no params file for a program of no parameter and loads no program without
-        # one (``Config(json, "")``, an empty file, ``set_prog_file``: each raises, measured); 2.6
-        # refuses none (load_combine). One parameter, returned apart from the ops, gives every release a file.
-        names = ", ".join(sorted(feeds, key=lambda n: int(n[2:])))  # to_static takes no ``*args`` forward
-        writer.definitions["harness.anchored"] = _ANCHORED.replace("*args", names)
-        made, weights = "Anchored(OneOp())", {"anchor": np.zeros([1], "float32")}
-    build = (f"layer = {made}\n"
+    build = ("layer = OneOp()\n"
              f"feed_names = {sorted(feeds, key=lambda n: int(n[2:]))!r}\n"
              "spec = [paddle.static.InputSpec(list(inputs[n].shape), str(inputs[n].dtype), n) for n in feed_names]\n")
-    return Source(writer, build, weights, dict(feeds), what,
-                  "written in Paddle's public API with the tensors it was fed, needing no other package")
+    return Source(writer, build, dict(held), dict(feeds), what,
+                  "written in Paddle's public API with the tensors it was fed, needing no other package",
+                  feed_names=sorted(feeds, key=lambda n: int(n[2:])))
 
 
 _ANCHORED = '''class Anchored(paddle.nn.Layer):
@@ -372,6 +365,14 @@ def by_format(lines: Dict[str, Optional[str]], stage: str) -> str:
 def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances: List[JsonObject],
           compare_code: str) -> Path:
     """``source_repro.py``, ``weights.npz`` and ``inputs.npz`` in ``folder``."""
+    if not source.weights:
+        # Paddle 3.0 writes no params file for a program of no parameter and loads no program without
+        # one (``Config(json, "")``, an empty file, ``set_prog_file``: each raises, measured); 2.6
+        # refuses none (load_combine). One parameter, returned apart, gives every release a file —
+        # an op program, a piece or a model of no parameter alike. ``to_static`` takes no ``*args``.
+        source.writer.definitions["harness.anchored"] = _ANCHORED.replace("*args", ", ".join(source.feed_names))
+        source.build += "layer = Anchored(layer)\n"
+        source.weights = {"anchor": np.zeros([1], "float32")}
     folder.mkdir(parents=True, exist_ok=True)
     np.savez(folder / "weights.npz", **source.weights)
     np.savez(folder / "inputs.npz", **source.inputs)

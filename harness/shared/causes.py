@@ -45,6 +45,12 @@ _TRACED_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 TRACED_FRAMES_KEPT = 4
 
 
+def shareable_path(path: str) -> str:
+    """A source file as a record says it: from the package it is installed in (``paddleformers/...``),
+    else its folder and name (``tests/factories.py``): no path of this machine."""
+    return path.split("site-packages/", 1)[-1] if "site-packages/" in path else "/".join(Path(path).parts[-2:])
+
+
 def traced_at(exc: BaseException) -> List[str]:
     """Where the model's code was when ``to_static`` (or a program run) raised: the frames of Paddle's
     "In transformed code:" / "In user code:" block outside Paddle and the standard library, the
@@ -55,7 +61,7 @@ def traced_at(exc: BaseException) -> List[str]:
         return []
     frames: List[str] = []
     for path, line, function in _TRACED_FRAME.findall(text):
-        short = path.split("site-packages/", 1)[-1] if "site-packages/" in path else "/".join(Path(path).parts[-2:])
+        short = shareable_path(path)
         if short.startswith("paddle/") or re.match(r"python3\.\d+/", short):
             continue  # Paddle's own transformer, Python's ast: not the model's place
         frame = f"{short}:{line} in {function}"
