@@ -203,6 +203,15 @@ class _Recorder:
         return call
 
 
+def op_functions(paddle: Any) -> Tuple[Dict[str, Callable[..., Any]], Dict[str, Callable[..., Any]]]:
+    """Every function a dygraph op runs through: the ``_C_ops`` functions and the Tensor operators
+    (``a * b``, which run their op past ``_C_ops``), each by name, as Paddle has them now."""
+    from paddle import _C_ops
+
+    c_ops = {n: getattr(_C_ops, n) for n in dir(_C_ops) if not n.startswith("_") and callable(getattr(_C_ops, n))}
+    return c_ops, {m: getattr(paddle.Tensor, m) for m in OPERATORS if hasattr(paddle.Tensor, m)}
+
+
 def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = ()) -> List[OpCall]:
     """The ops of ``forward()`` (run under no_grad, in dygraph: a layer ``to_static`` already
     converted would otherwise run its saved program instead of its ops), in order. ``held``: the
@@ -211,8 +220,7 @@ def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = ()
     from paddle import _C_ops
 
     recorder = _Recorder(paddle, held)
-    originals = {n: getattr(_C_ops, n) for n in dir(_C_ops) if not n.startswith("_") and callable(getattr(_C_ops, n))}
-    operators = {m: getattr(paddle.Tensor, m) for m in OPERATORS if hasattr(paddle.Tensor, m)}
+    originals, operators = op_functions(paddle)
     truth = paddle.Tensor.__bool__
     for name, fn in originals.items():
         setattr(_C_ops, name, recorder.c_op(name, fn))

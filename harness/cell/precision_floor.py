@@ -63,7 +63,7 @@ def floor_outputs(ctx: Any, setup: Any, fmt: str, shapes: Sequence[int]) -> Dict
     calling process: ``measure`` runs it in a child)."""
     from paddle import _C_ops
 
-    from .isolation import OPERATORS
+    from .isolation import op_functions
     from .reduction import model_and_spec
     from .structure import build_call_args, flatten_outputs
 
@@ -73,14 +73,11 @@ def floor_outputs(ctx: Any, setup: Any, fmt: str, shapes: Sequence[int]) -> Dict
         for tensor in [*model.parameters(), *model.buffers()]:
             if tensor.dtype in (paddle.float32, paddle.float64):
                 tensor.set_value(rounded(tensor.numpy(), fmt))
-    for name in dir(_C_ops):
-        fn = getattr(_C_ops, name)
-        if not name.startswith("_") and callable(fn):
-            setattr(_C_ops, name, lambda *a, _fn=fn, **k: _rounding(paddle, fmt, _fn(*a, **k)))
-    for method in OPERATORS:
-        fn = getattr(paddle.Tensor, method, None)
-        if fn is not None:
-            setattr(paddle.Tensor, method, lambda *a, _fn=fn: _rounding(paddle, fmt, _fn(*a)))
+    c_ops, operators = op_functions(paddle)  # rewritten here for good: this runs in a child
+    for name, fn in c_ops.items():
+        setattr(_C_ops, name, lambda *a, _fn=fn, **k: _rounding(paddle, fmt, _fn(*a, **k)))
+    for method, fn in operators.items():
+        setattr(paddle.Tensor, method, lambda *a, _fn=fn: _rounding(paddle, fmt, _fn(*a)))
     paddle.jit.enable_to_static(False)
     found: Dict[int, List[np.ndarray]] = {}
     with paddle.no_grad():
