@@ -973,3 +973,18 @@ class DoubledAfterItsFirstCall(nn.Layer):
 
 def doubled_after_its_first_call():
     return DoubledAfterItsFirstCall(), [InputSpec([None, 8], "float32", "x")]
+
+
+class ThresholdedValue(SmallConvNet):
+    """``thresholded_relu`` with a ``value`` below the threshold, as some activations are written:
+    ONNX's ThresholdedRelu has no such value (it writes 0), and paddle2onnx 2.1.0 converts to it
+    and drops ``value`` — ONNX Runtime and OpenVINO alike run the converted graph and agree with
+    each other, not with Paddle (the converter's bug, one cause in both runtimes' sessions)."""
+
+    def forward(self, image):
+        x = nn.functional.thresholded_relu(self.bn(self.conv(image)), threshold=0.5, value=0.3)
+        return self.fc(x.mean(axis=[2, 3]))
+
+
+def thresholded_value():
+    return ThresholdedValue(), _image_spec()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import NOX, ORT_SESSION, ROOT, exact_cells_at_2_6, exact_fp32, load_record, run_harness, stages_by_name
+from .conftest import NOX, OPENVINO_SESSION, ORT_SESSION, ROOT, exact_cells_at_2_6, exact_fp32, load_record, run_harness, stages_by_name
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None
                                 or importlib.util.find_spec("paddle2onnx") is None,
@@ -132,6 +132,47 @@ def test_an_ort_optimizer_that_changes_the_numbers_is_found_by_name(write_matrix
     assert len(bisect["culprits"]) == 1 and "the failure needs both" in bisect["verdict"]
     assert bisect["verdict"].startswith("ort_fp32 fails when ONNX Runtime's optimizer ")
     assert bisect["builds"] <= bisect["budget"] and bisect["follow_up_builds"] <= bisect["follow_up_budget"]
+    # The converted file itself, as ONNX's reference evaluator computes it, is Paddle's arithmetic:
+    # ONNX Runtime's bug, not the converter's.
+    judged = record["analysis"]["reproducer"]["conversion"]
+    assert judged["owner"] == "runtime" and "agrees with Paddle" in judged["words"], judged
+
+
+def test_a_converters_bug_met_by_two_runtimes_is_one_cause_with_both_cells(write_matrix, tmp_path, paddle_version):
+    """paddle2onnx 2.1.0 converts ``thresholded_relu(value=0.3)`` to ONNX's ThresholdedRelu, which has
+    no value: ONNX Runtime and OpenVINO read the same wrong file. ONNX's own semantics (its checker
+    and reference evaluator, on the file the reproducer converted) are beyond the tolerance from
+    Paddle, so the cause is the converter's: one cause keyed by converter and op, both sessions'
+    cells in it, one issue draft addressed to the converter — not a numeric failure per session."""
+    pytest.importorskip("openvino")
+    if not paddle_version.startswith("3."):
+        pytest.skip("paddle2onnx 2.x needs Paddle 3")
+    matrix = write_matrix({"thr": "tests.factories:thresholded_value"}, extra=ORT_SESSION + OPENVINO_SESSION)
+    results = tmp_path / "r"
+    for session in ("cpu_ort_fp32", "cpu_openvino_fp32"):
+        run_harness("run", "--matrix", str(matrix), "--session", session, "--results", str(results))
+    cells = {session: load_record(results / "default", f"{session}/{paddle_version}/normal/thr")
+             for session in ("cpu_ort_fp32", "cpu_openvino_fp32")}
+    for session, record in cells.items():
+        repro = record["analysis"]["reproducer"]
+        assert repro["verified"] is True and record["analysis"]["reduce"]["op"] == "pd_op.thresholded_relu"
+        judged = repro["conversion"]
+        assert judged["owner"] == "converter" and judged["op"] == "pd_op.thresholded_relu", judged
+        judge = subprocess.run([sys.executable, judged["script"]], capture_output=True, text=True, timeout=120)
+        assert judge.returncode == 1 and "MISMATCH" in judge.stdout  # the file itself is wrong, said alone
+    run_harness("report", "--results", str(results), "--run", "default")
+    report = (results / "default" / "report.md").read_text()
+    from harness.report.model import RunModel
+
+    causes = RunModel.load(results / "default").causes()
+    assert [(c.kind, sorted(c.places)) for c in causes] == [
+        ("converter", sorted(f"{s}/{paddle_version}/normal/thr" for s in cells))], causes
+    assert "paddle2onnx 2.1.0 converts pd_op.thresholded_relu into ONNX that computes otherwise" in report
+    drafts = sorted((results / "default").rglob("issue.md"))
+    assert len(drafts) == 1, drafts  # one cause, one draft
+    text = drafts[0].read_text()
+    assert text.startswith("# [paddle2onnx 2.1.0] pd_op.thresholded_relu converted into ONNX")
+    assert "`cpu_ort_fp32`" in text and "`cpu_openvino_fp32`" in text and "onnx_reference.py" in text
 
 
 def test_a_converter_that_reads_memory_it_never_wrote_is_a_finding_with_the_op(write_matrix, tmp_path, paddle_version):

@@ -332,13 +332,17 @@ def _op_or_fusion(op_types: Dict[str, int], found: Found, answer: Optional[Trial
 
 
 def _replayable(answer: Trial, failed: Status) -> Dict[str, Any]:
-    """What the reproducer replays: the piece's program, its inputs and the outputs it is held to."""
+    """What the reproducer replays: the piece's program, its inputs and the outputs it is held to
+    (``expected``, a numeric failure's); Paddle's outputs of it whenever they ran (``paddle_outputs``:
+    what a converted file is judged against when the stage raised)."""
     home = Path(answer.files["program"]).parent
     np.savez(home / "inputs.npz", **answer.feeds)
-    if failed is Status.FAIL:
+    held = answer.expected is not None
+    if held:
         OUTPUTS.save(home / "expected.npz", answer.expected)
     return {"files": answer.files, "inputs": str(home / "inputs.npz"),
             "expected": str(home / "expected.npz") if failed is Status.FAIL else None,
+            "paddle_outputs": str(home / "expected.npz") if held else None,
             "outputs": len(answer.expected or [])}
 
 

@@ -25,7 +25,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from .context import CellContext
 from .ledger import Ledger
 from . import source_repro
 from .registry import runtime
+
+if TYPE_CHECKING:
+    from ..runtimes.paddle2onnx.reference import ConversionJudge
 from .stages import stage_reference
 
 SCRIPT = "repro.py"
@@ -99,11 +102,35 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[st
     (folder / "README.md").write_text(_readme(ctx, plan, setup, stage, shapes, expected, where), encoding="utf-8")
     run = _run(folder, ctx.cell.stage_timeout)
     verified = _verified(status, engine.cause_words(stage.message), run)
+    judged = _conversion_judged(ctx, plan, folder, piece, files, expected, reduced) if verified else None
     source = _source_reproducer(ctx, plan, done, folder / "source")
     return {"source": source, "status": Status.PASS, "stage": plan.name, "folder": str(folder), "script": str(folder / SCRIPT),
             "shape": shape, "program": "piece" if piece else "model", "path": where.get("path") if where else None,
             "verified": verified, "exit": run["exit"], "last_line": run["last_line"],
+            **({"conversion": judged} if judged else {}),
             "seconds": round(time.perf_counter() - started, 3)}
+
+
+def _conversion_judged(ctx: CellContext, plan: StagePlan, folder: Path, piece: Optional[Mapping[str, Any]],
+                       files: Dict[str, str], expected: "Dict[str, Any] | None",
+                       reduced: Optional[AnalysisEntry]) -> Optional[JsonObject]:
+    """For a runtime that reads a converter's file: whose bug the verified failure is, judged by the
+    format's own reference semantics on the file ``repro.py`` converted, against Paddle's outputs
+    (the piece's, when the stage raised on it); None when the runtime reads the program itself or
+    Paddle's outputs of the program are not at hand."""
+    judge = runtime(plan.runtime).conversion_judge(files)
+    if judge is None:
+        return None
+    if expected is None:  # the stage raised: the piece's Paddle outputs, held at the stage's tolerance
+        outputs = piece.get("paddle_outputs") if piece else None
+        if not outputs:
+            return None
+        shutil.copyfile(outputs, folder / "expected.npz")
+        expected = {"reference": str(plan.reference), "tolerances": [ctx.tolerance(plan).to_dict()] * piece["outputs"]}
+    (folder / judge.script).write_text(judge_script(judge, expected), encoding="utf-8")
+    ran = _run(folder, ctx.cell.stage_timeout, judge.script)
+    op = str(reduced.get("op") or "") if reduced is not None and piece else ""
+    return {**judge.judged(ran, op), "script": str(folder / judge.script), "op": op, "converter": judge.converter}
 
 
 def _op_build_lines(source: str, inputs: int, held: bool = False) -> str:
@@ -131,7 +158,21 @@ def _op_build_lines(source: str, inputs: int, held: bool = False) -> str:
         """)
 
 
-def _script(imports: str, run_lines: str, expected: "Dict[str, Any] | None") -> str:
+REPRODUCER_ABOUT = ("Reproducer written by the Paddle qualification harness: the runtime's public API and numpy only.\n"
+                    "Run it with the Python of the stage's environment: python repro.py (exits non-zero when it reproduces).")
+JUDGE_ABOUT = ("Whose bug repro.py's failure is, written by the Paddle qualification harness: the file repro.py\n"
+               "converted, judged by the format's own reference semantics against Paddle's outputs. Run repro.py first.\n"
+               "Exits 1 (MISMATCH) or 3 (invalid) when the converted file itself is wrong: the converter's bug;\n"
+               "0 when the file computes what Paddle computes: the runtime's.")
+
+
+def judge_script(judge: "ConversionJudge", expected: Dict[str, Any]) -> str:
+    """The script that judges a converted file against Paddle's outputs (``expected``: reference and
+    tolerances, as a reproducer's): run beside ``repro.py``, after it."""
+    return _script(judge.imports, "\n".join(judge.lines()) + "\n", expected, JUDGE_ABOUT)
+
+
+def _script(imports: str, run_lines: str, expected: "Dict[str, Any] | None", about: str = REPRODUCER_ABOUT) -> str:
     """The script: the runtime's own calls (``run_lines`` set ``names`` and ``outputs``), then the
     comparison with what the stage was compared with, or the error let through."""
     compare = ""
@@ -143,9 +184,7 @@ def _script(imports: str, run_lines: str, expected: "Dict[str, Any] | None") -> 
             tolerances = {tolerances}
             ref = np.load(os.path.join(here, "expected.npz"))
             ''') + compare_code()
-    return textwrap.dedent('''\
-        """Reproducer written by the Paddle qualification harness: the runtime's public API and numpy only.
-        Run it with the Python of the stage's environment: python repro.py (exits non-zero when it reproduces)."""
+    return f'"""{about}"""\n' + textwrap.dedent('''\
         import os
         import sys
 
@@ -350,4 +389,4 @@ def first_failing(plans: List[StagePlan], done: Ledger) -> "StagePlan | None":
     return None
 
 
-__all__ = ["write_and_verify", "first_failing"]
+__all__ = ["write_and_verify", "first_failing", "judge_script"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from ..shared.config import PredictorConfig, StageConfig
 from ..shared.runtime import Requirement, SearchSpace, StagePlan
 from ..shared.tensor_diff import TensorDiff
 from ..shared.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from ..runtimes.paddle2onnx.reference import ConversionJudge
 
 
 class Session(abc.ABC):
@@ -107,6 +110,12 @@ class Runtime(abc.ABC):
         """Code that runs the program (``model``/``params``: file names beside the script) under
         ``config`` with this runtime's public API, on ``inputs`` (an npz by input name), and sets
         ``names`` and ``outputs``: what a reproducer replays."""
+
+    def conversion_judge(self, files: Dict[str, str]) -> "Optional[ConversionJudge]":
+        """For a runtime that reads a converter's output of ``files``: the script that judges whose
+        bug a failure is (the converter's or this runtime's); None for a runtime that reads the
+        program itself."""
+        return None
 
     def cause_words(self, message: str) -> str:
         """The words of a stage's error its reproducer, run alone, prints (normalized)."""

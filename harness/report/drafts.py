@@ -20,7 +20,7 @@ from typing import List, Optional, Sequence
 from ..shared.causes import at_word, names_its_call
 from ..shared.machine import label as machine_label
 from ..shared.notes import clip, fmt_number
-from ..shared.vocab import Status
+from ..shared.vocab import Owner, Status
 from ..shared.record_model import CellRecord
 from ..shared.releases import ReleaseSpan
 from .model import DRAFT, Diagnosis, RunModel, VersionSpan
@@ -35,8 +35,11 @@ def write_all(model: RunModel) -> List[Path]:
     written: List[Path] = []
     seen = set()
     items = [(model.diagnosis(c), c.message, c.kind, model.version_span(c.places), c.places) for c in model.causes()]
+    # A converter's cause is one draft for every cell that met it: their numeric failures are in it.
+    converted = {(place, stage) for c in model.causes() if c.kind == Owner.CONVERTER.value
+                 for place, stages in c.stages.items() for stage in stages}
     items += [(f.diagnosis, f"{f.output}: max abs {fmt_number(f.max_abs)} beyond the tolerance", Status.FAIL.value,
-               model.numeric_span(f), [f.place]) for f in model.numeric_failures()]
+               model.numeric_span(f), [f.place]) for f in model.numeric_failures() if (f.place, f.stage) not in converted]
     for diagnosis, message, kind, span, places in items:
         repro = diagnosis.reproducer if diagnosis else None
         if not repro or not repro.verified or diagnosis.script in seen:
@@ -46,9 +49,18 @@ def write_all(model: RunModel) -> List[Path]:
         if record is None:
             continue
         path = Path(diagnosis.script).parent / DRAFT
-        path.write_text(draft(record, diagnosis, message, kind, span, places), encoding="utf-8")
+        text = (converter_draft(record, diagnosis, message, places) if kind == Owner.CONVERTER.value else
+                draft(record, diagnosis, message, kind, span, places))
+        path.write_text(text, encoding="utf-8")
         diagnosis.draft = str(path)
         written.append(path)
+    # A draft left beside a reproducer that no longer stands for a cause (its cause is now drafted
+    # beside another cell's, or its reproducer stopped reproducing) is not something to file.
+    for record in model.records:
+        repro = record.analysis.reproducer
+        stale = record.located(repro.script).parent / DRAFT if repro is not None and repro.script else None
+        if stale is not None and stale not in written and stale.is_file():
+            stale.unlink()
     return written
 
 
@@ -127,6 +139,56 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
               f"- CPU: {machine_label(machine)}",
               f"- Python {machine.get('python') or '?'}; OS {machine.get('os') or '?'} (kernel {machine.get('kernel') or '?'}, "
               f"{machine.get('libc') or '?'})",
+              f"- found by the qualification harness, cell `{record.id}`", ""]
+    return "\n".join(lines)
+
+
+def converter_draft(record: CellRecord, diagnosis: Diagnosis, message: str, places: Sequence[str]) -> str:
+    """The draft of a converter's bug, addressed to the converter: the op it converts into a file
+    whose own semantics (the format's reference evaluator) differ from Paddle's, or that is not valid,
+    met by every runtime session listed; the reproducer, then the judging script."""
+    repro = record.analysis.reproducer
+    judged = repro.conversion
+    reduce = record.analysis.reduction
+    converter, op = judged.get("converter") or "the converter", judged.get("op") or "the op"
+    script = Path(diagnosis.script)
+    judge = script.parent / Path(str(judged.get("script") or "")).name
+    sessions = sorted({p.split("/")[0] for p in places})
+    called = "; ".join(f"`{c}`" for c in reduce.op_api) if reduce is not None and reduce.op_api else f"`{op}`"
+    log = judge.with_suffix(".log")
+    judged_said = log.read_text(encoding="utf-8").strip() if log.is_file() else message
+    lines = [
+        f"# [{converter}] {op} converted into ONNX that does not compute what Paddle computes "
+        f"(met by {', '.join(sessions)}; Paddle {record.paddle.get('version')})",
+        "",
+        "### Describe the Bug",
+        "",
+        f"{message} (the op as a model calls it: {called}). Every runtime that read the converted file met it: "
+        + ", ".join(f"`{s}`" for s in sessions) + ".",
+        "",
+        "**Expected**: the converted file computes what Paddle computes (ONNX's reference evaluator on it within the "
+        "tolerance in the script), as valid ONNX.",
+        "",
+        "**Actual** (`python onnx_reference.py`):",
+        "",
+        "```",
+        judged_said[-1500:],
+        "```",
+        "",
+        f"**To reproduce**: `python {script.name}` (builds the op's program with Paddle's public API, converts it "
+        f"with {converter} and runs it as the session did; exits non-zero when it reproduces), then `python "
+        f"{judge.name}` (the file it converted, judged by `onnx.checker` and `onnx.reference.ReferenceEvaluator`; "
+        f"exits non-zero when the file itself is wrong).",
+        "",
+    ]
+    text = judge.read_text(encoding="utf-8") if judge.is_file() else ""
+    if text and len(text.splitlines()) <= INLINE_LINES:
+        lines += [f"`{judge.name}`:", "", "```python", text.rstrip("\n"), "```", ""]
+    if len(places) > 1:
+        lines += [f"**Met in** {len(places)} cells: " + ", ".join(f"`{p}`" for p in places), ""]
+    lines += ["### Additional Supplementary Information", "",
+              f"- {converter}; Paddle {record.paddle.get('version')} (commit {record.paddle.get('commit')})",
+              f"- CPU: {machine_label(record.machine)}",
               f"- found by the qualification harness, cell `{record.id}`", ""]
     return "\n".join(lines)
 

@@ -11,13 +11,13 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..shared.causes import Cause, group
+from ..shared.causes import Cause, cause_of, group
 from ..shared.machine import label as machine_label
 from ..shared.record_model import CellRecord, Comparison, Outcome, Reduction, Reproducer, Verdict
 from ..shared.records import Unreadable, scan_records
 from ..shared.run_records import HazardCheck, HazardProbe
 from ..shared.spec import version_order
-from ..shared.vocab import Status
+from ..shared.vocab import Owner, Status
 from ..shared.runfolder import RunFolder
 
 
@@ -409,8 +409,15 @@ def _worded(records: Iterable[CellRecord]):
     for r in records:
         for finding in r.setup.get("findings") or []:
             yield "finding", f"{finding['finding']}; workaround beside it: {finding['workaround']}", r.id
+        converted = _converter_owned(r)
         for stage in r.ladder:
-            if stage.status in (Status.ERROR, Status.CRASH, Status.TIMEOUT):
+            if stage.name in converted:
+                # The converter's bug, proven on its file: one cause across every runtime that read it
+                # (one may raise where another computes it), keyed by converter and op.
+                key, words = converted[stage.name]
+                said = f"{words}; {stage.message}" if stage.message and stage.status is not Status.FAIL else words
+                yield Owner.CONVERTER.value, said, r.id, stage.name, key
+            elif stage.status in (Status.ERROR, Status.CRASH, Status.TIMEOUT):
                 yield stage.status.value, stage.message, r.id, stage.name
         for entry in r.analysis:
             for death in entry.get("deaths") or []:
@@ -418,6 +425,24 @@ def _worded(records: Iterable[CellRecord]):
                 # model's own layers): a finding of its own. The harness's own forms are its gaps.
                 if death.get("by") == "paddle":
                     yield Status.CRASH.value, f"{death.get('words')} (a trial of the {entry.kind})", r.id
+
+
+def _converter_owned(record: CellRecord) -> Dict[str, Tuple[str, str]]:
+    """The stages of ``record`` whose failure is a converter's proven bug at a named op: the
+    reproduced stage, and every other stage of the cell that raised the same words (a converter's
+    file read by two stages of one runtime) or failed on numbers after it (they read the same file);
+    each with the cause's key and words."""
+    repro = record.analysis.reproducer
+    key = repro.converter_cause if repro is not None else None
+    if key is None:
+        return {}
+    words = str(repro.conversion.get("words") or key)
+    home = next((s for s in record.ladder if s.name == repro.stage), None)
+    if home is None:
+        return {}
+    same = {s.name for s in record.ladder if s.name == home.name or (
+        s.status is home.status and (s.status is Status.FAIL or cause_of(s.message) == cause_of(home.message)))}
+    return {name: (key, words) for name in same}
 
 
 def load_hazard_probes(results: Path) -> List[HazardProbe]:

@@ -60,10 +60,14 @@ class CellWorkaround:
 
 
 def _cause(record: CellRecord, stage_name: str) -> Tuple[str, str]:
-    """The failing stage's cause: ``(grouping key, Paddle's words)``."""
+    """The failing stage's cause: ``(grouping key, Paddle's words)``; a converter's proven bug by its
+    converter and op, the same in every runtime's session."""
     stage = next((s for s in record.stages if s.name == stage_name), None)
     if stage is None:
         return stage_name, stage_name
+    repro = record.analysis.reproducer
+    if repro is not None and repro.converter_cause and repro.stage == stage_name:
+        return repro.converter_cause, " ".join(str(repro.conversion.get("words") or repro.converter_cause).split())
     if stage.status is Status.FAIL:
         words = f"{stage_name}: outputs beyond the tolerance"
         return words, words

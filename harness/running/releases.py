@@ -102,8 +102,11 @@ class ReleaseCause:
     def words(self) -> str:
         """The cause as a person reads it: the failing stage's own message (Paddle's words), or
         what failed on numbers; ``key`` stays internal."""
-        stage_name = self.home.analysis.reproducer.stage
+        repro = self.home.analysis.reproducer
+        stage_name = repro.stage
         stage = next((s for s in self.home.stages if s.name == stage_name), None)
+        if repro.converter_cause:
+            return " ".join(str(repro.conversion.get("words") or repro.converter_cause).split())
         if self.numeric or stage is None or not stage.message:
             return f"{self.home.id} {stage_name}: outputs beyond the tolerance"
         return " ".join(stage.message.split())
@@ -125,7 +128,8 @@ def causes_of(records: Sequence[CellRecord]) -> Tuple[List[ReleaseCause], List[s
                 f"its source reproducer did not reproduce at the cell's own release ({source.last_line[:120]})")
             without.append(f"{record.id}: {why}")
             continue
-        key = f"{record.id}:{repro.stage}" if source.numeric else source.cause_words
+        # A converter's proven bug is one cause in every runtime's session that read its file.
+        key = repro.converter_cause or (f"{record.id}:{repro.stage}" if source.numeric else source.cause_words)
         found.setdefault(key, ReleaseCause(key, source.numeric, [])).records.append(record)
     return list(found.values()), without
 

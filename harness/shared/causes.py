@@ -196,15 +196,18 @@ class Cause:
 
 
 def group(items: Iterable[Tuple[str, ...]]) -> List[Cause]:
-    """``(kind, message, place[, stage])`` grouped by (kind, normalized message); largest first.
-    A place hit several times (a cell's stages sharing one cause) is listed once."""
+    """``(kind, message, place[, stage[, key]])`` grouped by (kind, normalized message), or by
+    (kind, ``key``) where one is given (a converter's bug: its converter and op, whatever words each
+    runtime said it in); largest first. A place hit several times (a cell's stages sharing one
+    cause) is listed once."""
     found: Dict[Tuple[str, str], Cause] = {}
-    for kind, message, place, *stage in items:
-        key = cause_of(message)
+    for kind, message, place, *rest in items:
+        stage, given = (rest + [None, None])[:2]
+        key = given or cause_of(message)
         cause = found.setdefault((kind, key), Cause(kind=kind, key=key, message=message))
         cause.count += 1
         if place not in cause.places:
             cause.places.append(place)
         if stage:
-            cause.stages.setdefault(place, []).append(stage[0])
+            cause.stages.setdefault(place, []).append(stage)
     return sorted(found.values(), key=lambda c: (-c.count, c.kind, c.key))

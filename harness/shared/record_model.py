@@ -28,7 +28,7 @@ from typing import Any, Iterator, List, Mapping, Optional, Tuple
 
 from .compare import Comparison, _optional_float
 from .spec import CellSpec
-from .vocab import Judged, SETUP, Status, Word
+from .vocab import Judged, Owner, SETUP, Status, Word
 from .json_types import JsonObject
 from .releases import ReleaseSpan, SourceReproducer
 
@@ -171,7 +171,6 @@ class StageRecord(Judged):
         return list(self.extra.get("outputs") or self.outputs)
 
 
-
 # -- the verdict ------------------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
@@ -299,11 +298,9 @@ class Reduction:
         return list(self.entry.get("fusion") or [])
 
 
-
 @dataclasses.dataclass(frozen=True)
 class Reproducer:
-    """The script that replays a failure with Paddle's own API (``analysis.reproducer``): its path
-    relative to the run folder, and whether running it once reproduced the failure."""
+    """The script replaying a failure with Paddle's API (``analysis.reproducer``), and whether it did."""
 
     entry: AnalysisEntry
 
@@ -322,6 +319,18 @@ class Reproducer:
     @property
     def source(self) -> "SourceReproducer":
         return SourceReproducer.from_dict(self.entry.get("source"))
+
+    @property
+    def conversion(self) -> Mapping[str, Any]:
+        """Whose bug it is, for a runtime reading a converter's file (owner, words, converter, op)."""
+        return self.entry.get("conversion") or {}
+
+    @property
+    def converter_cause(self) -> Optional[str]:
+        """A converter's bug proven at an op: one key (converter, op) in every session reading its file."""
+        judged = self.conversion
+        proven = judged.get("owner") == Owner.CONVERTER.value and judged.get("op")
+        return f"{judged.get('converter')} {judged['op']}" if proven else None
 
 
 @dataclasses.dataclass(frozen=True)

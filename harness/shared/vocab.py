@@ -175,6 +175,16 @@ class Analysis(str, enum.Enum):
         return ANALYSIS_PREFIX + self.value
 
 
+class Owner(str, enum.Enum):
+    """Whose bug a converted program's failure is, as the format's own reference semantics judge the
+    converted file (the converting runtime's ``conversion_judge``): the converter's is one cause in every
+    runtime that reads the file."""
+
+    CONVERTER = "converter"
+    RUNTIME = "runtime"
+    UNDECIDED = "undecided"
+
+
 class SearchOutcome(str, enum.Enum):
     FOUND = "found"
     NOT_A_CULPRIT_SET = "not-a-culprit-set"

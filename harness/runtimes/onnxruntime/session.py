@@ -34,6 +34,7 @@ from ...shared.runtime import Requirement, StagePlan
 from ..paddle2onnx import PADDLE2ONNX, convert as conversion
 from . import ONNXRUNTIME
 from ..paddle2onnx.convert import ExportOptions, converter, graph_evidence
+from ..paddle2onnx.reference import ConversionJudge
 from .options import LEVELS, ort_options, session_options
 from ...shared.json_types import JsonObject
 from ...shared.tensor_diff import TensorDiff
@@ -177,6 +178,9 @@ class OnnxRuntime(Runtime):
         from .tensor_diff import against_paddle
 
         return against_paddle(self, files, feeds, base, test, out, tolerance)
+
+    def conversion_judge(self, files: Dict[str, str]) -> ConversionJudge:
+        return conversion.judge("ONNX Runtime")
 
     def cause_words(self, message: str) -> str:
         """A conversion the converter aborted: its own words (the harness's sentence around them

@@ -34,6 +34,7 @@ from ...shared.errors import Finding, calling
 from ...shared.runtime import Requirement, StagePlan
 from ...shared.tensor_diff import Dump, DumpedTensor, TensorDiff
 from ..paddle2onnx import PADDLE2ONNX, convert as onnx_conversion
+from ..paddle2onnx.reference import ConversionJudge
 from . import OPENVINO, OpenVinoConfig
 from ...shared.json_types import JsonObject
 
@@ -262,6 +263,10 @@ class OpenVino(Runtime):
             "names = [o.get_any_name() for o in compiled.outputs]",
             "outputs = [results[o] for o in compiled.outputs]",
         ]) + "\n"
+
+    def conversion_judge(self, files: Dict[str, str]) -> Optional[ConversionJudge]:
+        """At Paddle 3 OpenVINO reads paddle2onnx's file; at 2.6 the ``.pdmodel`` itself (no converter)."""
+        return onnx_conversion.judge("OpenVINO") if Path(files["program"]).suffix == ".json" else None
 
     def cause_words(self, message: str) -> str:
         """A conversion paddle2onnx aborted: its own words, as ONNX Runtime's sessions say them;

@@ -30,6 +30,7 @@ from ...cell import sandbox
 from ...shared.protocol import forked
 from ...shared.tensor_diff import DumpedTensor
 from .launcher import Launched, launch, ready_for_children
+from .reference import ConversionJudge
 from ...cell.paddle_api.export import program_op_types
 
 # What the conversion needs importable (paddle2onnx 2.x), and what Polygraphy would otherwise
@@ -373,6 +374,13 @@ def converter() -> Converter:
     if _CONVERTER is None:
         _CONVERTER = Converter()
     return _CONVERTER
+
+
+def judge(runtime: str) -> ConversionJudge:
+    """The judge of a failure of ``runtime`` reading this process's converter's files."""
+    import paddle2onnx
+
+    return ConversionJudge(f"paddle2onnx {paddle2onnx.__version__}", runtime)
 
 
 def cause_words(message: str) -> Optional[str]:
