@@ -988,3 +988,21 @@ class ThresholdedValue(SmallConvNet):
 
 def thresholded_value():
     return ThresholdedValue(), _image_spec()
+
+
+def reciprocal_times_dies_without_divmul():
+    """``reciprocal_times``, in a process where an ONNX Runtime session built with ``DivMulFusion``
+    switched off dies by SIGSEGV: a stand-in for a runtime that crashes on a config a user can write,
+    met by the culprit search (it switches optimizers off one by one). Installed by the factory, so
+    only the worker that ran the setup, and the trials it forks, have it."""
+    import onnxruntime
+
+    real = onnxruntime.InferenceSession
+
+    def session(path, options=None, providers=None, **kwargs):
+        if "DivMulFusion" in (kwargs.get("disabled_optimizers") or ()):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(path, options, providers=providers, **kwargs)
+
+    onnxruntime.InferenceSession = session
+    return reciprocal_times()

@@ -282,3 +282,24 @@ def test_a_conversion_process_compiles_nothing_of_the_environment_once_it_is_com
                          text=True, timeout=600)
     assert ran.returncode == 0 and (tmp_path / "m.onnx").exists(), ran.stderr[-2000:]
     assert ran.stdout.strip().splitlines()[-1] == "0 []", ran.stdout[-2000:]
+
+
+def test_a_culprit_search_build_that_dies_is_recorded_and_counted_as_a_crash_of_its_own(write_matrix, tmp_path, paddle_version):
+    """The culprit search builds ONNX Runtime sessions with optimizers switched off; one that kills its
+    process (planted: a session without DivMulFusion dies by SIGSEGV) is that build's outcome (an
+    invalid set: it says nothing of the failure), the search ends with what it could say and the
+    worker lives on; the death, a config a user could write, is counted as a crash of its own in the
+    run's causes, with the build it killed."""
+    if not paddle_version.startswith("3."):
+        pytest.skip("paddle2onnx 2.x needs Paddle 3")
+    matrix = write_matrix({"recip": "tests.factories:reciprocal_times_dies_without_divmul"}, extra=ORT_SESSION)
+    matrix.write_text(exact_fp32(matrix.read_text()))
+    proc = run_harness("run", "--matrix", str(matrix), "--session", "cpu_ort_fp32", "--results", str(tmp_path / "r"))
+    record = load_record(tmp_path / "r" / "default", f"cpu_ort_fp32/{paddle_version}/normal/recip")
+    bisect = record["analysis"]["bisect"]
+    assert bisect["status"] == "pass" and bisect["invalid_sets"] >= 1, bisect
+    assert any("its process died: SIGSEGV" in m for m in bisect["invalid_messages"]), bisect
+    assert bisect["deaths"] and all(d["trial"].startswith("ort_fp32.search/build") for d in bisect["deaths"])
+    assert bisect["deaths"] and all(d["how"] == "SIGSEGV" and d["by"] == "paddle" for d in bisect["deaths"]), bisect
+    assert record["launches"] == 1, "the cell's worker was never restarted: no death reached it"
+    assert "(a trial of the bisect)" in proc.stdout, proc.stdout[-3000:]

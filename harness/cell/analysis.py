@@ -26,6 +26,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ..shared.json_types import JsonObject
+
 from ..shared.config import PredictorConfig
 from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
@@ -189,7 +191,7 @@ def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Le
 
 
 def failure_probe(ctx: CellContext, plan: StagePlan, done: Ledger, messages: List[str],
-                  shape: int) -> Callable[[Any], Probe]:
+                  shape: int, deaths: Optional[List[JsonObject]] = None) -> Callable[[Any], Probe]:
     """``probe(config) -> Probe`` for the stage's failure at ``shape``: PASS when the config no
     longer shows it, FAIL when it does, INVALID when it raises something else."""
     setup = done.setup
@@ -218,6 +220,8 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Ledger, messages: Lis
         answer = sandbox.in_child(in_the_child, where, sandbox.deadline(ctx.cell.stage_timeout))
         if isinstance(answer, sandbox.Death):
             messages.append(f"its process died: {answer.words()}")
+            if deaths is not None:  # a predictor config a user could make killed it: a finding of its own
+                deaths.append(dict(answer.to_dict(), trial=f"{where.parent.name}/{where.name}"))
             return Probe.INVALID
         said, new = answer
         messages.extend(new)
@@ -262,7 +266,8 @@ def bisect(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
         return {"status": Status.SKIP, "message": f"{plan.name} ran nothing of its search space ({plan.search.value}) "
                                                   f"that could be switched off"}
     messages: List[str] = []
-    probe = failure_probe(ctx, plan, done, messages, stage.failing_shape or 0)
+    deaths: List[JsonObject] = []
+    probe = failure_probe(ctx, plan, done, messages, stage.failing_shape or 0, deaths)
     def probe_without(disabled: List[str]) -> Probe:
         return probe(engine.without(plan, disabled))
 
@@ -281,6 +286,7 @@ def bisect(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
         "message": found.message, "invalid_sets": len(found.invalid),
         "invalid_messages": list(dict.fromkeys(messages))[:5], "reference": Reference.BASELINE,
         "verdict": _verdict(plan, found.culprits, plan.search.verdict_words, raised, also.sets if also else []),
+        **({"deaths": deaths} if deaths else {}),
     }
 
 
@@ -308,7 +314,8 @@ def exclude_onednn_ops(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[
                             f"{', '.join(sorted(knob['onednn_ops_ran']))}: this Paddle ignores the oneDNN op list, "
                             f"so no op can be excluded this way")}
     messages: List[str] = []
-    probe = failure_probe(ctx, plan, done, messages, stage.failing_shape or 0)
+    deaths: List[JsonObject] = []
+    probe = failure_probe(ctx, plan, done, messages, stage.failing_shape or 0, deaths)
     nothing = probe(none_listed)
     if nothing is not Probe.PASS:
         said = "the probe program ran no oneDNN op" if knob is not None else "legacy op names do not say the kernel"
@@ -325,7 +332,8 @@ def exclude_onednn_ops(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[
             "evidence": knob, "items": types, "culprits": found.culprits, "builds": found.builds + 2,
             "budget": build_budget(len(types), max(len(found.culprits), 1)) + 2,
             "message": found.message, "invalid_messages": list(dict.fromkeys(messages))[:5],
-            "verdict": _verdict(plan, found.culprits, "when op type {} runs on oneDNN", raised)}
+            "verdict": _verdict(plan, found.culprits, "when op type {} runs on oneDNN", raised),
+            **({"deaths": deaths} if deaths else {})}
 
 
 def _verdict(plan: StagePlan, culprits: List[str], where: str, raised: bool, also: List[List[str]] = ()) -> str:

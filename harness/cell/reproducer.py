@@ -119,7 +119,7 @@ def _conversion_judged(ctx: CellContext, plan: StagePlan, folder: Path, piece: O
     (the piece's, when the stage raised on it); None when the runtime reads the program itself or
     Paddle's outputs of the program are not at hand."""
     judge = runtime(plan.runtime).conversion_judge(files)
-    if judge is None:
+    if judge is None or not (folder / judge.converted).is_file():  # the converter itself failed: its own words say so
         return None
     if expected is None:  # the stage raised: the piece's Paddle outputs, held at the stage's tolerance
         outputs = piece.get("paddle_outputs") if piece else None

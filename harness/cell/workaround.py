@@ -118,11 +118,12 @@ class Verifier:
         return verdicts, "", session
 
 
-def _checked_in_child(ctx: CellContext, verifier: "Verifier", config: StageConfig, k: int
-                      ) -> Tuple[Dict[str, str], str, Optional[Session]]:
+def _checked_in_child(ctx: CellContext, verifier: "Verifier", config: StageConfig, k: int, words: str,
+                      deaths: List[JsonObject]) -> Tuple[Dict[str, str], str, Optional[Session]]:
     """``verifier.check(config)`` where a candidate that kills its process cannot end the search
     (``sandbox``): checked in a child first; one that passes there is built again here, whose
-    session gives the evidence and the timing (a session does not cross processes)."""
+    session gives the evidence and the timing (a session does not cross processes). A candidate
+    whose process died is added to ``deaths``: a config a user could write killed it."""
     where = ctx.work / f"{verifier.plan.name}.workaround" / f"candidate{k}"
 
     def in_the_child() -> Tuple[Dict[str, str], str, bool]:
@@ -131,6 +132,7 @@ def _checked_in_child(ctx: CellContext, verifier: "Verifier", config: StageConfi
 
     answer = sandbox.in_child(in_the_child, where, sandbox.deadline(ctx.cell.stage_timeout))
     if isinstance(answer, sandbox.Death):
+        deaths.append(dict(answer.to_dict(), trial=f"candidate {k}: {words}", change=words))
         return {str(verifier.shapes[0]): Status.CRASH.value}, f"its process died: {answer.words()}", None
     verdicts, why, passed = answer
     return verifier.check(config) if passed else (verdicts, why, None)
@@ -158,13 +160,15 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan
     verifier = Verifier(ctx, plan, done, shapes)
     tried: List[JsonObject] = []
     chosen: Optional[Tuple[str, StageConfig, Session]] = None
+    deaths: List[JsonObject] = []
     for k, (words, config) in enumerate(tried_changes, 1):
-        verdicts, why, session = _checked_in_child(ctx, verifier, config, k)
+        verdicts, why, session = _checked_in_child(ctx, verifier, config, k, words, deaths)
         tried.append({"change": words, "verdicts": verdicts, **({"why": why} if why else {})})
         if session is not None:
             chosen = (words, config, session)
             break
-    result: JsonObject = {"status": Status.PASS, "tried": tried, "not_tried": not_tried, "shapes": len(shapes)}
+    result: JsonObject = {"status": Status.PASS, "tried": tried, "not_tried": not_tried, "shapes": len(shapes),
+                          **({"deaths": deaths} if deaths else {})}
     if chosen is None:
         result.update(outcome="none verified", verified=False,
                       message=(f"none of {len(tried)} change(s) makes {plan.name} pass at every shape"

@@ -424,7 +424,9 @@ def _worded(records: Iterable[CellRecord]):
                 # A trial's process killed by a call a user could make (a predictor, a public API, the
                 # model's own layers): a finding of its own. The harness's own forms are its gaps.
                 if death.get("by") == "paddle":
-                    yield Status.CRASH.value, f"{death.get('words')} (a trial of the {entry.kind})", r.id
+                    # A workaround candidate's config is what a user would write: it is part of the cause.
+                    change = f": {death['change']}" if death.get("change") else ""
+                    yield Status.CRASH.value, f"{death.get('words')} (a trial of the {entry.kind}{change})", r.id
 
 
 def _converter_owned(record: CellRecord) -> Dict[str, Tuple[str, str]]:

@@ -30,7 +30,7 @@ from ...cell import sandbox
 from ...shared.protocol import forked
 from ...shared.tensor_diff import DumpedTensor
 from .launcher import Launched, launch, ready_for_children
-from .reference import ConversionJudge
+from .reference import CONVERTED, ConversionJudge
 from ...cell.paddle_api.export import program_op_types
 
 # What the conversion needs importable (paddle2onnx 2.x), and what Polygraphy would otherwise
@@ -438,7 +438,7 @@ def reproducer_lines(model: str, params: str, options: ExportOptions = ExportOpt
         "",
         "import paddle2onnx",
         "",
-        'onnx_file = os.path.join(here, "model.onnx")',
+        f'onnx_file = os.path.join(here, "{CONVERTED}")',
         f"program, params = os.path.join(here, {model!r}), {params_path}",
         "# paddle2onnx aborts the process on an op it cannot convert (its message, then SIGABRT).",
         f"paddle2onnx.export(program, params, onnx_file, enable_onnx_checker=True{extra})",

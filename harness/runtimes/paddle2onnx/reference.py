@@ -28,6 +28,7 @@ from ...shared.vocab import Owner
 
 IMPORTS = "import onnx\nfrom onnx.reference import ReferenceEvaluator\n"
 SCRIPT = "onnx_reference.py"
+CONVERTED = "model.onnx"  # what repro.py's conversion writes beside it
 INVALID = "INVALID ONNX:"
 
 
@@ -37,7 +38,7 @@ def lines() -> List[str]:
     return [
         "# The file repro.py converted (run it first), judged by ONNX's own semantics: valid ONNX, then",
         "# every operator as the specification defines it (onnx.reference, numpy).",
-        'onnx_file = os.path.join(here, "model.onnx")',
+        f'onnx_file = os.path.join(here, "{CONVERTED}")',
         "model = onnx.load(onnx_file)",
         "try:",
         "    onnx.checker.check_model(model, full_check=True)",
@@ -59,6 +60,7 @@ class ConversionJudge:
     runtime: str
     imports: str = IMPORTS
     script: str = SCRIPT
+    converted: str = CONVERTED
 
     @staticmethod
     def lines() -> List[str]:
