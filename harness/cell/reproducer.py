@@ -102,7 +102,10 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[st
     (folder / "README.md").write_text(_readme(ctx, plan, setup, stage, shapes, expected, where), encoding="utf-8")
     run = _run(folder, ctx.cell.stage_timeout)
     verified = _verified(status, engine.cause_words(stage.message), run)
-    judged = _conversion_judged(ctx, plan, folder, piece, files, expected, reduced) if verified else None
+    judge = engine.conversion_judge(files) if verified else None
+    if judge is not None and status is Status.ERROR and judge.converter_said(stage.message):
+        judge = None  # the converter's own words already name one cause in every runtime's session
+    judged = _conversion_judged(ctx, plan, folder, piece, judge, expected, reduced) if judge else None
     source = _source_reproducer(ctx, plan, done, folder / "source")
     return {"source": source, "status": Status.PASS, "stage": plan.name, "folder": str(folder), "script": str(folder / SCRIPT),
             "shape": shape, "program": "piece" if piece else "model", "path": where.get("path") if where else None,
@@ -112,14 +115,13 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[st
 
 
 def _conversion_judged(ctx: CellContext, plan: StagePlan, folder: Path, piece: Optional[Mapping[str, Any]],
-                       files: Dict[str, str], expected: "Dict[str, Any] | None",
+                       judge: "ConversionJudge", expected: "Dict[str, Any] | None",
                        reduced: Optional[AnalysisEntry]) -> Optional[JsonObject]:
     """For a runtime that reads a converter's file: whose bug the verified failure is, judged by the
     format's own reference semantics on the file ``repro.py`` converted, against Paddle's outputs
-    (the piece's, when the stage raised on it); None when the runtime reads the program itself or
-    Paddle's outputs of the program are not at hand."""
-    judge = runtime(plan.runtime).conversion_judge(files)
-    if judge is None or not (folder / judge.converted).is_file():  # the converter itself failed: its own words say so
+    (the piece's, when the stage raised on it); None when no converted file or Paddle's outputs of
+    the program are at hand."""
+    if not (folder / judge.converted).is_file():  # the conversion itself failed: its own words say so
         return None
     if expected is None:  # the stage raised: the piece's Paddle outputs, held at the stage's tolerance
         outputs = piece.get("paddle_outputs") if piece else None

@@ -380,7 +380,8 @@ def judge(runtime: str) -> ConversionJudge:
     """The judge of a failure of ``runtime`` reading this process's converter's files."""
     import paddle2onnx
 
-    return ConversionJudge(f"paddle2onnx {paddle2onnx.__version__}", runtime)
+    return ConversionJudge(f"paddle2onnx {paddle2onnx.__version__}", runtime,
+                           converter_said=lambda message: cause_words(message) is not None)
 
 
 def cause_words(message: str) -> Optional[str]:

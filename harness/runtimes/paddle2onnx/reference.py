@@ -21,7 +21,7 @@ fresh interpreter after ``repro.py`` wrote ``model.onnx``: a converter developer
 from __future__ import annotations
 
 import dataclasses
-from typing import List
+from typing import Callable, List
 
 from ...shared.json_types import JsonObject
 from ...shared.vocab import Owner
@@ -58,6 +58,9 @@ class ConversionJudge:
 
     converter: str
     runtime: str
+    # Whether a stage's error is the converter's own finding (its words, or a file that differs by
+    # memory): those words already name one cause in every runtime's session; nothing to judge.
+    converter_said: Callable[[str], bool] = lambda message: False
     imports: str = IMPORTS
     script: str = SCRIPT
     converted: str = CONVERTED
