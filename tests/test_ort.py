@@ -173,6 +173,17 @@ def test_a_converters_bug_met_by_two_runtimes_is_one_cause_with_both_cells(write
     text = drafts[0].read_text()
     assert text.startswith("# [paddle2onnx 2.1.0] pd_op.thresholded_relu converted into ONNX")
     assert "`cpu_ort_fp32`" in text and "`cpu_openvino_fp32`" in text and "onnx_reference.py" in text
+    # No config change helps a converter that drops an attribute; the model's own code can: the op
+    # respelled (paddle.where), verified in each cell as every workaround is, one cause in workarounds.md.
+    for record in cells.values():
+        found = record["analysis"]["workaround"]
+        assert found["verified"] is True and found["model_side"]["api"] == "paddle.nn.functional.thresholded_relu", found
+        assert found["model_side"]["calls_respelled"] == 1 and all(
+            not t.get("model_side") for t in found["tried"][:-1]), found["tried"]  # config changes first
+    run_harness("workarounds", "--results", str(results), "--run", "default")
+    table = (results / "default" / "workarounds.md").read_text()
+    assert table.count("### paddle2onnx 2.1.0 converts pd_op.thresholded_relu") == 1 and "| 2 of 2 |" in table, table
+    assert "paddle.where(x > threshold, x, paddle.full_like(x, value))" in table
 
 
 def test_a_converter_that_reads_memory_it_never_wrote_is_a_finding_with_the_op(write_matrix, tmp_path, paddle_version):

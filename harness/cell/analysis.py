@@ -65,12 +65,15 @@ def analyse(ctx: CellContext, done: Ledger) -> None:
         steps.append((Analysis.BISECT, target, lambda: bisect(ctx, target, done)))
         if isinstance(target.config, PredictorConfig) and target.config.onednn and target.config.device == "cpu":
             steps.append((Analysis.EXCLUDE, target, lambda: exclude_onednn_ops(ctx, target, done)))
-        steps.append((Analysis.WORKAROUND, target, lambda: workaround.search(ctx, target, done, baseline)))
     if baseline is not None and status(baseline.name) in FAILED:
         steps.append((Analysis.TRIAGE, baseline, lambda: triage(ctx, baseline, done)))
     failing = reproducer.first_failing(ordered, done)
     if failing is not None:
         steps.append((Analysis.REDUCE, failing, lambda: reduce(ctx, failing, plans, done)))
+    if target is not None and baseline is not None:
+        # After the reduction: where no config change helps, the op it placed may have another spelling.
+        steps.append((Analysis.WORKAROUND, target, lambda: workaround.search(ctx, target, done, baseline)))
+    if failing is not None:
         steps.append((Analysis.REPRODUCER, failing, lambda: reproducer.write_and_verify(ctx, failing, done)))
     for kind, plan, fn in steps:
         if kind.journal_key in done:

@@ -9,7 +9,9 @@ Candidates, smallest first, from what the runtime offers and what the root cause
 2. oneDNN: every op type on oneDNN but the culprits (``set_mkldnn_op``) — only where this Paddle
    honours the list (the ``exclude`` step measured it; where it does not, said, not tried);
 3. the runtime's coarser levers (``Runtime.coarser``): a lower optimization level, the backend
-   off.
+   off; for a conversion's stage, the converter's own options;
+4. when no config change helps: the model's own code, the placed op's public call spelled another
+   equivalent way (``respell``), the stage's config as it was.
 
 A candidate is **verified** when the stage, with it, passes at every shape the cell runs (the
 primary shape and every derived one), judged as the stage is (the same reference, the same
@@ -36,7 +38,7 @@ from .ledger import Ledger
 from .registry import runtime
 from .runtime import Session
 from .stages import stage_reference
-from . import sandbox
+from . import respell, sandbox
 from .trials import bookkeeping
 
 SPEED_RUNS = 7
@@ -79,9 +81,10 @@ class Verifier:
     with shape profiles needs them all at build time, as the stage's own build has them), and runs
     it shape by shape against the stage's reference at its tolerance."""
 
-    def __init__(self, ctx: CellContext, plan: StagePlan, done: Ledger, shapes: List[int]):
+    def __init__(self, ctx: CellContext, plan: StagePlan, done: Ledger, shapes: List[int],
+                 files: Optional[Dict[str, str]] = None):
         setup = done.setup
-        self.ctx, self.plan, self.shapes, self.files = ctx, plan, shapes, setup.get("export")
+        self.ctx, self.plan, self.shapes, self.files = ctx, plan, shapes, files or setup.get("export")
         self.engine = runtime(plan.runtime)
         self.feeds = {shape: ctx.feeds(shape) for shape in shapes}
         labels = setup.output_labels
@@ -167,6 +170,9 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan
         if session is not None:
             chosen = (words, config, session)
             break
+    model_side: Optional[JsonObject] = None
+    if chosen is None:  # no config change helps: the model's own code, where the op has another spelling
+        chosen, model_side = _respelled(ctx, plan, done, shapes, tried, deaths)
     result: JsonObject = {"status": Status.PASS, "tried": tried, "not_tried": not_tried, "shapes": len(shapes),
                           **({"deaths": deaths} if deaths else {})}
     if chosen is None:
@@ -178,15 +184,41 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan
     engine = runtime(plan.runtime)
     files = setup.get("export")
     lines = [c for c in engine.config_calls(files, config) if c not in engine.config_calls(files, plan.config)]
+    if model_side is not None:  # the stage's own config, the model's code changed
+        lines = [f"{model_side['api']}(...)  →  {model_side['instead']}"]
     # The verified session itself gives the evidence and the timing: no second build of it.
     result.update(outcome="verified", verified=True, change=words, config=config.to_dict(),
                   config_lines=engine.config_calls(files, config), change_lines=lines,
                   changes=_what_else(ctx, plan, done, config, session),
                   speed=_speed(ctx, plan, session, done, reference))
-    paddlex = _paddlex_hpi(config) if isinstance(config, PredictorConfig) else None
+    paddlex = _paddlex_hpi(config) if isinstance(config, PredictorConfig) and model_side is None else None
     if paddlex is not None:
         result["paddlex_hpi"] = paddlex
+    if model_side is not None:
+        result["model_side"] = model_side
     return dict(result, seconds=round(time.perf_counter() - started, 3))
+
+
+def _respelled(ctx: CellContext, plan: StagePlan, done: Ledger, shapes: List[int], tried: List[JsonObject],
+               deaths: List[JsonObject]) -> Tuple[Optional[Tuple[str, StageConfig, Session]], Optional[JsonObject]]:
+    """The model exported again with the placed op's public call respelled (``respell``), verified with
+    the stage's own config; the first that passes at every shape, and what it changed."""
+    reduced = done.analysis(Analysis.REDUCE)
+    placed = str(reduced.get("op") or "") if reduced is not None and reduced.stage == plan.name else ""
+    for k, respelling in enumerate(respell.for_ops(placed), len(tried) + 1):
+        folder = ctx.work / f"{plan.name}.workaround" / f"respelled{k}"
+        built = respell.export_in_child(ctx, done.setup, respelling, folder)
+        if "files" not in built:
+            tried.append({"change": respelling.words, "verdicts": {}, "why": built["why"]})
+            continue
+        verifier = Verifier(ctx, plan, done, shapes, files=built["files"])
+        verdicts, why, session = _checked_in_child(ctx, verifier, plan.config, k, respelling.words, deaths)
+        tried.append({"change": respelling.words, "verdicts": verdicts, "model_side": True, **({"why": why} if why else {})})
+        if session is not None:
+            return (respelling.words, plan.config, session), {
+                "api": respelling.api, "instead": respelling.instead, "op": respelling.op,
+                "calls_respelled": built["calls"], "program": built["files"]["program"]}
+    return None, None
 
 
 def _what_else(ctx: CellContext, plan: StagePlan, done: Ledger, config: StageConfig, session: Session) -> JsonObject:

@@ -144,8 +144,14 @@ def cell_section(cell: CellWorkaround) -> str:
     if changes.get("off_backend") is not None:
         off = ", ".join(f"{t} ×{n}" for t, n in changes["off_backend"].items()) or "none"
         said.append(f"  - {changes.get('backend_ops')} of {changes.get('ops')} ops run on oneDNN with it; off oneDNN: {off}")
-    said += ["", f"  {_title(entry)}:", "", "  ```python", *[f"  {line}" for line in entry.get("config_lines") or []],
-             "  ```", ""]
+    model_side = entry.get("model_side")
+    if model_side:  # the model's own code changes; the deployment's config stays as it was
+        said += ["", f"  In the model's code ({model_side.get('calls_respelled')} call(s) of {model_side.get('api')} "
+                     f"respelled; {model_side.get('op')} as the stage runs it no longer fails):", "", "  ```python",
+                 f"  # instead of {model_side.get('api')}(...):", f"  {model_side.get('instead')}", "  ```", ""]
+    else:
+        said += ["", f"  {_title(entry)}:", "", "  ```python", *[f"  {line}" for line in entry.get("config_lines") or []],
+                 "  ```", ""]
     if entry.get("paddlex_hpi"):
         import yaml  # host side's (HOST_SIDE); the CLI's parser imports this module in cell envs too
 
@@ -197,8 +203,9 @@ def write(run: Path, say=print) -> List[Path]:
     groups = by_cause(cells)
     for cause, group in zip(_headings(groups, 200), groups.values()):
         sections += [f"### {_cell_text(cause)}", "", *[cell_section(c) for c in group]]
-    text = (f"# Workarounds: {run.name}\n\nThe smallest change to each failing stage's config that makes it pass at "
-            f"every shape, verified by running the stage with it (`python -m harness workarounds`).\n\n"
+    text = (f"# Workarounds: {run.name}\n\nThe smallest change to each failing stage's config (where none helps, to "
+            f"the model's code) that makes it pass at every shape, verified by running the stage with it "
+            f"(`python -m harness workarounds`).\n\n"
             + (table(cells) if cells else "No failing stage was searched for a workaround.\n") + "\n"
             + "\n".join(sections))
     atomic_write_text(run / TABLE_FILE, text)
