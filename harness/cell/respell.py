@@ -71,6 +71,26 @@ def _interpolate(original: Callable[..., Any]) -> Callable[..., Any]:
     return interpolate
 
 
+def _nearest_by_tile(original: Callable[..., Any]) -> Callable[..., Any]:
+    import paddle
+
+    def interpolate(x, size=None, scale_factor=None, *rest, **options):
+        # rest, in Paddle's order: mode, align_corners, align_mode, data_format, recompute_scale_factor, name
+        mode = options.get("mode", rest[0] if rest else "nearest")
+        data_format = options.get("data_format", rest[3] if len(rest) > 3 else None)
+        factors = (list(scale_factor) if isinstance(scale_factor, (list, tuple)) else [scale_factor] * 2
+                   if scale_factor is not None else [])
+        whole = len(factors) == 2 and all(float(f) == int(f) >= 1 for f in factors)
+        if mode != "nearest" or size is not None or not whole or x.ndim != 4 or str(data_format or "NCHW") != "NCHW":
+            return original(x, size, scale_factor, *rest, **options)
+        sh, sw = (int(f) for f in factors)
+        # Nearest upsampling by a whole factor repeats each pixel sh × sw times: the same numbers, no resize op.
+        shape = paddle.shape(x) * paddle.to_tensor([1, 1, sh, sw], dtype=paddle.shape(x).dtype)
+        return x.unsqueeze([3, 5]).tile([1, 1, 1, sh, 1, sw]).reshape(shape)
+
+    return interpolate
+
+
 RESPELLINGS: Tuple[Respelling, ...] = (
     Respelling("pd_op.thresholded_relu", "paddle.nn.functional", "thresholded_relu",
                "paddle.where(x > threshold, x, paddle.full_like(x, value))", _thresholded_relu),
@@ -79,6 +99,9 @@ RESPELLINGS: Tuple[Respelling, ...] = (
                  "not the scale", _interpolate)
       for op in ("pd_op.nearest_interp", "pd_op.bilinear_interp", "pd_op.bicubic_interp", "pd_op.linear_interp",
                  "pd_op.trilinear_interp")),
+    Respelling("pd_op.nearest_interp", "paddle.nn.functional", "interpolate",
+               "x.unsqueeze([3, 5]).tile([1, 1, 1, s, 1, s]).reshape(...) — nearest upsampling by a whole factor s "
+               "as each pixel repeated", _nearest_by_tile),
 )
 
 
