@@ -283,8 +283,9 @@ def releases(s: nox.Session) -> None:
 @nox.session(python=HOST_PYTHON)
 def workarounds(s: nox.Session) -> None:
     """Each failing stage's verified workaround (``-- --run NAME``): a table, Config lines, PaddleX's
-    hpi_config and a known-issues file for ``qualify --known``."""
-    s.install(*HOST_SIDE, silent=True)
+    hpi_config and a known-issues file for ``qualify --known``; a change verified on one cell of a cause
+    is tried on the cause's other cells (in their environments, which uv makes when missing)."""
+    s.install(*HOST_SIDE, "uv", silent=True)
     _run_harness(s, "workarounds", *s.posargs)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -235,17 +234,21 @@ def test_the_smallest_verified_workaround_ships_as_config_lines_hpi_config_and_k
     assert set(found["tried"][-1]["verdicts"].values()) == {"pass"} and found["shapes"] >= 2
     assert found["speed"]["ratio"] > 0 and found["speed"]["runs"] >= 5
     assert found["paddlex_hpi"]["hpi_config"]["backend_config"]["delete_pass"] == ["constant_folding_pass"]
-    # The Config lines, pasted into the reproducer before the predictor is made, make it pass.
+    # The Config lines, pasted into the reproducer before the predictor is made (as `workarounds` tries
+    # a change verified on one cell of a cause on its other cells: running/across.py), make it pass;
+    # a change that does nothing to the failure leaves it failing.
+    from harness.running.across import _judged, variant
+    from harness.shared.record_model import CellRecord
+
     folder = Path(ifparam["analysis"]["reproducer"]["folder"])
     folder = folder if folder.is_absolute() else default / folder
-    script = (folder / "repro.py").read_text()
     assert subprocess.run([sys.executable, "repro.py"], cwd=folder, capture_output=True).returncode != 0
-    patched = tmp_path / "repro"
-    shutil.copytree(folder, patched)
-    anchor = "predictor = paddle.inference.create_predictor(config)"
-    (patched / "repro.py").write_text(script.replace(anchor, "\n".join(found["change_lines"]) + "\n" + anchor))
-    fixed = subprocess.run([sys.executable, "repro.py"], cwd=patched, capture_output=True, text=True)
-    assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-2000:]
+    stage = CellRecord.from_dict(ifparam).stage(ifparam["analysis"]["reproducer"]["stage"])
+    for lines, said in ((found["change_lines"], "fixes its reproducer"),
+                        (["config.switch_ir_debug(False)"], "does not fix its reproducer")):
+        patched = variant(folder / "repro.py", lines, tmp_path / said.replace(" ", "_"))
+        ran = subprocess.run([sys.executable, patched.name], cwd=patched.parent, capture_output=True, text=True)
+        assert _judged(ran, stage).startswith(said), (lines, ran.stdout[-2000:] + ran.stderr[-2000:])
     interp = load_record(default, f"cpu_onednn_fp32/{head}/normal/interp")["analysis"]["workaround"]
     assert interp["verified"] and interp["changes"]["off_backend"], interp
     assert interp["changes"]["ops"] >= interp["changes"]["backend_ops"] + sum(interp["changes"]["off_backend"].values())

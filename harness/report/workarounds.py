@@ -22,8 +22,9 @@ from __future__ import annotations
 import collections
 import dataclasses
 import statistics
+import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..shared.causes import at_word, shown_apart, stage_cause
 from ..shared.record_model import AnalysisEntry, CellRecord
@@ -192,17 +193,26 @@ def known_issues(cells: Sequence[CellWorkaround], records: Sequence[CellRecord],
     return header + tomli_w.dumps({"known": known})
 
 
-def write(run: Path, say=print) -> List[Path]:
+def write(run: Path, say=print, environment: Optional[Callable[[CellRecord], Optional[Path]]] = None) -> List[Path]:
+    """The run's workaround files; with ``environment`` (a cell's Paddle environment), each change verified
+    on one cell of a cause is tried on the cause's other cells (``running/across``)."""
     import tomli_w  # noqa: F401 - both writers before any file: a Python without one writes nothing
     import yaml  # noqa: F401
+
+    from ..running.across import tried_on
 
     records = load_records(run)
     cells = collect(records)
     written = []
     sections = []
     groups = by_cause(cells)
+    by_id = {r.id: r for r in records}
     for cause, group in zip(_headings(groups, 200), groups.values()):
         sections += [f"### {_cell_text(cause)}", "", *[cell_section(c) for c in group]]
+        across = tried_on(group, by_id, environment or (lambda record: None), say) if len(group) > 1 else []
+        if across:
+            sections += ["Across the cause's cells (a change verified on one, on the others):", "",
+                         *[f"- {t.line()}" for t in across], ""]
     text = (f"# Workarounds: {run.name}\n\nThe smallest change to each failing stage's config (where none helps, to "
             f"the model's code) that makes it pass at every shape, verified by running the stage with it "
             f"(`python -m harness workarounds`).\n\n"
@@ -234,12 +244,20 @@ def add_parser(sub: Any) -> None:
                                                  "PaddleX's hpi_config, a known-issues file for qualify")
     parser.add_argument("--results", type=folder_to_read, default=Path("results"))
     parser.add_argument("--run", dest="run_name", type=run_name, default="default")
+    parser.add_argument("--python", default=f"{sys.version_info.major}.{sys.version_info.minor}",
+                        help="the Python of the cells' environments a change is tried in (default: %(default)s)")
+    parser.add_argument("--envs", type=Path, default=None,
+                        help="where those environments are kept (default: the pool's, .nox/)")
 
 
 def command(args: Any) -> int:
     from ..running.pathargs import existing_run
+    from ..running.pool import default_envs_root
+    from ..running.releases import Environments
 
-    write(existing_run(args.results, args.run_name))
+    run = existing_run(args.results, args.run_name)
+    root = args.envs or default_envs_root()
+    write(run, environment=lambda record: Environments(root, record, args.python, print)(record.version))
     return 0
 
 
