@@ -137,3 +137,19 @@ def test_a_dy2static_error_is_named_by_its_own_line_not_by_the_transformed_code_
                        "(at /paddle/paddle/fluid/pybind/eager_utils.cc:2308)")
     assert paddle_message(raised) == ("TypeError: (InvalidType) multiply(): argument (position 1) must be Value, "
                                       "but got Variable (at /paddle/paddle/fluid/pybind/eager_utils.cc:2308)")
+
+
+def test_a_dy2static_exception_under_a_quoted_raise_is_named_by_its_last_line():
+    """Paddle 3.3.1, jit.save of PaddleX's SLANet (its decode loop): the code lines quote
+    ``raise Dygraph2StaticException(``; the words are the exception's own last line."""
+    from harness.shared.causes import paddle_message
+
+    class Dygraph2StaticException(Exception):
+        pass
+
+    raised = Dygraph2StaticException(
+        'In transformed code:\n\n    File "zoo_documents.py", line 134, in forward\n'
+        '        return self.head(self.backbone(image))\n'
+        '    File "convert_operators.py", line 261, in _run_py_while\n\traise Dygraph2StaticException(\n\n'
+        "    paddle.jit.dy2static.utils.Dygraph2StaticException: python while pred change from bool to variable.")
+    assert paddle_message(raised) == "Dygraph2StaticException: python while pred change from bool to variable."

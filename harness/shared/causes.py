@@ -26,8 +26,9 @@ _SPACE = re.compile(r"\s+")
 # ("OP(fluid.layers.embedding)" at 3.2.2, "OP(embedding)" at 3.3.1): one op.
 _QUALIFIED_OP = re.compile(r"\bOP\((?:\w+\.)+(\w+)\)")
 # An exception's own line in a traceback Paddle prints, its module path dropped
-# (``paddle.base.libpaddle.EnforceNotMet: () Does not support rank inconsistency: ...``).
-_ERROR_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*((?:[A-Za-z]*(?:Error|Exception)|EnforceNotMet)\b.*:.*)$")
+# (``paddle.base.libpaddle.EnforceNotMet: () Does not support rank inconsistency: ...``,
+# ``paddle.jit.dy2static.utils.Dygraph2StaticException: python while pred change from bool to variable.``).
+_ERROR_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*((?:[A-Za-z]\w*(?:Error|Exception)|EnforceNotMet)\b.*:.*)$")
 
 
 # A message of at most this many words without Paddle's own error words names no op, pass or
@@ -88,7 +89,8 @@ def paddle_message(exc: BaseException) -> str:
     if lines and lines[0] in ("In user code:", "In transformed code:"):
         # A program's op raised while Paddle ran it (or dy2static traced it): the op's own error
         # follows the code lines.
-        inner = next((m.group(1) for m in (_ERROR_LINE.match(ln) for ln in lines[1:]) if m), None)
+        # The last such line: the code lines before it can quote an exception's name.
+        inner = next((m.group(1) for m in (_ERROR_LINE.match(ln) for ln in reversed(lines[1:])) if m), None)
         if inner:
             return inner if inner.startswith(f"{type(exc).__name__}:") else f"{type(exc).__name__}: {inner}"
     for i, line in enumerate(lines):
