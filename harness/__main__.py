@@ -140,6 +140,9 @@ def _add_reports(sub: Any) -> None:
     report.add_argument("--summary", type=Path,
                         help="short markdown for a PR comment (default: <results>/<run>/summary.md; "
                              "also appended to $GITHUB_STEP_SUMMARY when set)")
+    report.add_argument("--zoo", type=Path, default=None,
+                        help="also write the zoo at a glance here (every zoo model of --matrix, its verdicts)")
+    report.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="whose zoo --zoo lists")
 
     qualify = sub.add_parser("qualify", help="release verdict over a run: qualified or not (exit 0/1)")
     qualify.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX)
@@ -419,6 +422,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as handle:
             handle.write(summary_text + "\n")
     print(f"\nreport: {out}   html: {page}   junit: {xml}   summary: {summary}")
+    if args.zoo is not None:
+        from .matrix import load as load_matrix
+        from .report import zoo
+
+        args.zoo.write_text(zoo.table(model, load_matrix(args.matrix)), encoding="utf-8")
+        print(f"zoo: {args.zoo}")
     if model.unreadable:
         print(f"{len(model.unreadable)} unreadable record(s) listed above: the report covers the other "
               f"{len(model.records)} cells only", file=sys.stderr)

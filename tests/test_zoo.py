@@ -137,3 +137,16 @@ def test_one_model_of_each_suite_beyond_paddlex_builds_exports_and_agrees_on_nat
         assert any(p.startswith(dist) for p in record["setup"]["model_packages"]), record["setup"]["model_packages"]
         baseline = stages_by_name(record)["baseline"]
         assert baseline["status"] == "pass" and baseline["worst"]["ref_absmax"] > 1e-3, (name, baseline["worst"])
+    # The zoo at a glance names every zoo model: these three with their verdicts, the others "not run".
+    glance = tmp_path / "zoo.md"
+    assert run_harness("report", "--results", str(results), "--zoo", str(glance)).returncode == 0
+    text = glance.read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    import tomllib
+
+    zoo = tomllib.loads(MATRIX.read_text())["zoo"]["models"]
+    assert len(rows) == len(zoo) >= 30 and text.startswith(f"{len(zoo)} models from ")
+    for name in models:
+        row = next(r for r in rows if r.startswith(f"| `{name}` |"))
+        assert row.endswith("| pass |") and "paddle" in row, row
+    assert all(r.endswith("| not run |") for r in rows if not any(r.startswith(f"| `{n}` |") for n in models))

@@ -1,0 +1,82 @@
+"""The zoo at a glance (host side): every model of the matrix's zoo — its family, what is exported
+(its factory's own first line), its task — and its verdict in every (session, Paddle version) of a
+run, with the cause it met (the report's labels) and where the analysis placed it.
+
+``python -m harness report --run RUN --zoo docs/zoo.md`` writes it beside the usual report. A zoo
+model the run did not reach says "not run" (never left out): the file names every one.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from ..matrix import Matrix
+from ..shared.causes import at_word
+from .model import Diagnosis, RunModel
+from .tables import _cause_labels
+
+
+def _first_line(factory: str) -> str:
+    """The factory's docstring's first sentence, read from its module's source without importing it
+    (the host has no suite installed; importing a package's top level finds its folder only)."""
+    module, _, name = factory.partition(":")
+    top, *rest = module.split(".")
+    spec = importlib.util.find_spec(top)
+    if spec is None or not spec.submodule_search_locations:
+        return ""
+    path = Path(list(spec.submodule_search_locations)[0]).joinpath(*rest).with_suffix(".py") if rest else None
+    if path is None or not path.is_file():
+        return ""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    doc = ast.get_docstring(found) if found is not None else None
+    return " ".join((doc or "").split()).split(". ")[0].rstrip(".")
+
+
+def _cell(verdict: Optional[str], label: str, where: str) -> str:
+    if verdict is None:
+        return "not run"
+    said = verdict + (f" [{label}]" if label else "")
+    return said + (f" at {where}" if where else "")
+
+
+def table(model: RunModel, matrix: Matrix) -> str:
+    """The zoo's markdown: one row per model, one column per (session, version) of the run."""
+    zoo: List[str] = list(matrix.zoo.get("models") or [])
+    columns = model.columns
+    labels = _cause_labels(model.causes())
+    label_of: Dict[Tuple[str, str], str] = {}
+    for (key, label), cause in zip(labels.items(), model.causes()):
+        for place, stages in cause.stages.items():
+            label_of.setdefault((place, stages[0] if stages else ""), label)
+    by_cell = {(r.model, r.column): r for r in model.records if r.mode == "normal"}
+    head = ["model", "family", "what is exported", "task"] + [f"{s} · {v}" for s, v in columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in zoo:
+        spec = matrix.data["models"].get(name, {})
+        task = spec.get("task")
+        task_words = task if isinstance(task, str) else (task or {}).get("kind", "") if task else ""
+        row = [f"`{name}`", str(spec.get("family") or ""), at_word(_first_line(str(spec.get("factory") or "")), 140),
+               task_words or "outputs"]
+        for column in columns:
+            record = by_cell.get((name, column))
+            if record is None:
+                row.append(_cell(None, "", ""))
+                continue
+            stage = record.verdict.first_failing_stage or ""
+            label = label_of.get((record.id, stage), "")
+            found = Diagnosis.of(record, stage) if stage and stage != "setup" else None
+            where = found.layer or found.op if found is not None else ""
+            row.append(_cell(record.verdict.status.value + (f" ({stage})" if stage else ""), label, at_word(where, 60)))
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+    causes = [f"- **[{label}]** {cause.kind}: {at_word(cause.message, 300)}"
+              for label, cause in zip(labels.values(), model.causes())]
+    families = sorted({str(matrix.data['models'].get(n, {}).get('family') or '') for n in zoo} - {""})
+    return "\n".join([f"{len(zoo)} models from {len(families)} families ({', '.join(families)}).", "",
+                      *lines, "", "Causes (the report's labels):", "", *causes, ""])
+
+
+__all__ = ["table"]
