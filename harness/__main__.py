@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 from .running.pathargs import (at_least_one, file_to_read, folder_to_read, folder_to_write, python_interpreter,
-                       relative_file, run_name)
+                       relative_file, run_name, Once)
 from .running.runlock import owned
 from .shared.errors import UserError
 from .shared.runfolder import RunFolder
@@ -34,12 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for add in (_add_run, _add_tipc, _add_tools, _add_reports, _add_diff):
         add(sub)
-    from .running import pool
+    from .report import workarounds
+    from .running import pool, releases
 
     pool.add_parser(sub, DEFAULT_MATRIX)
-    from .running import releases
-    from .report import workarounds
-
     releases.add_parser(sub)
     workarounds.add_parser(sub)
     return parser
@@ -49,7 +47,7 @@ def _add_run(sub: Any) -> None:
     """``run``: one session at one Paddle version."""
     run = sub.add_parser("run", help="run the cells of one session at one Paddle version (host side)")
     run.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix TOML (default: %(default)s)")
-    run.add_argument("--session", required=True, help="session name, e.g. cpu_fp32")
+    run.add_argument("--session", required=True, action=Once, help="session name, e.g. cpu_fp32 (one: `pool` runs several)")
     run.add_argument("--paddle", help="Paddle version (default: the session's first)")
     run.add_argument("--model", action="append", help="only this model (repeatable)")
     run.add_argument("--mode", action="append", help="only this train mode (repeatable)")
@@ -140,8 +138,7 @@ def _add_reports(sub: Any) -> None:
     report.add_argument("--summary", type=Path,
                         help="short markdown for a PR comment (default: <results>/<run>/summary.md; "
                              "also appended to $GITHUB_STEP_SUMMARY when set)")
-    report.add_argument("--zoo", type=Path, default=None,
-                        help="also write the zoo at a glance here (every zoo model of --matrix, its verdicts)")
+    report.add_argument("--zoo", type=Path, help="also write the zoo at a glance here (every zoo model of --matrix)")
     report.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="whose zoo --zoo lists")
 
     qualify = sub.add_parser("qualify", help="release verdict over a run: qualified or not (exit 0/1)")
@@ -423,11 +420,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
             handle.write(summary_text + "\n")
     print(f"\nreport: {out}   html: {page}   junit: {xml}   summary: {summary}")
     if args.zoo is not None:
-        from .matrix import load as load_matrix
         from .report import zoo
-
-        args.zoo.write_text(zoo.table(model, load_matrix(args.matrix)), encoding="utf-8")
-        print(f"zoo: {args.zoo}")
+        print(f"zoo: {zoo.write(args.zoo, model, args.matrix)}")
     if model.unreadable:
         print(f"{len(model.unreadable)} unreadable record(s) listed above: the report covers the other "
               f"{len(model.records)} cells only", file=sys.stderr)

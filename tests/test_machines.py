@@ -206,6 +206,8 @@ def test_paths_of_the_wrong_kind_are_one_line_naming_the_argument(small_run, tmp
         (["tipc", "--repo", str(tmp_path), "--config", str(tmp_path), "--mode", "lite_train_lite_infer"], "--config"),
         (["merge", "--into", str(a_file), str(small_run["results"] / "default")], "--into"),
         (["shards", "--nox-json", str(tmp_path)], "--nox-json"),
+        # a second --session would silently replace the first: run takes one (pool takes several)
+        (["run", "--matrix", matrix, "--session", "cpu_fp32", "--session", "cpu_onednn_fp32"], "--session"),
     ]
     if os.geteuid() != 0:  # root writes anywhere: the permission case needs another user
         locked = tmp_path / "locked"

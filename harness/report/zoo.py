@@ -79,4 +79,11 @@ def table(model: RunModel, matrix: Matrix) -> str:
                       *lines, "", "Causes (the report's labels):", "", *causes, ""])
 
 
-__all__ = ["table"]
+def write(path: Path, model: RunModel, matrix_path: Path) -> Path:
+    from ..matrix import load as load_matrix
+
+    path.write_text(table(model, load_matrix(matrix_path)), encoding="utf-8")
+    return path
+
+
+__all__ = ["table", "write"]

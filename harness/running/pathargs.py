@@ -113,3 +113,13 @@ def python_interpreter(text: str) -> str:
     if not os.access(path, os.X_OK):
         raise argparse.ArgumentTypeError(f"{text}: not executable; give the Python of a Paddle environment")
     return text
+
+
+class Once(argparse.Action):
+    """An option given at most once: a second value would silently replace the first (``run
+    --session a --session b`` ran b alone), so it is the user's error, said."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) not in (None, self.default):
+            parser.error(f"{option_string} given twice ({getattr(namespace, self.dest)}, {values}): it takes one")
+        setattr(namespace, self.dest, values)
