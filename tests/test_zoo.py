@@ -100,20 +100,33 @@ def test_a_suite_decoder_exported_as_it_ships_records_paddle_s_error_and_where(t
     over the sequence length, which to_static refuses (3.3.1). The zoo leaves Gemma 3 out of its
     decoders for that; this cell keeps the finding: Paddle's error (never the harness's), and the
     suite's frame it was traced at, with no machine path. (``llama_as_shipped``, the LMHead
-    recursion, records the same way but takes 90 s to recurse: it runs in the zoo's sessions.)"""
+    recursion, records the same way but takes 90 s to recurse: it runs in the zoo's sessions.) The
+    export's cause gets a source reproducer and a draft like any other."""
     pytest.importorskip("paddleformers", reason="families.paddleformers.packages are installed by `nox -s tests`")
     if not paddle_version.startswith("3."):
         pytest.skip("PaddleFormers needs Paddle 3.x")
     results = tmp_path / "r"
     run_harness("run", "--matrix", str(MATRIX), "--session", "cpu_fp32", "--model", "gemma3_as_shipped",
-                "--results", str(results), "--paddle", paddle_version, "--no-root-cause")
-    setup = load_record(results / "default", f"cpu_fp32/{paddle_version}/normal/gemma3_as_shipped")["setup"]
+                "--results", str(results), "--paddle", paddle_version)
+    record = load_record(results / "default", f"cpu_fp32/{paddle_version}/normal/gemma3_as_shipped")
+    setup = record["setup"]
     if setup["status"] == "pass":
         pytest.skip(f"Paddle {paddle_version} exports PaddleFormers' Gemma 3 as it ships")
     assert setup["status"] == "error" and setup["phase"] == "export", setup
     assert "bool(Tensor) is not supported in static graph mode" in setup["message"]
     assert any(frame.startswith("paddleformers/generation/utils.py:") for frame in setup["traced_at"]), setup
     assert not any(frame.startswith("/") for frame in setup["traced_at"])
+    # Its reproducer: the model rebuilt from PaddleFormers' classes, run in dygraph, then exported by
+    # whichever Paddle runs the script — what `releases` bisects — verified here; the draft says export.
+    repro = record["analysis"]["reproducer"]
+    assert repro["stage"] == "setup" and repro["verified"] is True, repro
+    source = repro["source"]
+    assert source["outcome"] == "reproduced" and "bool(Tensor) is not supported" in source["cause_words"]
+    assert "paddle.jit.save(layer" in Path(source["script"]).read_text()
+    run_harness("report", "--results", str(results))
+    draft = (Path(source["script"]).parent / "issue.md").read_text()
+    assert draft.startswith("# [cpu_fp32] the model's export (paddle.jit.save) raises TypeError: bool(Tensor)"), draft[:300]
+    assert f"(Paddle {paddle_version})" in draft.splitlines()[0] and "Exporting the model" in draft
 
 
 def test_one_model_of_each_suite_beyond_paddlex_builds_exports_and_agrees_on_native_cpu(tmp_path, paddle_version):

@@ -27,8 +27,8 @@ from ..shared.causes import paddle_message, raised_status, traced_at
 from ..shared.errors import UserError
 from ..shared.protocol import EXIT_OK, EXIT_USER_ERROR
 from ..shared.spec import CellSpec
-from ..shared.vocab import SETUP, Status
-from . import analysis, export_loss, setup, stages
+from ..shared.vocab import SETUP, Analysis, Status
+from . import analysis, export_loss, reproducer, setup, stages
 from .context import CellContext
 from .ledger import Ledger
 
@@ -65,13 +65,16 @@ class Cell:
                 where = traced_at(exc)
                 if where:  # the model's code when to_static raised: where the export broke
                     result["traced_at"] = where
-                if (result["phase"] == "export" and status is Status.ERROR and ctx.cell.root_cause
-                        and ctx.mode.reducible and not ctx.cell.captured):
+                if _export_to_analyse(ctx, result):
                     # Whether the export raises only after the model ran eagerly (``export_loss``).
                     result["fresh_export"] = export_loss.export_without_eager_call(ctx, message)
             result.setdefault("machine", self.machine())
+            if "paddle" not in result and "paddle" in sys.modules:  # the version a failed setup ran on
+                result["paddle"] = ctx.paddle_api.paddle_info()
             ctx.journal.finish(SETUP, result)
             done.add(SETUP, result)
+            if _export_to_analyse(ctx, result):
+                _export_reproducer(ctx, done, result["message"])
         if not done.setup.passed:
             if done.setup.get("user_error"):
                 print(f"error: {done.setup.get('user_error')}", file=sys.stderr)
@@ -93,6 +96,28 @@ class Cell:
             done.add(plan.name, result)
         analysis.analyse(ctx, done)
         return EXIT_OK
+
+
+def _export_to_analyse(ctx: Any, result: Dict[str, Any]) -> bool:
+    """Whether the setup's failure is the model's export raising, in a cell whose model can be taken apart."""
+    return (result.get("phase") == "export" and result.get("status") is Status.ERROR and ctx.cell.root_cause
+            and ctx.mode.reducible and not ctx.cell.captured)
+
+
+def _export_reproducer(ctx: Any, done: Any, message: str) -> None:
+    """An export that raised gets its reproducer too (in source: what ``releases`` bisects), journalled
+    as the cell's reproducer of its ``setup``."""
+    key = Analysis.REPRODUCER.journal_key
+    if key in done:
+        return
+    ctx.journal.start(key)
+    try:
+        entry = reproducer.export_failure(ctx, message)
+    except Exception as exc:  # the harness could not write or run it: its own gap, said
+        traceback.print_exc()
+        entry = {"status": Status.UNTESTABLE, "stage": "setup", "message": f"no export reproducer: {exc}"[:400]}
+    ctx.journal.finish(key, entry)
+    done.add(key, entry)
 
 
 def main(spec_path: Path, work: Path) -> int:

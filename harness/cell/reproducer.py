@@ -359,6 +359,36 @@ def _source_written(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Pat
             "cause_words": key, "numeric": numeric}
 
 
+def export_failure(ctx: CellContext, message: str) -> JsonObject:
+    """The reproducer of an export that raised at setup (the model's ``jit.save``): the model rebuilt
+    from its classes with its weights, run in dygraph, then exported by whichever Paddle runs it
+    (``source_repro.write_export``), run once here: ``verified`` when it raises the same cause. What
+    ``releases`` bisects for an export's cause; the one such cause has no program to replay."""
+    from ..models import sources
+    from ..shared.causes import stage_cause
+
+    folder = ctx.work / "reproducer" / "source"
+    if folder.exists():
+        shutil.rmtree(folder)
+    paddle = ctx.paddle
+    try:
+        layer, input_spec = ctx.built or sources.build(ctx.cell.model["factory"], paddle, ctx.cell.seed,
+                                                       f"{ctx.where}.factory")
+        built = source_repro.whole_model(paddle, layer, input_spec, ctx.feeds(0))
+        built.setup = source_repro.factory_setup(paddle, ctx.cell.model["factory"])
+    except (source_repro.Unspellable, HarnessFailure) as why:
+        return {"status": Status.PASS, "stage": "setup", "verified": False,
+                "source": {"why": f"not written: {why}"}}
+    script = source_repro.write_export(folder, built)
+    run = _run(folder, ctx.cell.stage_timeout, source_repro.SCRIPT)
+    key = stage_cause(message)[:120]
+    outcome, line = run_outcome(run["exit"], run["output"], key, False)
+    source = {"folder": str(folder), "script": str(script), "what": built.what, "verified": outcome is RunOutcome.REPRODUCED,
+              "outcome": outcome.value, "last_line": line, "cause_words": key, "numeric": False, "program": "model"}
+    return {"status": Status.PASS, "stage": "setup", "script": str(script), "folder": str(folder),
+            "program": "model", "verified": source["verified"], "last_line": line, "source": source}
+
+
 def _run(folder: Path, timeout: float, script: str = SCRIPT) -> JsonObject:
     try:
         proc = subprocess.run([sys.executable, script], cwd=folder, capture_output=True, text=True,
@@ -391,4 +421,4 @@ def first_failing(plans: List[StagePlan], done: Ledger) -> "StagePlan | None":
     return None
 
 
-__all__ = ["write_and_verify", "first_failing", "judge_script"]
+__all__ = ["write_and_verify", "first_failing", "judge_script", "export_failure"]

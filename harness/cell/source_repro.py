@@ -426,5 +426,46 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
     return path
 
 
+def write_export(folder: Path, source: Source) -> Path:
+    """``source_repro.py`` for a model whose export raised: built from its classes with its weights,
+    run once in dygraph ("@BUILT@" then: the release could build and run it), then exported with
+    ``paddle.jit.save`` — the export raising with Paddle's words is the reproduction, an export that
+    passes exits 0 ("exported: not reproduced")."""
+    folder.mkdir(parents=True, exist_ok=True)
+    np.savez(folder / "weights.npz", **source.weights)
+    np.savez(folder / "inputs.npz", **source.inputs)
+    script = textwrap.dedent('''\
+        """Source reproducer written by the Paddle qualification harness: @WHAT@, @HOW@, run in dygraph,
+        then exported (paddle.jit.save) by the Paddle that runs this script: the export raising is the
+        bug. It runs at any release that builds the model: python source_repro.py (exits non-zero when
+        it reproduces; "@BUILT@" is printed once the model built and ran in dygraph)."""
+        import os
+        import sys
+        import tempfile
+
+        import numpy as np
+        import paddle
+        ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT) + source.setup + \
+        source.writer.header() + "\n\n" + source.writer.body() + textwrap.dedent('''
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        inputs = np.load(os.path.join(here, "inputs.npz"))
+        ''') + source.build + textwrap.dedent('''\
+        state = np.load(os.path.join(here, "weights.npz"))
+        if sorted(layer.state_dict()) != sorted(state.files):
+            sys.exit("not built: the rebuilt layer's weights are named otherwise than the recorded ones")
+        layer.set_state_dict({name: paddle.to_tensor(state[name]) for name in state.files})
+        layer.eval()
+        with paddle.no_grad():
+            layer(*[paddle.to_tensor(inputs[name]) for name in feed_names])
+        print(f"@BUILT@ Paddle {paddle.__version__}, the model built and ran in dygraph", flush=True)
+        paddle.jit.save(layer, os.path.join(tempfile.mkdtemp(prefix="source-repro-"), "model"), input_spec=spec)
+        print("exported: not reproduced")
+        ''').replace("@BUILT@", BUILT)
+    path = folder / SCRIPT
+    path.write_text(script, encoding="utf-8")
+    return path
+
+
 __all__ = ["SCRIPT", "Unspellable", "Writer", "Source", "whole_model", "piece", "op_program", "factory_setup",
-           "by_format", "write"]
+           "by_format", "write", "write_export"]

@@ -20,7 +20,7 @@ from typing import List, Optional, Sequence
 from ..shared.causes import at_word, names_its_call
 from ..shared.machine import label as machine_label
 from ..shared.notes import clip, fmt_number
-from ..shared.vocab import Owner, Status
+from ..shared.vocab import SETUP, Owner, Status
 from ..shared.record_model import CellRecord
 from ..shared.releases import ReleaseSpan
 from .model import DRAFT, Diagnosis, RunModel, VersionSpan
@@ -76,7 +76,8 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
     stage = next((s for s in record.stages if s.name == diagnosis.stage), None)
     session = record.session
     reduce = record.analysis.reduction
-    subject = f"{diagnosis.stage}: {place_of(diagnosis, reduce)}"
+    exported = diagnosis.stage == SETUP  # the model's own export raised: no predictor was made
+    subject = "the model's export (paddle.jit.save)" if exported else f"{diagnosis.stage}: {place_of(diagnosis, reduce)}"
     raised = kind != Status.FAIL.value
     said = clip(first_line(message), 120)
     # "predictor.run() raised ..." already says what raised: not "raises predictor.run() raised".
@@ -90,10 +91,12 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
         "",
         "### Describe the Bug",
         "",
-        f"With the inference config of stage `{diagnosis.stage}` ({(stage.get('lever') if stage else '') or 'see the script'}), "
-        f"{'creating or running the predictor' if raised else 'the predictor'} {what}.",
+        (f"Exporting the model (`paddle.jit.save` with its InputSpecs, after it ran in dygraph) {what}." if exported else
+         f"With the inference config of stage `{diagnosis.stage}` ({(stage.get('lever') if stage else '') or 'see the script'}), "
+         f"{'creating or running the predictor' if raised else 'the predictor'} {what}."),
         "",
-        "**Expected**: " + ("the predictor runs, as it does with all optimizations off." if raised else
+        "**Expected**: " + ("the model exports, as it runs in dygraph." if exported else
+                            "the predictor runs, as it does with all optimizations off." if raised else
                             "the same outputs as with all optimizations off, within the tolerance in the script."),
         "",
         "**Actual**:",

@@ -104,7 +104,7 @@ class ReleaseCause:
         what failed on numbers; ``key`` stays internal."""
         repro = self.home.analysis.reproducer
         stage_name = repro.stage
-        stage = next((s for s in self.home.stages if s.name == stage_name), None)
+        stage = self.home.stage(stage_name) if stage_name else None  # the setup too: an export's cause
         if repro.converter_cause:
             return " ".join(str(repro.conversion.get("words") or repro.converter_cause).split())
         if self.numeric or stage is None or not stage.message:
