@@ -362,6 +362,24 @@ def by_format(lines: Dict[str, Optional[str]], stage: str) -> str:
     return "\n".join([*before, *middle, *after]) + "\n"
 
 
+def _rebuilt(source: Source) -> str:
+    """The script's lines that rebuild the layer, set its recorded weights and run it once in dygraph
+    (``dygraph``): what both kinds of source reproducer start with."""
+    return textwrap.dedent('''
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        inputs = np.load(os.path.join(here, "inputs.npz"))
+        ''') + source.build + textwrap.dedent('''\
+        state = np.load(os.path.join(here, "weights.npz"))
+        if sorted(layer.state_dict()) != sorted(state.files):
+            sys.exit("not built: the rebuilt layer's weights are named otherwise than the recorded ones")
+        layer.set_state_dict({name: paddle.to_tensor(state[name]) for name in state.files})
+        layer.eval()
+        with paddle.no_grad():
+            dygraph = layer(*[paddle.to_tensor(inputs[name]) for name in feed_names])
+        ''')
+
+
 def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances: List[JsonObject],
           compare_code: str) -> Path:
     """``source_repro.py``, ``weights.npz`` and ``inputs.npz`` in ``folder``."""
@@ -392,18 +410,7 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
         import numpy as np
         import paddle
         ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT) + source.setup + source.writer.header() + imports + "\n\n" + source.writer.body() + \
-        textwrap.dedent('''
-
-        here = os.path.dirname(os.path.abspath(__file__))
-        inputs = np.load(os.path.join(here, "inputs.npz"))
-        ''') + source.build + textwrap.dedent('''\
-        state = np.load(os.path.join(here, "weights.npz"))
-        if sorted(layer.state_dict()) != sorted(state.files):
-            sys.exit("not built: the rebuilt layer's weights are named otherwise than the recorded ones")
-        layer.set_state_dict({name: paddle.to_tensor(state[name]) for name in state.files})
-        layer.eval()
-        with paddle.no_grad():
-            dygraph = layer(*[paddle.to_tensor(inputs[name]) for name in feed_names])
+        _rebuilt(source) + textwrap.dedent('''\
         reference = [t.numpy() for t in paddle.utils.flatten(dygraph) if isinstance(t, paddle.Tensor)]
         out = tempfile.mkdtemp(prefix="source-repro-")
         paddle.jit.save(paddle.jit.to_static(layer, input_spec=spec, full_graph=True), os.path.join(out, "model"))
@@ -446,18 +453,7 @@ def write_export(folder: Path, source: Source) -> Path:
         import numpy as np
         import paddle
         ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT) + source.setup + \
-        source.writer.header() + "\n\n" + source.writer.body() + textwrap.dedent('''
-
-        here = os.path.dirname(os.path.abspath(__file__))
-        inputs = np.load(os.path.join(here, "inputs.npz"))
-        ''') + source.build + textwrap.dedent('''\
-        state = np.load(os.path.join(here, "weights.npz"))
-        if sorted(layer.state_dict()) != sorted(state.files):
-            sys.exit("not built: the rebuilt layer's weights are named otherwise than the recorded ones")
-        layer.set_state_dict({name: paddle.to_tensor(state[name]) for name in state.files})
-        layer.eval()
-        with paddle.no_grad():
-            layer(*[paddle.to_tensor(inputs[name]) for name in feed_names])
+        source.writer.header() + "\n\n" + source.writer.body() + _rebuilt(source) + textwrap.dedent('''\
         print(f"@BUILT@ Paddle {paddle.__version__}, the model built and ran in dygraph", flush=True)
         paddle.jit.save(layer, os.path.join(tempfile.mkdtemp(prefix="source-repro-"), "model"), input_spec=spec)
         print("exported: not reproduced")
