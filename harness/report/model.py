@@ -431,9 +431,9 @@ def _worded(records: Iterable[CellRecord]):
 
 def _converter_owned(record: CellRecord) -> Dict[str, Tuple[str, str]]:
     """The stages of ``record`` whose failure is a converter's proven bug at a named op: the
-    reproduced stage, and every other stage of the cell that raised the same words (a converter's
-    file read by two stages of one runtime) or failed on numbers after it (they read the same file);
-    each with the cause's key and words."""
+    reproduced stage, and every other stage of the cell that read the converter's file (its evidence
+    names the converter) and raised the same words or failed on numbers too; each with the cause's
+    key and words."""
     repro = record.analysis.reproducer
     key = repro.converter_cause if repro is not None else None
     if key is None:
@@ -443,7 +443,8 @@ def _converter_owned(record: CellRecord) -> Dict[str, Tuple[str, str]]:
     if home is None:
         return {}
     same = {s.name for s in record.ladder if s.name == home.name or (
-        s.status is home.status and (s.status is Status.FAIL or cause_of(s.message) == cause_of(home.message)))}
+        s.status is home.status and s.evidence.get("converter")
+        and (s.status is Status.FAIL or cause_of(s.message) == cause_of(home.message)))}
     return {name: (key, words) for name in same}
 
 
