@@ -75,8 +75,9 @@ def table(model: RunModel, matrix: Matrix) -> str:
     causes = [f"- **[{label}]** {cause.kind}: {at_word(cause.message, 300)}"
               for label, cause in zip(labels.values(), model.causes())]
     families = sorted({str(matrix.data['models'].get(n, {}).get('family') or '') for n in zoo} - {""})
-    return "\n".join([f"{len(zoo)} models from {len(families)} families ({', '.join(families)}).", "",
-                      *lines, "", "Causes (the report's labels):", "", *causes, ""])
+    machines = "; ".join(m.label for m in model.machines())
+    return "\n".join([f"{len(zoo)} models from {len(families)} families ({', '.join(families)}); the run's "
+                       f"machine: {machines}.", "", *lines, "", "Causes (the report's labels):", "", *causes, ""])
 
 
 def write(path: Path, model: RunModel, matrix_path: Path) -> Path:
