@@ -80,7 +80,8 @@ def test_a_death_reads_paddles_report_and_the_phase_it_was_in(tmp_path):
     import os
     import signal
 
-    from harness.cell.sandbox import last_words, phase
+    from harness.cell.sandbox import phase
+    from harness.shared.causes import last_words
 
     def dies():
         phase("stage")

@@ -29,6 +29,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Union
 
+from ..shared.causes import last_words
 from ..shared.json_types import JsonObject
 from ..shared.logs import signal_name
 from ..shared.protocol import forked, reap
@@ -50,24 +51,8 @@ def phase(name: str) -> None:
         _phase_file.write_text(name, encoding="utf-8")
 
 
-# Paddle's fatal-signal report: the innermost frame of its C++ traceback, and its summary.
-_FRAME = re.compile(r"^\s*\d+\s+(\S.*?)\s*$")
-_FATAL = re.compile(r"FatalError: (.*?) is detected by the operating system")
+# The signal Paddle's fatal-signal handler says it caught.
 _SIGNAL = re.compile(r"\*\*\* (SIG[A-Z]+)")
-
-
-def last_words(text: str) -> tuple:
-    """``(frame, summary)`` from what a dying Paddle printed: the innermost frame of its
-    "C++ Traceback (most recent call last)" (the last one listed), without its argument list, and
-    its "FatalError: ... is detected" line; empty strings when it printed none."""
-    frame = ""
-    if "C++ Traceback" in text:
-        block = text.rsplit("C++ Traceback", 1)[1].split("Error Message Summary", 1)[0]
-        frames = [m.group(1) for m in (_FRAME.match(ln) for ln in block.splitlines()) if m]
-        if frames:
-            frame = frames[-1].split("(", 1)[0].strip()
-    fatal = _FATAL.search(text)
-    return frame, (fatal.group(1).strip("`") if fatal else "")
 
 
 @dataclasses.dataclass
@@ -164,4 +149,4 @@ def in_child(fn: Callable[[], Any], folder: Path, timeout: float) -> Union[Any, 
     return Death(how, said, frame, summary, shown[-1] if shown else "", str(log))
 
 
-__all__ = ["Death", "before_children", "in_child", "phase", "last_words"]
+__all__ = ["Death", "before_children", "in_child", "phase"]

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Protocol, Sequence
 
+from ..shared.causes import last_words
 from ..shared.logs import log_tail, signal_name
 from ..shared.protocol import EXIT_PADDLE_RAISED as PADDLE_RAISED
 from ..shared.protocol import EXIT_USER_ERROR as USER_ERROR
@@ -123,7 +124,10 @@ class Outcome:
         tail = log_tail(self.log) if self.log else ""
         if self.status is Status.ERROR:
             return {"status": Status.ERROR, "message": tail.splitlines()[-1] if tail else "Paddle raised"}
-        return {"status": Status.CRASH, "message": f"worker died with {signal_name(self.returncode)}",
+        # Paddle's last words when its handler printed them: the innermost C++ frame (``last_words``).
+        frame, _ = last_words(tail)
+        said = f"worker died with {signal_name(self.returncode)}" + (f" in {frame}" if frame else "")
+        return {"status": Status.CRASH, "message": said,
                 "signal": signal_name(self.returncode), "returncode": self.returncode, "stderr_tail": tail}
 
 

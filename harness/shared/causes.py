@@ -73,6 +73,25 @@ def traced_at(exc: BaseException) -> List[str]:
     return frames[-TRACED_FRAMES_KEPT:]
 
 
+# Paddle's fatal-signal report: the innermost frame of its C++ traceback, and its summary.
+_FRAME = re.compile(r"^\s*\d+\s+(\S.*?)\s*$")
+_FATAL = re.compile(r"FatalError: (.*?) is detected by the operating system")
+
+
+def last_words(text: str) -> tuple:
+    """``(frame, summary)`` from what a dying Paddle printed: the innermost frame of its
+    "C++ Traceback (most recent call last)" (the last one listed), without its argument list, and
+    its "FatalError: ... is detected" line; empty strings when it printed none."""
+    frame = ""
+    if "C++ Traceback" in text:
+        block = text.rsplit("C++ Traceback", 1)[1].split("Error Message Summary", 1)[0]
+        frames = [m.group(1) for m in (_FRAME.match(ln) for ln in block.splitlines()) if m]
+        if frames:
+            frame = frames[-1].split("(", 1)[0].strip()
+    fatal = _FATAL.search(text)
+    return frame, (fatal.group(1).strip("`") if fatal else "")
+
+
 def paddle_message(exc: BaseException) -> str:
     """Paddle's own first message line, without the C++ traceback around it. A call into Paddle,
     a runtime or a converter that raised with no words of its own (``errors.calling``) is named in
