@@ -91,9 +91,11 @@ def chromium(*args: str) -> subprocess.CompletedProcess:
 
 def matrix_text(version: str, models: Dict[str, str], *, bf16_tol: Optional[float] = None, stage_timeout: float = 120,
                 extra: str = "", other_versions: Sequence[str] = (), inputs: Optional[Dict[str, str]] = None,
-                tasks: Optional[Dict[str, str]] = None) -> str:
+                tasks: Optional[Dict[str, str]] = None, one_shape: Sequence[str] = ()) -> str:
     """A test matrix; a test model is fed ``image`` [2, 3, 16, 16] unless ``inputs`` gives its
-    ``inputs`` line (the TOML after ``inputs.``); ``tasks`` its ``task`` (the TOML value)."""
+    ``inputs`` line (the TOML after ``inputs.``); ``tasks`` its ``task`` (the TOML value); the models
+    in ``one_shape`` run at their primary shape alone (``derive_shapes = false``: a test whose point
+    is not the shapes pays for one)."""
     lines = [
         "[run]",
         f'default_paddle = "{version}"',
@@ -117,6 +119,8 @@ def matrix_text(version: str, models: Dict[str, str], *, bf16_tol: Optional[floa
             lines.append("inputs.image = { shape = [2, 3, 16, 16] }")
         if name in (tasks or {}):
             lines.append(f"task = {tasks[name]}")
+        if name in one_shape:
+            lines.append("derive_shapes = false")
     lines.append(extra)
     return "\n".join(lines) + "\n"
 

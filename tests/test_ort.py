@@ -147,7 +147,8 @@ def test_a_converters_bug_met_by_two_runtimes_is_one_cause_with_both_cells(write
     pytest.importorskip("openvino")
     if not paddle_version.startswith("3."):
         pytest.skip("paddle2onnx 2.x needs Paddle 3")
-    matrix = write_matrix({"thr": "tests.factories:thresholded_value"}, extra=ORT_SESSION + OPENVINO_SESSION)
+    matrix = write_matrix({"thr": "tests.factories:thresholded_value"}, extra=ORT_SESSION + OPENVINO_SESSION,
+                          one_shape=["thr"])
     results = tmp_path / "r"
     for session in ("cpu_ort_fp32", "cpu_openvino_fp32"):
         run_harness("run", "--matrix", str(matrix), "--session", session, "--results", str(results))
@@ -178,6 +179,7 @@ def test_a_converters_bug_met_by_two_runtimes_is_one_cause_with_both_cells(write
     for record in cells.values():
         found = record["analysis"]["workaround"]
         assert found["verified"] is True and found["model_side"]["api"] == "paddle.nn.functional.thresholded_relu", found
+        assert found["shapes"] == 1  # the one shape this test's matrix runs (the zoo's cells verify at three)
         assert found["model_side"]["calls_respelled"] == 1 and all(
             not t.get("model_side") for t in found["tried"][:-1]), found["tried"]  # config changes first
     run_harness("workarounds", "--results", str(results), "--run", "default")
@@ -303,7 +305,8 @@ def test_a_culprit_search_build_that_dies_is_recorded_and_counted_as_a_crash_of_
     run's causes, with the build it killed."""
     if not paddle_version.startswith("3."):
         pytest.skip("paddle2onnx 2.x needs Paddle 3")
-    matrix = write_matrix({"recip": "tests.factories:reciprocal_times_dies_without_divmul"}, extra=ORT_SESSION)
+    matrix = write_matrix({"recip": "tests.factories:reciprocal_times_dies_without_divmul"}, extra=ORT_SESSION,
+                          one_shape=["recip"])
     matrix.write_text(exact_fp32(matrix.read_text()))
     proc = run_harness("run", "--matrix", str(matrix), "--session", "cpu_ort_fp32", "--results", str(tmp_path / "r"))
     record = load_record(tmp_path / "r" / "default", f"cpu_ort_fp32/{paddle_version}/normal/recip")
