@@ -49,7 +49,7 @@ def table(model: RunModel, matrix: Matrix) -> str:
     columns = model.columns
     labels = _cause_labels(model.causes())
     label_of: Dict[Tuple[str, str], str] = {}
-    for (key, label), cause in zip(labels.items(), model.causes()):
+    for label, cause in zip(labels.values(), model.causes()):
         for place, stages in cause.stages.items():
             label_of.setdefault((place, stages[0] if stages else ""), label)
     by_cell = {(r.model, r.column): r for r in model.records if r.mode == "normal"}
