@@ -40,10 +40,20 @@ def _run(write_matrix, tmp_path, models):
 def test_the_conversion_and_ort_optimizations_run_and_say_what_they_did(write_matrix, tmp_path, paddle_version):
     if not paddle_version.startswith("3."):
         pytest.skip("paddle2onnx 2.x needs Paddle 3")
-    results, _ = _run(write_matrix, tmp_path, {"clean": "tests.factories:clean"})
+    elsewhere = tmp_path / "elsewhere"  # the working directory: a user's repository
+    elsewhere.mkdir()
+    matrix = write_matrix({"clean": "tests.factories:clean"}, extra=ORT_SESSION)
+    run_harness("run", "--matrix", str(matrix), "--session", "cpu_ort_fp32", "--results", str(tmp_path / "r"),
+                cwd=elsewhere)
+    results = tmp_path / "r" / "default"
     record = load_record(results, f"cpu_ort_fp32/{paddle_version}/normal/clean")
     stages = stages_by_name(record)
     assert list(stages) == ["baseline", "ort_convert", "ort_fp32"]
+    # Each conversion runs in its own folder (what paddle2onnx's constant folding saves lands there), none
+    # in the working directory.
+    logs = sorted(results.rglob("*.convert.log"))
+    assert logs and all(log.read_text().startswith(f"converting in {log.parent}\n") for log in logs), logs
+    assert list(elsewhere.iterdir()) == []
     convert, optimized = stages["ort_convert"], stages["ort_fp32"]
     assert convert["status"] == "pass" and optimized["status"] == "pass"
     for stage, level, threads in ((convert, "ORT_DISABLE_ALL", 1), (optimized, "ORT_ENABLE_ALL", 2)):

@@ -174,6 +174,11 @@ def _fork_conversion(program: str, params: str, target: str, log: str, perturb: 
         fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
+        # paddle2onnx folds constants with Polygraphy, whose ONNX Runtime shape inference saves
+        # ``sym_shape_infer_temp.onnx`` and its external-data files into the working directory when it
+        # cannot finish: the conversion's own folder, never the user's repository (read-only in a container).
+        os.chdir(log.parent)
+        print(f"converting in {log.parent}", flush=True)
         if perturb:
             import ctypes
 
