@@ -364,7 +364,6 @@ def export_failure(ctx: CellContext, message: str) -> JsonObject:
     from its classes with its weights, run in dygraph, then exported by whichever Paddle runs it
     (``source_repro.write_export``), run once here: ``verified`` when it raises the same cause. What
     ``releases`` bisects for an export's cause; the one such cause has no program to replay."""
-    from ..models import sources
     from ..shared.causes import stage_cause
 
     folder = ctx.work / "reproducer" / "source"
@@ -372,8 +371,9 @@ def export_failure(ctx: CellContext, message: str) -> JsonObject:
         shutil.rmtree(folder)
     paddle = ctx.paddle
     try:
-        layer, input_spec = ctx.built or sources.build(ctx.cell.model["factory"], paddle, ctx.cell.seed,
-                                                       f"{ctx.where}.factory")
+        if ctx.built is None:
+            raise HarnessFailure("the trained instance is not in this process (its worker was restarted)")
+        layer, input_spec = ctx.built  # the instance whose export raised, as it was trained
         built = source_repro.whole_model(paddle, layer, input_spec, ctx.feeds(0))
         built.setup = source_repro.factory_setup(paddle, ctx.cell.model["factory"])
     except (source_repro.Unspellable, HarnessFailure) as why:

@@ -145,11 +145,11 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     shape_entries = variant_references(ctx, layer, input_spec, specs, variants)
     timings["dygraph"] = time.perf_counter() - t
 
+    if ctx.mode.reducible:  # the instance this process trained (and exports): what later steps take apart
+        ctx.built = (layer, input_spec)
     t = time.perf_counter()
     files = phase("export", lambda: ctx.mode.export(ctx.saved, layer, input_spec, ctx.work / "export" / "model"))
     timings["export"] = time.perf_counter() - t
-    if ctx.mode.reducible:
-        ctx.built = (layer, input_spec)
     if not outputs:
         raise UserError(f"{ctx.where}.factory: the model's forward returns no tensor; return a tensor, list or dict of tensors.")
     labels = [label for label, _ in outputs]
