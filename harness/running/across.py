@@ -117,8 +117,14 @@ def _run_on(source: CellWorkaround, cell: CellWorkaround, lines: List[str], reco
         proc = subprocess.run([str(env / "bin" / "python"), patched.name], cwd=patched.parent, capture_output=True,
                               text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        return Tried(change, source.cell, cell.cell, f"could not run: over {TIMEOUT:g} s", str(patched))
-    return Tried(change, source.cell, cell.cell, _judged(proc, record.stage(repro.stage)), str(patched))
+        return Tried(change, source.cell, cell.cell, f"could not run: over {TIMEOUT:g} s", _shareable(patched, record))
+    return Tried(change, source.cell, cell.cell, _judged(proc, record.stage(repro.stage)), _shareable(patched, record))
+
+
+def _shareable(path: Path, record: CellRecord) -> str:
+    """The script as ``workarounds.md`` names it: relative to the run folder (no path of this machine)."""
+    return path.relative_to(record.run).as_posix() if record.run is not None and path.is_relative_to(record.run) \
+        else path.name
 
 
 def _judged(proc: "subprocess.CompletedProcess[str]", stage: Optional[StageRecord]) -> str:
