@@ -72,7 +72,7 @@ def _record_of(model: RunModel, script: str) -> Optional[CellRecord]:
 
 def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, span: Optional[VersionSpan],
           places: Sequence[str] = ()) -> str:
-    paddle, machine = record.paddle, record.machine
+    paddle = record.paddle
     stage = next((s for s in record.stages if s.name == diagnosis.stage), None)
     session = record.session
     reduce = record.analysis.reduction
@@ -136,14 +136,19 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
                        + "; ".join(f"`{c}`" for c in reduce.api_config))
     if reduce is not None and reduce.op_call:
         context.append(f"- the op alone: `{reduce.op_call}`")
-    lines += ["### Additional Supplementary Information", "", *context,
-              f"- Paddle {paddle.get('version')} (commit {paddle.get('commit')}), CUDA {paddle.get('cuda') or 'none'}, "
-              f"TensorRT {paddle.get('tensorrt') or 'none'}",
-              f"- CPU: {machine_label(machine)}",
-              f"- Python {machine.get('python') or '?'}; OS {machine.get('os') or '?'} (kernel {machine.get('kernel') or '?'}, "
-              f"{machine.get('libc') or '?'})",
-              f"- found by the qualification harness, cell `{record.id}`", ""]
+    lines += ["### Additional Supplementary Information", "", *context, *_environment(record)]
     return "\n".join(lines)
+
+
+def _environment(record: CellRecord) -> List[str]:
+    """What a draft says of where it was found: Paddle and its build, the CPU, Python and the OS, the cell."""
+    paddle, machine = record.paddle, record.machine
+    return [f"- Paddle {paddle.get('version')} (commit {paddle.get('commit')}), CUDA {paddle.get('cuda') or 'none'}, "
+            f"TensorRT {paddle.get('tensorrt') or 'none'}",
+            f"- CPU: {machine_label(machine)}",
+            f"- Python {machine.get('python') or '?'}; OS {machine.get('os') or '?'} (kernel {machine.get('kernel') or '?'}, "
+            f"{machine.get('libc') or '?'})",
+            f"- found by the qualification harness, cell `{record.id}`", ""]
 
 
 def converter_draft(record: CellRecord, diagnosis: Diagnosis, message: str, places: Sequence[str]) -> str:
@@ -178,8 +183,8 @@ def converter_draft(record: CellRecord, diagnosis: Diagnosis, message: str, plac
         judged_said[-1500:],
         "```",
         "",
-        f"**To reproduce**: `python {script.name}` (builds the op's program with Paddle's public API, converts it "
-        f"with {converter} and runs it as the session did; exits non-zero when it reproduces), then `python "
+        f"**To reproduce**: `python {script.name}` (the failing program — the op's, built with Paddle's public API, "
+        f"or the piece's — converted with {converter} and run as the session did; exits non-zero when it reproduces), then `python "
         f"{judge.name}` (the file it converted, judged by `onnx.checker` and `onnx.reference.ReferenceEvaluator`; "
         f"exits non-zero when the file itself is wrong).",
         "",
@@ -189,10 +194,10 @@ def converter_draft(record: CellRecord, diagnosis: Diagnosis, message: str, plac
         lines += [f"`{judge.name}`:", "", "```python", text.rstrip("\n"), "```", ""]
     if len(places) > 1:
         lines += [f"**Met in** {len(places)} cells: " + ", ".join(f"`{p}`" for p in places), ""]
-    lines += ["### Additional Supplementary Information", "",
-              f"- {converter}; Paddle {record.paddle.get('version')} (commit {record.paddle.get('commit')})",
-              f"- CPU: {machine_label(record.machine)}",
-              f"- found by the qualification harness, cell `{record.id}`", ""]
+    releases = record.analysis.releases
+    if releases is not None:
+        lines += [f"**Versions**: {_release_words(releases)}", ""]
+    lines += ["### Additional Supplementary Information", "", f"- {converter}", *_environment(record)]
     return "\n".join(lines)
 
 
