@@ -257,7 +257,14 @@ def command(args: Any) -> int:
 
     run = existing_run(args.results, args.run_name)
     root = args.envs or default_envs_root()
-    write(run, environment=lambda record: Environments(root, record, args.python, print)(record.version))
+    made: Dict[str, Optional[Path]] = {}  # a cell's environment once, however many changes are tried on it
+
+    def environment(record: CellRecord) -> Optional[Path]:
+        if record.id not in made:
+            made[record.id] = Environments(root, record, args.python, print)(record.version)
+        return made[record.id]
+
+    write(run, environment=environment)
     return 0
 
 
