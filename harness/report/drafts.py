@@ -36,10 +36,9 @@ def write_all(model: RunModel) -> List[Path]:
     seen = set()
     items = [(model.diagnosis(c), c.message, c.kind, model.version_span(c.places), c.places) for c in model.causes()]
     # A converter's cause is one draft for every cell that met it: their numeric failures are in it.
-    converted = {(place, stage) for c in model.causes() if c.kind == Owner.CONVERTER.value
-                 for place, stages in c.stages.items() for stage in stages}
     items += [(f.diagnosis, f"{f.output}: max abs {fmt_number(f.max_abs)} beyond the tolerance", Status.FAIL.value,
-               model.numeric_span(f), [f.place]) for f in model.numeric_failures() if (f.place, f.stage) not in converted]
+               model.numeric_span(f), [f.place]) for f in model.numeric_failures()
+              if model.converter_cause(f.place, f.stage) is None]
     for diagnosis, message, kind, span, places in items:
         repro = diagnosis.reproducer if diagnosis else None
         if not repro or not repro.verified or diagnosis.script in seen:

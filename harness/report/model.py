@@ -291,6 +291,12 @@ class RunModel:
             self._causes = group(_worded(self.records))
         return self._causes
 
+    def converter_cause(self, place: str, stage: str) -> Optional[Cause]:
+        """The converter's cause a failure of ``stage`` in ``place`` belongs to (a numeric failure is
+        in it, not apart from it), or None."""
+        return next((c for c in self.causes() if c.kind == Owner.CONVERTER.value and stage in c.stages.get(place, [])),
+                    None)
+
     def hazards(self) -> List[Cause]:
         """Hazards that raised, one per (hazard, message), with the versions they were probed at and
         the sessions they concern (a probe of a run before probes were per version: its session)."""

@@ -15,7 +15,7 @@ from tabulate import tabulate
 from ..shared.causes import Cause, cause_of
 from ..shared.record_model import CellRecord
 from ..shared.records import atomic_write_text
-from ..shared.vocab import SETUP, STATUS_ORDER, Owner, Status
+from ..shared.vocab import SETUP, STATUS_ORDER, Status
 from .model import RunModel
 from ..shared.notes import analysis_note, analysis_outcome, clip, evidence_note, fmt_number, stage_note, task_note
 
@@ -102,14 +102,13 @@ def findings_lines(model: RunModel, fmt: str = "text", limit: int = 6) -> List[s
         if len(skipped) > limit:
             lines.append(f"{bullet}... and {len(skipped) - limit} more (each record's setup.shape_variants)")
     numeric = model.numeric_failures()
-    # A numeric failure proven the converter's belongs to that cause (every runtime that read the file).
-    converter_cause = {(place, stage): label for label, cause in zip(_cause_labels(causes).values(), causes)
-                       if cause.kind == Owner.CONVERTER.value for place, stages in cause.stages.items() for stage in stages}
+    labels = dict(zip(map(id, causes), _cause_labels(causes).values()))
     if numeric:
         lines.append(f"Numeric failures ({len(numeric)}):")
         for f in numeric:
-            label = converter_cause.get((f.place, f.stage))
-            owned = f"; the converter's: cause [{label}]" if label else ""
+            # A numeric failure proven the converter's belongs to that cause (every runtime that read the file).
+            owner = model.converter_cause(f.place, f.stage)
+            owned = f"; the converter's: cause [{labels[id(owner)]}]" if owner is not None else ""
             scale = (f", {100 * f.relative_to_scale:.3g}% of the output's scale" if f.relative_to_scale is not None
                      else "")
             culprit = f"; culprit: {', '.join(f.culprits)}" if f.culprits else ""
