@@ -1006,3 +1006,22 @@ def reciprocal_times_dies_without_divmul():
 
     onnxruntime.InferenceSession = session
     return reciprocal_times()
+
+
+class WarpedByItsOwnGrid(nn.Layer):
+    """An image resampled at a grid the model predicts from it, as document unwarping does (PaddleX's
+    UVDoc): ``grid_sample``'s CPU backward at Paddle 3.3 dies by SIGSEGV when the image needs no
+    gradient (first bad 3.3.0, last good 3.2.2, 2.6.2 dies too): the cell's lite training kills its
+    worker. Dygraph inference and the export are fine."""
+
+    def __init__(self):
+        super().__init__()
+        self.grid = nn.Conv2D(3, 2, 3, padding=1)
+
+    def forward(self, image):
+        grid = paddle.tanh(self.grid(image)).transpose([0, 2, 3, 1])
+        return nn.functional.grid_sample(image, grid, align_corners=True)
+
+
+def warped_by_its_own_grid():
+    return WarpedByItsOwnGrid(), _image_spec()

@@ -4,6 +4,8 @@ calls the public API the model called."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.cell.sandbox import Death, in_child
@@ -138,3 +140,31 @@ def test_a_worker_killed_inside_an_analysis_step_leaves_what_the_step_had_found(
     assert reduce["trials_before"] and reduce["trials_before"][0]["members"] == ["conv", "bn"], reduce
     assert "trial(s) had ended before it" in reduce["ended_before"]
     assert "reduce of ?" not in proc.stdout and "reduce of ort_convert" in proc.stdout, proc.stdout[-3000:]
+
+
+def test_a_worker_killed_in_lite_training_leaves_a_training_reproducer_that_dies_the_same_way(
+        write_matrix, tmp_path, paddle_version):
+    """grid_sample's CPU backward dies by SIGSEGV at 3.3 when the image needs no gradient (UVDoc's lite
+    training, planted): the setup's crash says the phase it died in, a second worker writes the model
+    as source with the lite training after it, and that script dies by the same signal in the same
+    Paddle frame — a verified reproducer of the setup, and an issue draft that says training."""
+    results, proc = _run(write_matrix, tmp_path, "warped", "tests.factories:warped_by_its_own_grid",
+                         "image = { shape = [2, 3, 16, 16] }")
+    record = load_record(results, f"cpu_fp32/{paddle_version}/normal/warped")
+    setup = record["setup"]
+    if setup["status"] == "pass":
+        pytest.skip(f"grid_sample's backward does not die at Paddle {paddle_version}")
+    assert setup["status"] == "crash" and setup["phase"] == "train", setup
+    assert setup["message"].startswith("worker died with SIGSEGV in "), setup["message"]
+    assert record["launches"] == 2, "a second worker writes the reproducer"
+    repro = record["analysis"]["reproducer"]
+    assert repro["stage"] == "setup" and repro["verified"] is True, repro
+    source = repro["source"]
+    assert source["outcome"] == "reproduced", source
+    assert source["cause_words"] == setup["message"].removeprefix("worker "), source
+    script = Path(source["script"]).read_text()
+    assert "optimizer.step()" in script and "class WarpedByItsOwnGrid" in script, script[:2000]
+    run_harness("report", "--results", str(results))
+    draft = (Path(source["script"]).parent / "issue.md").read_text()
+    assert draft.startswith("# [cpu_fp32] the model's lite training in dygraph dies with SIGSEGV"), draft[:300]
+    assert "Training the model in dygraph" in draft and "SIGSEGV" in draft, draft[:1500]

@@ -28,9 +28,10 @@ from ..shared.errors import UserError
 from ..shared.protocol import EXIT_OK, EXIT_USER_ERROR
 from ..shared.spec import CellSpec
 from ..shared.vocab import SETUP, Analysis, Status
-from . import analysis, export_loss, reproducer, setup, stages
+from . import analysis, export_loss, setup, setup_repro, stages
 from .context import CellContext
 from .ledger import Ledger
+from .modes import TrainMode
 
 
 class Cell:
@@ -74,7 +75,9 @@ class Cell:
             ctx.journal.finish(SETUP, result)
             done.add(SETUP, result)
             if _export_to_analyse(ctx, result):
-                _export_reproducer(ctx, done, result["message"])
+                _setup_reproducer(ctx, done, lambda: setup_repro.export_failure(ctx, result["message"]))
+        if _training_death_to_reproduce(ctx, done.setup):
+            _setup_reproducer(ctx, done, lambda: setup_repro.training_death(ctx, done.setup.message))
         if not done.setup.passed:
             if done.setup.get("user_error"):
                 print(f"error: {done.setup.get('user_error')}", file=sys.stderr)
@@ -104,18 +107,25 @@ def _export_to_analyse(ctx: Any, result: Dict[str, Any]) -> bool:
             and ctx.mode.reducible and not ctx.cell.captured)
 
 
-def _export_reproducer(ctx: Any, done: Any, message: str) -> None:
-    """An export that raised gets its reproducer too (in source: what ``releases`` bisects), journalled
-    as the cell's reproducer of its ``setup``."""
+def _training_death_to_reproduce(ctx: Any, setup_result: Any) -> bool:
+    """Whether the worker before this one died in the lite training of a plainly trained model (the
+    host starts this one for it: ``runner._training_death_to_reproduce``)."""
+    return (setup_result.status is Status.CRASH and setup_result.get("phase") == "train"
+            and ctx.cell.root_cause and type(ctx.mode) is TrainMode and not ctx.cell.captured)
+
+
+def _setup_reproducer(ctx: Any, done: Any, write: Any) -> None:
+    """A setup that raised in the export or died in the lite training gets its reproducer too (in
+    source: what ``releases`` bisects), journalled as the cell's reproducer of its ``setup``."""
     key = Analysis.REPRODUCER.journal_key
     if key in done:
         return
     ctx.journal.start(key)
     try:
-        entry = reproducer.export_failure(ctx, message)
+        entry = write()
     except Exception as exc:  # the harness could not write or run it: its own gap, said
         traceback.print_exc()
-        entry = {"status": Status.UNTESTABLE, "stage": "setup", "message": f"no export reproducer: {exc}"[:400]}
+        entry = {"status": Status.UNTESTABLE, "stage": "setup", "message": f"no setup reproducer: {exc}"[:400]}
     ctx.journal.finish(key, entry)
     done.add(key, entry)
 

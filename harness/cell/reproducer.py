@@ -100,7 +100,7 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[st
     shapes = {name: list(array.shape) for name, array in feeds.items()}
     where = reduced if piece else None
     (folder / "README.md").write_text(_readme(ctx, plan, setup, stage, shapes, expected, where), encoding="utf-8")
-    run = _run(folder, ctx.cell.stage_timeout)
+    run = run_script(folder, ctx.cell.stage_timeout)
     verified = _verified(status, engine.cause_words(stage.message), run)
     judge = engine.conversion_judge(files) if verified else None
     if judge is not None and status is Status.ERROR and judge.converter_said(stage.message):
@@ -130,7 +130,7 @@ def _conversion_judged(ctx: CellContext, plan: StagePlan, folder: Path, piece: O
         shutil.copyfile(outputs, folder / "expected.npz")
         expected = {"reference": str(plan.reference), "tolerances": [ctx.tolerance(plan).to_dict()] * piece["outputs"]}
     (folder / judge.script).write_text(judge_script(judge, expected), encoding="utf-8")
-    ran = _run(folder, ctx.cell.stage_timeout, judge.script)
+    ran = run_script(folder, ctx.cell.stage_timeout, judge.script)
     op = str(reduced.get("op") or "") if reduced is not None and piece else ""
     return {**judge.judged(ran, op), "script": str(folder / judge.script), "op": op, "converter": judge.converter}
 
@@ -352,44 +352,14 @@ def _source_written(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Pat
     if not run_it:
         return {"folder": str(folder), "script": str(folder / source_repro.SCRIPT), "what": built.what,
                 "verified": None, "cause_words": key, "numeric": numeric}
-    run = _run(folder, ctx.cell.stage_timeout, source_repro.SCRIPT)
+    run = run_script(folder, ctx.cell.stage_timeout, source_repro.SCRIPT)
     outcome, line = run_outcome(run["exit"], run["output"], key, numeric)
     return {"folder": str(folder), "script": str(folder / source_repro.SCRIPT), "what": built.what,
             "verified": outcome is RunOutcome.REPRODUCED, "outcome": outcome.value, "last_line": line,
             "cause_words": key, "numeric": numeric}
 
 
-def export_failure(ctx: CellContext, message: str) -> JsonObject:
-    """The reproducer of an export that raised at setup (the model's ``jit.save``): the model rebuilt
-    from its classes with its weights, run in dygraph, then exported by whichever Paddle runs it
-    (``source_repro.write_export``), run once here: ``verified`` when it raises the same cause. What
-    ``releases`` bisects for an export's cause; the one such cause has no program to replay."""
-    from ..shared.causes import stage_cause
-
-    folder = ctx.work / "reproducer" / "source"
-    if folder.exists():
-        shutil.rmtree(folder)
-    paddle = ctx.paddle
-    try:
-        if ctx.built is None:
-            raise HarnessFailure("the trained instance is not in this process (its worker was restarted)")
-        layer, input_spec = ctx.built  # the instance whose export raised, as it was trained
-        built = source_repro.whole_model(paddle, layer, input_spec, ctx.feeds(0))
-        built.setup = source_repro.factory_setup(paddle, ctx.cell.model["factory"])
-    except (source_repro.Unspellable, HarnessFailure) as why:
-        return {"status": Status.PASS, "stage": "setup", "verified": False,
-                "source": {"why": f"not written: {why}"}}
-    script = source_repro.write_export(folder, built)
-    run = _run(folder, ctx.cell.stage_timeout, source_repro.SCRIPT)
-    key = stage_cause(message)[:120]
-    outcome, line = run_outcome(run["exit"], run["output"], key, False)
-    source = {"folder": str(folder), "script": str(script), "what": built.what, "verified": outcome is RunOutcome.REPRODUCED,
-              "outcome": outcome.value, "last_line": line, "cause_words": key, "numeric": False, "program": "model"}
-    return {"status": Status.PASS, "stage": "setup", "script": str(script), "folder": str(folder),
-            "program": "model", "verified": source["verified"], "last_line": line, "source": source}
-
-
-def _run(folder: Path, timeout: float, script: str = SCRIPT) -> JsonObject:
+def run_script(folder: Path, timeout: float, script: str = SCRIPT) -> JsonObject:
     try:
         proc = subprocess.run([sys.executable, script], cwd=folder, capture_output=True, text=True,
                               timeout=min(timeout, TIMEOUT), stdin=subprocess.DEVNULL)
@@ -421,4 +391,4 @@ def first_failing(plans: List[StagePlan], done: Ledger) -> "StagePlan | None":
     return None
 
 
-__all__ = ["write_and_verify", "first_failing", "judge_script", "export_failure"]
+__all__ = ["write_and_verify", "first_failing", "judge_script", "run_script"]

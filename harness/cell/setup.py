@@ -19,7 +19,7 @@ from ..shared import shapes
 from ..shared.causes import paddle_message
 from ..shared.errors import UserError
 from ..shared.inputs import InputSpec, synthesize
-from ..shared.vocab import Status
+from ..shared.vocab import SETUP, Status
 from .context import CellContext
 from .modes import ModeUnsupported
 from .structure import build_call_args, flatten_outputs, flatten_spec
@@ -148,7 +148,7 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     if ctx.mode.reducible:  # the instance this process trained (and exports): what later steps take apart
         ctx.built = (layer, input_spec)
     t = time.perf_counter()
-    files = phase("export", lambda: ctx.mode.export(ctx.saved, layer, input_spec, ctx.work / "export" / "model"))
+    files = phase(ctx, "export", lambda: ctx.mode.export(ctx.saved, layer, input_spec, ctx.work / "export" / "model"))
     timings["export"] = time.perf_counter() - t
     if not outputs:
         raise UserError(f"{ctx.where}.factory: the model's forward returns no tensor; return a tensor, list or dict of tensors.")
@@ -227,7 +227,7 @@ def train(ctx: CellContext, layer: Any, input_spec: List[Any], arrays: Dict[str,
     losses: List[float] = []
     if weights is None:
         args = build_call_args(paddle, input_spec, arrays)
-        losses = phase("train", lambda: ctx.mode.train(paddle, layer, args, ctx.cell.train_steps, ctx.cell.seed))
+        losses = phase(ctx, "train", lambda: ctx.mode.train(paddle, layer, args, ctx.cell.train_steps, ctx.cell.seed))
         weights = save_checkpoint(ctx, layer)
     layer.eval()
     return layer, weights, losses
@@ -342,8 +342,10 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def phase(name: str, fn):
-    """Run ``fn``; an exception it raises says which phase of setup it came from."""
+def phase(ctx: CellContext, name: str, fn):
+    """Run ``fn``; an exception it raises says which phase of setup it came from, and so does the
+    journal first, for a worker that dies inside it (a crash in lite training gets its reproducer)."""
+    ctx.journal.phase(SETUP, name)
     try:
         return fn()
     except Exception as exc:

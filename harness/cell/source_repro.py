@@ -362,7 +362,7 @@ def by_format(lines: Dict[str, Optional[str]], stage: str) -> str:
     return "\n".join([*before, *middle, *after]) + "\n"
 
 
-def _rebuilt(source: Source) -> str:
+def rebuilt(source: Source) -> str:
     """The script's lines that rebuild the layer, set its recorded weights and run it once in dygraph
     (``dygraph``): what both kinds of source reproducer start with."""
     return textwrap.dedent('''
@@ -410,7 +410,7 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
         import numpy as np
         import paddle
         ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT) + source.setup + source.writer.header() + imports + "\n\n" + source.writer.body() + \
-        _rebuilt(source) + textwrap.dedent('''\
+        rebuilt(source) + textwrap.dedent('''\
         reference = [t.numpy() for t in paddle.utils.flatten(dygraph) if isinstance(t, paddle.Tensor)]
         out = tempfile.mkdtemp(prefix="source-repro-")
         paddle.jit.save(paddle.jit.to_static(layer, input_spec=spec, full_graph=True), os.path.join(out, "model"))
@@ -433,35 +433,5 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
     return path
 
 
-def write_export(folder: Path, source: Source) -> Path:
-    """``source_repro.py`` for a model whose export raised: built from its classes with its weights,
-    run once in dygraph ("@BUILT@" then: the release could build and run it), then exported with
-    ``paddle.jit.save`` — the export raising with Paddle's words is the reproduction, an export that
-    passes exits 0 ("exported: not reproduced")."""
-    folder.mkdir(parents=True, exist_ok=True)
-    np.savez(folder / "weights.npz", **source.weights)
-    np.savez(folder / "inputs.npz", **source.inputs)
-    script = textwrap.dedent('''\
-        """Source reproducer written by the Paddle qualification harness: @WHAT@, @HOW@, run in dygraph,
-        then exported (paddle.jit.save) by the Paddle that runs this script: the export raising is the
-        bug. It runs at any release that builds the model: python source_repro.py (exits non-zero when
-        it reproduces; "@BUILT@" is printed once the model built and ran in dygraph)."""
-        import os
-        import sys
-        import tempfile
-
-        import numpy as np
-        import paddle
-        ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT) + source.setup + \
-        source.writer.header() + "\n\n" + source.writer.body() + _rebuilt(source) + textwrap.dedent('''\
-        print(f"@BUILT@ Paddle {paddle.__version__}, the model built and ran in dygraph", flush=True)
-        paddle.jit.save(layer, os.path.join(tempfile.mkdtemp(prefix="source-repro-"), "model"), input_spec=spec)
-        print("exported: not reproduced")
-        ''').replace("@BUILT@", BUILT)
-    path = folder / SCRIPT
-    path.write_text(script, encoding="utf-8")
-    return path
-
-
 __all__ = ["SCRIPT", "Unspellable", "Writer", "Source", "whole_model", "piece", "op_program", "factory_setup",
-           "by_format", "write", "write_export"]
+           "by_format", "write", "rebuilt"]

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Protocol, Sequence
 
-from ..shared.causes import last_words
+from ..shared.causes import death_words
 from ..shared.logs import log_tail, signal_name
 from ..shared.protocol import EXIT_PADDLE_RAISED as PADDLE_RAISED
 from ..shared.protocol import EXIT_USER_ERROR as USER_ERROR
@@ -125,8 +125,9 @@ class Outcome:
         if self.status is Status.ERROR:
             return {"status": Status.ERROR, "message": tail.splitlines()[-1] if tail else "Paddle raised"}
         # Paddle's last words when its handler printed them: the innermost C++ frame (``last_words``).
-        frame, _ = last_words(tail)
-        said = f"worker died with {signal_name(self.returncode)}" + (f" in {frame}" if frame else "")
+        # Its C++ traceback's frames are long lines above the summary: read further back for them.
+        words = death_words(self.returncode, log_tail(self.log, lines=80, max_chars=40000) if self.log else "")
+        said = f"worker {words or f'died with {signal_name(self.returncode)}'}"
         return {"status": Status.CRASH, "message": said,
                 "signal": signal_name(self.returncode), "returncode": self.returncode, "stderr_tail": tail}
 

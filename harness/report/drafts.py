@@ -75,12 +75,15 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
     stage = next((s for s in record.stages if s.name == diagnosis.stage), None)
     session = record.session
     reduce = record.analysis.reduction
-    exported = diagnosis.stage == SETUP  # the model's own export raised: no predictor was made
-    subject = "the model's export (paddle.jit.save)" if exported else f"{diagnosis.stage}: {place_of(diagnosis, reduce)}"
+    exported = diagnosis.stage == SETUP  # the model's own export raised or its training died: no predictor was made
+    trained = exported and record.setup.get("phase") == "train"
+    subject = ("the model's lite training in dygraph" if trained else "the model's export (paddle.jit.save)" if exported
+               else f"{diagnosis.stage}: {place_of(diagnosis, reduce)}")
     raised = kind != Status.FAIL.value
     said = clip(first_line(message), 120)
     # "predictor.run() raised ..." already says what raised: not "raises predictor.run() raised".
-    what = (f"fails: {said}" if names_its_call(message) else f"raises {said}") if raised else \
+    what = (said.replace("worker died", "dies", 1) if _death(message) else
+            f"fails: {said}" if names_its_call(message) else f"raises {said}") if raised else \
         "gives different numbers from the unoptimized predictor"
     culprits = _culprits(record, diagnosis.stage)
     script = Path(diagnosis.script)
@@ -90,11 +93,14 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
         "",
         "### Describe the Bug",
         "",
-        (f"Exporting the model (`paddle.jit.save` with its InputSpecs, after it ran in dygraph) {what}." if exported else
+        ("Training the model in dygraph (a train-mode pass, then Adam steps towards seeded targets: forward, "
+         f"`backward()`, `optimizer.step()`) {what}." if trained else
+         f"Exporting the model (`paddle.jit.save` with its InputSpecs, after it ran in dygraph) {what}." if exported else
          f"With the inference config of stage `{diagnosis.stage}` ({(stage.get('lever') if stage else '') or 'see the script'}), "
          f"{'creating or running the predictor' if raised else 'the predictor'} {what}."),
         "",
-        "**Expected**: " + ("the model exports, as it runs in dygraph." if exported else
+        "**Expected**: " + ("the training steps end (the script prints \"trained: not reproduced\")." if trained else
+                            "the model exports, as it runs in dygraph." if exported else
                             "the predictor runs, as it does with all optimizations off." if raised else
                             "the same outputs as with all optimizations off, within the tolerance in the script."),
         "",
@@ -211,11 +217,14 @@ def _to_reproduce(record: CellRecord, script: Path, text: str) -> List[str]:
         built = ("written in Paddle's public API with the tensors it was fed (inputs in `inputs.npz`, the model's "
                  "parameters it read in `weights.npz`; no other package)" if source.needs_no_suite else
                  "rebuilt from its classes with the weights it had (`weights.npz`, inputs in `inputs.npz` beside it)")
-        lines = [f"**To reproduce** (any Paddle release): `python {where}` — {source.what}, {built}, exported "
+        done = "trained" if record.setup.get("phase") == "train" and source.program == "model" else "exported"
+        lines = [f"**To reproduce** (any Paddle release): `python {where}` — {source.what}, {built}, {done} "
                  f"by the Paddle that runs it; it exits non-zero when the bug reproduces."
                  + (" The script:" if len(code.splitlines()) <= SOURCE_INLINE_LINES else ""), ""]
         if len(code.splitlines()) <= SOURCE_INLINE_LINES:
             lines += ["```python", code.rstrip("\n"), "```", ""]
+        if source_path == script:  # a setup's reproducer: no saved program to replay
+            return lines
         return lines + [f"The saved program this release wrote replays it too: `python {script.name}` (this "
                         f"release's program format only).", ""]
     lines = ["**To reproduce**: `python repro.py` in the folder of this file (inputs in `inputs.npz`; it exits "
@@ -241,11 +250,17 @@ def title(session: str, subject: str, error: str, culprits: Sequence[str], versi
     boundary (never mid-word), the culprit pass named when the search found one."""
     said = at_word(_without_source(first_line(error)), TITLE_WORDS)
     # "predictor.run() raised ..." already says what raised: not "raises predictor.run() raised".
-    what = ("gives different numbers" if not error else f"fails: {said}" if names_its_call(error) else f"raises {said}")
+    what = ("gives different numbers" if not error else said.replace("worker died", "dies", 1) if _death(error) else
+            f"fails: {said}" if names_its_call(error) else f"raises {said}")
     under = f" under {', '.join(culprits)}" if culprits else ""
     since = (f"since Paddle {releases.first_bad}" if releases is not None and releases.last_good and releases.first_bad
              else f"Paddle {version}")
     return f"# [{session}] {subject} {what}{under} ({since})"
+
+
+def _death(message: str) -> bool:
+    """A worker a signal killed (``causes.death_words``): said as the process dying, not raising."""
+    return message.startswith("worker died with ")
 
 
 def place_of(diagnosis: Diagnosis, reduce: Optional[object]) -> str:

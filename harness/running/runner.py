@@ -106,12 +106,22 @@ def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journa
             journal.start(stage)
         else:
             stage = running[0]
-        journal.finish(stage, _ended_badly(outcome, stage, timeout, work))
-        if stage == SETUP or launches >= _restart_cap(spec):
+        ended = _ended_badly(outcome, stage, timeout, work)
+        if stage == SETUP and journal.phase_of(SETUP):
+            ended["phase"] = journal.phase_of(SETUP)  # where in the setup it died: lite training, export
+        journal.finish(stage, ended)
+        if (stage == SETUP and not _training_death_to_reproduce(spec, ended)) or launches >= _restart_cap(spec):
             break
         # Restart: the worker resumes after the stage that killed it, and exits at once when
         # nothing is left.
     return launches, (round(cpu, 3) if cpu is not None else None)
+
+
+def _training_death_to_reproduce(spec: CellSpec, ended: Dict[str, Any]) -> bool:
+    """A worker killed in the lite training of a plainly trained model is started once more: it
+    writes and runs the training's reproducer (``reproducer.training_death``) and exits."""
+    return (ended.get("status") is Status.CRASH and ended.get("phase") == "train" and spec.root_cause
+            and spec.mode == "normal" and not spec.tipc)
 
 
 def _ended_badly(outcome: Outcome, stage: str, timeout: float, work: Path) -> Dict[str, Any]:
@@ -161,7 +171,9 @@ def build_record(spec: CellSpec, finished: Dict[str, Dict[str, Any]], launches: 
     return CellRecord(
         id=spec.id, cell=spec, setup=setup_record, stages=stage_records,
         verdict=verdict_of(setup_record, stage_records, spec.session_stage), analysis=Analyses.from_dict(analysis),
-        paddle=setup.get("paddle") or {}, machine=_machine(setup, stages),
+        # A setup whose worker died says no Paddle: the worker that wrote its reproducer does.
+        paddle=setup.get("paddle") or analysis.get(Analysis.REPRODUCER.value, {}).get("paddle") or {},
+        machine=_machine(setup, stages),
         inputs={"seed": spec.seed, "arrays": setup.get("inputs")}, harness=__version__, launches=launches,
         launcher=launcher.kind, runner=launcher.describe(fresh=_imports_before_paddle(spec)),
         seconds=round(seconds, 3), finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -92,6 +92,23 @@ def last_words(text: str) -> tuple:
     return frame, (fatal.group(1).strip("`") if fatal else "")
 
 
+def death_words(returncode: "int | None", output: str) -> str:
+    """How a process that a signal killed is said — "died with SIGSEGV in phi::DenseTensor::Resize"
+    (the signal, then Paddle's innermost C++ frame when its handler printed one) — the same words
+    for a cell's worker and for a reproducer's script, so one can be matched with the other; "" when
+    the process was not killed by a signal (a shell's 128+N included)."""
+    from .logs import signal_name
+
+    if returncode is None:
+        return ""
+    if returncode > 128:  # killed by a signal, as a shell reports it
+        returncode = 128 - returncode
+    if returncode >= 0:
+        return ""
+    frame, _ = last_words(output)
+    return f"died with {signal_name(returncode)}" + (f" in {frame}" if frame else "")
+
+
 def paddle_message(exc: BaseException) -> str:
     """Paddle's own first message line, without the C++ traceback around it. A call into Paddle,
     a runtime or a converter that raised with no words of its own (``errors.calling``) is named in

@@ -146,6 +146,16 @@ class Journal:
         except FileNotFoundError:
             return
 
+    def phase(self, stage: str, phase: str) -> None:
+        """Which part of a running stage it is in (the setup's ``train``, ``export``): what the host
+        says of a worker that dies inside it."""
+        self._append({"event": "phase", "stage": stage, "phase": phase, "time": time.time()})
+
+    def phase_of(self, stage: str) -> Optional[str]:
+        """The last part ``stage`` said it was in, or None."""
+        phases = [e["phase"] for e in self.entries() if e.get("event") == "phase" and e.get("stage") == stage]
+        return phases[-1] if phases else None
+
     def finished(self) -> Dict[str, JsonObject]:
         return {e["stage"]: e["result"] for e in self.entries() if e.get("event") == "end"}
 

@@ -10,7 +10,7 @@ import dataclasses
 import enum
 from typing import Any, Mapping, Optional, Tuple
 
-from .causes import cause_of
+from .causes import cause_of, death_words
 from .json_types import JsonObject
 from .spec import version_order
 
@@ -169,7 +169,11 @@ def outcome(exit_code: Optional[int], output: str, cause_words: str, numeric: bo
     if numeric:
         reproduced = "MISMATCH: reproduced" in output
     else:
-        reproduced = bool(cause_words) and cause_words in cause_of(output)
+        # A script a signal killed (a crash's reproducer) is said as its worker was: the signal and
+        # Paddle's innermost frame, which the cause's words hold.
+        died = death_words(exit_code, output)
+        reproduced = bool(cause_words) and cause_words in cause_of(f"{output}\n{died}")
+        last = died or last
     return (RunOutcome.REPRODUCED if reproduced else RunOutcome.OTHER), last
 
 
