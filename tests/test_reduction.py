@@ -11,6 +11,7 @@ interpolate error, each ending in a layer path and a verified reproducer of that
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -264,6 +265,15 @@ def test_a_piece_that_passes_its_input_through_is_built_and_tested(write_matrix,
     assert reduce["outcome"] != "whole model" and reduce["path"].startswith("tap"), reduce
     source = (results / f"cpu_fp32/{paddle_version}/normal/tap/reduction/piece1/piece.py").read_text()
     assert "o0 = self.members[0](" in source and "return [" in source
+    # Once the record is written, the trials it does not name keep their script and log, not their
+    # programs and arrays (``running.prune``); every file the record names is still there.
+    work = results / f"cpu_fp32/{paddle_version}/normal/tap"
+    text = (results / f"cpu_fp32/{paddle_version}/normal/tap.json").read_text()
+    trials = [p for p in (work / "reduction").iterdir() if p.is_dir()]
+    unnamed = [p for p in trials if f"/reduction/{p.name}/" not in text]
+    assert unnamed and all(not list(p.glob("*.pdiparams")) and list(p.glob("*.py")) for p in unnamed), trials
+    for named in re.findall(r'"(cpu_fp32/[^"]+/reduction/[^"]+)"', text):
+        assert (results / named).exists(), named
 
 
 def test_a_consistency_failure_gets_a_reproducer_that_compares_with_dygraph(write_matrix, tmp_path, paddle_version):

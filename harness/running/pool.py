@@ -47,7 +47,7 @@ from ..shared.run_records import HazardProbe, PortabilityLoad
 
 # What a job produced: a cell's record, a version's hazard probe, a load (None: its cell did not export).
 Produced = Union[CellRecord, HazardProbe, PortabilityLoad, None]
-from ..shared.records import cell_record_path, load_record, write_record
+from ..shared.records import cell_record_path, load_record
 from ..shared.spec import CellSpec
 from ..shared.runfolder import RunFolder
 
@@ -145,10 +145,10 @@ def run_job(job: Job, matrix: Matrix, results: Path, launcher: Any, force: bool,
     """One job to its end; what it produced (a record, a load's result, a probe), or None for a
     load whose cell did not export."""
     from ..artefacts.portability import port_record, portable
-    from .runner import probe_hazards, run_cell
+    from .runner import probe_hazards, run_and_record
 
     if job.kind is JobKind.CELL:
-        return write_record(results, run_cell(job.spec, results, launcher))
+        return run_and_record(job.spec, results, launcher)
     if job.kind is JobKind.HAZARDS:
         return probe_hazards(matrix, job.device, job.version, results, launcher, say)
     path = cell_record_path(results, job.after)

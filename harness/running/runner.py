@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from . import provenance
+from .prune import prune
 from ..matrix import Matrix
 from ..launch import INTERRUPT, Interrupted, Launcher, LocalLauncher, Outcome, run_child, supervise
 from ..shared.protocol import ANALYSIS_PROGRESS
@@ -52,6 +53,13 @@ HAZARD_PROBE_TIMEOUT = DEFAULTS.hazard_probe_timeout
 
 def _restart_cap(spec: CellSpec) -> int:
     return len(spec.stages) + EXTRA_LAUNCHES
+
+
+def run_and_record(spec: CellSpec, results: Path, launcher: Launcher) -> CellRecord:
+    """Run one cell, write its record, then free what its work folder no longer needs (``prune``)."""
+    record = write_record(results, run_cell(spec, results, launcher))
+    prune(results, spec.id, cell_work_dir(results, spec.id))
+    return record
 
 
 def run_cell(spec: CellSpec, results: Path, launcher: Launcher) -> CellRecord:
@@ -383,7 +391,7 @@ def run_cells(cells: List[CellSpec], *, results: Path, runs: CellRuns = CellRuns
 
     def one(spec: CellSpec) -> CellRecord:
         board.started(spec.id)
-        record = write_record(results, run_cell(spec, results, launcher))
+        record = run_and_record(spec, results, launcher)
         board.finished(spec.id, record)
         return record
 
