@@ -1,0 +1,141 @@
+"""A release's qualification, published (host side): one Markdown file a Paddle user reads to know
+what the release does to the models Paddle ships — how it was made (the command, the harness, the
+machine), the verdict ``qualify`` gave, the zoo at a glance (``report --zoo``, beside it), every
+distinct cause with its place, op, reproducer, the release it appeared in and its verified
+workaround, what changed since the release before, and the known-issues file ``qualify --known``
+reads. Written by ``python -m harness qualification`` from the run it made; every cell of the
+table is read from the run's records (nothing typed by hand), every name escaped for Markdown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from ..shared.causes import at_word
+from ..shared.record_model import CellRecord
+from ..shared.releases import ReleaseSpan
+from ..shared.spec import version_order
+from ..shared.vocab import Status
+from .model import Diagnosis, RunModel, workaround_words
+from .tables import _cause_labels
+
+
+def _text(value: str, limit: int = 160) -> str:
+    """One Markdown table cell: on one line, cut at a word, its pipes and angle brackets escaped."""
+    said = at_word(" ".join(str(value or "").split()), limit)
+    return said.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+@dataclasses.dataclass
+class Row:
+    """One distinct cause as the publication says it."""
+
+    label: str
+    kind: str
+    words: str
+    cells: List[str]
+    place: str
+    reproducer: str
+    span: Optional[ReleaseSpan]
+    workaround: str
+
+    @property
+    def released(self) -> str:
+        return self.span.words() if self.span is not None else "not placed (no verified source reproducer)"
+
+
+def _span(records: Sequence[CellRecord]) -> Optional[ReleaseSpan]:
+    return next((r.analysis.releases for r in records if r.analysis.releases is not None), None)
+
+
+def _workaround(records: Sequence[CellRecord], stages: Sequence[str]) -> str:
+    for record in records:
+        for stage in stages:
+            said = workaround_words(record.analysis.get("workaround"), stage)
+            if said:
+                return f"{said} ({record.id})"
+    tried = [r.analysis.get("workaround") for r in records]
+    counts = [len(entry.get("tried") or []) for entry in tried if entry is not None]
+    return f"none verified ({sum(counts)} change(s) tried)" if counts else "none searched"
+
+
+def _where(found: Optional[Diagnosis]) -> str:
+    if found is None:
+        return "not analysed"
+    parts = [p for p in (found.layer and f"layer {found.layer}", found.op and f"op {found.op}",
+                         found.fusion, found.triage) if p]
+    return "; ".join(parts) or found.not_reduced or found.not_analysed or "not placed"
+
+
+def _repro(found: Optional[Diagnosis], run: Path) -> str:
+    if found is None or found.reproducer is None or not found.script:
+        return "none"
+    script = Path(found.script)
+    shown = script.relative_to(run).as_posix() if script.is_relative_to(run) else script.name
+    return f"`{shown}` ({'verified' if found.reproducer.verified else 'NOT verified'})"
+
+
+def rows(model: RunModel, run: Path) -> List[Row]:
+    """Every cause the report counts (its labels), then each numeric failure no cause holds."""
+    by_id = {r.id: r for r in model.records}
+    found: List[Row] = []
+    for label, cause in zip(_cause_labels(model.causes()).values(), model.causes()):
+        records = [by_id[p] for p in cause.places if p in by_id]
+        stages = sorted({s for p in cause.places for s in cause.stages.get(p, [])})
+        diagnosis = model.diagnosis(cause)
+        found.append(Row(label, cause.kind, cause.message, list(cause.places), _where(diagnosis),
+                         _repro(diagnosis, run), _span(records), _workaround(records, stages)))
+    for k, failure in enumerate(model.numeric_failures(), 1):
+        record = by_id[failure.place]
+        if model.converter_cause(failure.place, failure.stage) is not None:
+            continue  # the converter's cause holds it
+        words = (f"{failure.stage}: outputs beyond the tolerance (max abs {failure.max_abs:.3g} on "
+                 f"{failure.output})" if failure.max_abs is not None else f"{failure.stage}: outputs beyond the tolerance")
+        found.append(Row(f"F{k}", Status.FAIL.value, words, [failure.place], _where(failure.diagnosis),
+                         _repro(failure.diagnosis, run), _span([record]), _workaround([record], [failure.stage])))
+    return found
+
+
+def _changed(found: Sequence[Row], version: str) -> List[str]:
+    """What changed since the newest release before ``version`` that ``releases`` asked."""
+    before = sorted({v for row in found if row.span is not None for v in row.span.releases
+                     if version_order(v) < version_order(version)}, key=version_order)
+    if not before:
+        return ["No release before it was asked (`releases` did not run): nothing can be said of what changed."]
+    previous = before[-1]
+    new = [r for r in found if r.span is not None and r.span.last_good and r.span.first_bad
+           and version_order(r.span.first_bad) > version_order(previous)]
+    older = [r for r in found if r.span is not None and r.span.first_bad and r not in new]
+    unplaced = [r for r in found if r.span is None or not r.span.first_bad]
+    lines = [f"Against {previous}, the newest release before {version} the causes were asked at:", ""]
+    lines += [f"- **new since {previous}**: [{r.label}] {_text(r.words, 120)} — {_text(r.released, 200)}" for r in new] \
+        or [f"- no cause is new since {previous}"]
+    lines += [f"- older: [{r.label}] {_text(r.released, 200)}" for r in older]
+    lines += [f"- not placed: [{r.label}] {_text(r.released, 200)}" for r in unplaced]
+    return lines
+
+
+def document(model: RunModel, run: Path, *, version: str, command: str, verdict: str, zoo: str,
+             known: str, made_by: str) -> str:
+    """The publication's Markdown (the module's docstring says what it holds)."""
+    found = rows(model, run)
+    counts = model.verdict_counts()
+    tally = ", ".join(f"{n} {status.value}" for status, n in counts.items() if n)
+    head = [f"# Paddle {version}, qualified over the zoo", "",
+            f"Made by `{command}` ({made_by}); {len(model.records)} cells: {tally}.",
+            f"The machine: {'; '.join(m.label for m in model.machines())}.", "",
+            "## Verdict", "", "```", verdict.strip() or "(qualify printed nothing)", "```", "",
+            f"Known issues (`python -m harness qualify --known {known}`): `{known}`.", "",
+            "## At a glance", "", f"Every zoo model in every session, with the cause it met: [{zoo}]({zoo}).", "",
+            f"## Causes ({len(found)})", "",
+            "| # | kind | Paddle's words | cells | place | reproducer | releases | workaround |",
+            "|---|---|---|---|---|---|---|---|"]
+    table = [f"| {r.label} | {r.kind} | {_text(r.words)} | {len(r.cells)}: {_text(', '.join(r.cells), 200)} | "
+             f"{_text(r.place, 200)} | {_text(r.reproducer, 200)} | {_text(r.released, 240)} | {_text(r.workaround, 200)} |"
+             for r in found]
+    return "\n".join([*head, *table, "", "## What changed", "", *_changed(found, version), ""])
+
+
+__all__ = ["Row", "rows", "document"]

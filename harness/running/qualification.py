@@ -1,0 +1,137 @@
+"""One command qualifies a release over the zoo (host side):
+
+    python -m harness qualification [--tag zoo-3.3.1 | --session cpu_fp32-zoo ...] [--run NAME] [--out DIR]
+
+runs, in order, each as its own ``python -m harness`` command (so each validates its input and says
+its own words): ``pool`` (the selected sessions in one job pool: by default every CPU session at the
+versions ``[zoo]`` names, i.e. ``--tag zoo``), ``releases`` (the release each cause appeared in),
+``workarounds`` (the smallest verified change per cause, and the known-issues file), ``report --zoo``
+(the reports and the zoo at a glance), ``qualify --known`` (the verdict), then publishes
+``qualification-<version>.md`` (``report/publication.py``) beside ``zoo.md`` and
+``known-issues-<version>.toml`` in ``--out`` (default: the run's folder). A pool that resumes finds
+its recorded cells and redoes only the rest; the steps after it always run again, over every record.
+Each step's time is said and published. A step that fails for the harness's or the user's reasons
+(exit 2, an interrupt) stops the chain with its code; a pool or verdict of failing cells does not."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, List, Tuple
+
+from ..shared.errors import UserError
+
+HARNESS_ROOT = Path(__file__).resolve().parent.parent.parent
+ENDED_WELL = (0, 1)  # 1: some cell did not pass, or the verdict is "not qualified": the chain goes on
+
+
+def add_parser(sub: Any, default_matrix: Path) -> None:
+    from .pathargs import Once, at_least_one, folder_to_write, python_interpreter, run_name
+
+    parser = sub.add_parser("qualification", help="qualify a release over the zoo in one command: pool, releases, "
+                                                  "workarounds, report, qualify, published")
+    parser.add_argument("--matrix", type=Path, default=default_matrix)
+    parser.add_argument("--tag", action="append", default=[], help="sessions with this nox tag (default: zoo)")
+    parser.add_argument("--session", action="append", default=[], help="this nox session too (repeatable)")
+    parser.add_argument("--model", action="append", default=[], help="only this model (repeatable; default: the zoo)")
+    parser.add_argument("--results", type=folder_to_write, default=Path("results"))
+    parser.add_argument("--run", dest="run_name", type=run_name, default="qualification")
+    parser.add_argument("--out", type=folder_to_write, default=None,
+                        help="where the publication is written (default: the run's folder), e.g. docs")
+    parser.add_argument("--jobs", type=at_least_one, default=None, help="the pool's jobs at once")
+    parser.add_argument("--python", type=python_interpreter, action=Once,
+                        help="run every cell with this Paddle environment's Python (one Paddle version only)")
+    parser.add_argument("--envs", type=Path, default=None, help="where environments are kept (default: .nox/)")
+    parser.add_argument("--releases", default=None, help="comma-separated releases `releases` bisects over "
+                                                         "(default: every release the index serves)")
+
+
+def _steps(args: Any, out: Path) -> List[Tuple[str, List[str]]]:
+    common = ["--results", str(args.results), "--run", args.run_name]
+    envs = ["--envs", str(args.envs)] if args.envs else []
+    pool = ["pool", "--matrix", str(args.matrix), *common, *envs,
+            *[a for t in (args.tag or ([] if args.session else ["zoo"])) for a in ("--tag", t)],
+            *[a for s in args.session for a in ("--session", s)], *[a for m in (args.model or ["zoo"]) for a in ("--model", m)],
+            *(["--jobs", str(args.jobs)] if args.jobs else []), *(["--python", args.python] if args.python else [])]
+    releases = ["releases", *common, *envs, *(["--releases", args.releases] if args.releases else [])]
+    return [("pool", pool), ("releases", releases), ("workarounds", ["workarounds", *common, *envs]),
+            ("report", ["report", *common, "--matrix", str(args.matrix), "--zoo", str(out / "zoo.md")])]
+
+
+def _harness(argv: List[str], capture: bool = False) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *argv], cwd=Path.cwd(), text=True,
+                          capture_output=capture, env=None)
+
+
+def _made_by() -> str:
+    """The harness that made it: its commit where it is a git checkout (with "modified" when its tree
+    differs), else its version."""
+    from .. import __version__
+
+    try:
+        commit = subprocess.run(["git", "-C", str(HARNESS_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(HARNESS_ROOT), "status", "--porcelain", "--", "harness", "matrix"],
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = "", ""
+    return f"harness {__version__}" + (f" at commit {commit}" + (" (modified)" if dirty else "") if commit else "")
+
+
+def command(args: Any) -> int:
+    from ..report.model import RunModel
+    from ..report.publication import document
+    from ..report.workarounds import KNOWN_FILE
+
+    run = args.results / args.run_name
+    out = args.out or run
+    out.mkdir(parents=True, exist_ok=True)
+    timings: List[str] = []
+    for name, argv in _steps(args, out):
+        started = time.monotonic()
+        print(f"[qualification] {name}: python -m harness {' '.join(argv)}", flush=True)
+        code = _harness(argv).returncode
+        timings.append(f"{name} {time.monotonic() - started:.0f} s")
+        if code not in ENDED_WELL:
+            print(f"[qualification] stopped: `{name}` exited {code}", file=sys.stderr)
+            return code
+    model = RunModel.load(run)
+    if not model.records:
+        raise UserError(f"{run}: the pool recorded no cell; nothing to qualify.")
+    version = max((r.version for r in model.records), key=_order)
+    known = out / f"known-issues-{version}.toml"
+    shutil.copyfile(run / KNOWN_FILE, known)
+    verdict = _harness(["qualify", "--matrix", str(args.matrix), "--results", str(args.results), "--run",
+                        args.run_name, "--known", str(known), "--partial"], capture=True)
+    if verdict.returncode not in ENDED_WELL:
+        print(verdict.stderr, file=sys.stderr, end="")
+        return verdict.returncode
+    said = _said(args)
+    text = document(model, run.resolve(), version=version, command=said, verdict=verdict.stdout,
+                    zoo="zoo.md", known=known.name, made_by=f"{_made_by()}; steps: {', '.join(timings)}")
+    target = out / f"qualification-{version}.md"
+    target.write_text(text, encoding="utf-8")
+    print(f"[qualification] {target}: {verdict.stdout.strip().splitlines()[-1] if verdict.stdout.strip() else ''}")
+    return verdict.returncode
+
+
+def _order(version: str) -> Any:
+    from ..shared.spec import version_order
+
+    return version_order(version)
+
+
+def _said(args: Any) -> str:
+    """The command as a person would type it again."""
+    parts = ["python -m harness qualification"]
+    parts += [f"--tag {t}" for t in args.tag] + [f"--session {s}" for s in args.session]
+    parts += [f"--model {m}" for m in args.model]
+    parts += [f"--run {args.run_name}"] + ([f"--out {args.out}"] if args.out else [])
+    parts += [f"--releases {args.releases}"] if args.releases else []
+    return " ".join(parts)
+
+
+__all__ = ["add_parser", "command"]
