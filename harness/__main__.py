@@ -37,10 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     from .report import workarounds
     from .running import pool, qualification, releases
 
-    pool.add_parser(sub, DEFAULT_MATRIX)
-    releases.add_parser(sub)
-    qualification.add_parser(sub, DEFAULT_MATRIX)
-    workarounds.add_parser(sub)
+    for add in (lambda: pool.add_parser(sub, DEFAULT_MATRIX), lambda: releases.add_parser(sub),
+                lambda: qualification.add_parser(sub, DEFAULT_MATRIX), lambda: workarounds.add_parser(sub)):
+        add()
     return parser
 
 

@@ -117,9 +117,22 @@ def _changed(found: Sequence[Row], version: str) -> List[str]:
     return lines
 
 
-def document(model: RunModel, run: Path, *, version: str, command: str, verdict: str, zoo: str,
-             known: str, made_by: str) -> str:
+@dataclasses.dataclass(frozen=True)
+class Made:
+    """How the publication was made: the release, the command, ``qualify``'s words, the files beside it."""
+
+    version: str
+    command: str
+    verdict: str
+    zoo: str
+    known: str
+    made_by: str
+
+
+def document(model: RunModel, run: Path, made: Made) -> str:
     """The publication's Markdown (the module's docstring says what it holds)."""
+    version, command, verdict, zoo, known, made_by = (made.version, made.command, made.verdict, made.zoo, made.known,
+                                                      made.made_by)
     found = rows(model, run)
     counts = model.verdict_counts()
     tally = ", ".join(f"{n} {status.value}" for status, n in counts.items() if n)
@@ -138,4 +151,4 @@ def document(model: RunModel, run: Path, *, version: str, command: str, verdict:
     return "\n".join([*head, *table, "", "## What changed", "", *_changed(found, version), ""])
 
 
-__all__ = ["Row", "rows", "document"]
+__all__ = ["Made", "Row", "rows", "document"]

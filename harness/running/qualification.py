@@ -83,7 +83,7 @@ def _made_by() -> str:
 
 def command(args: Any) -> int:
     from ..report.model import RunModel
-    from ..report.publication import document
+    from ..report.publication import Made, document
     from ..report.workarounds import KNOWN_FILE
 
     run = args.results / args.run_name
@@ -110,8 +110,8 @@ def command(args: Any) -> int:
         print(verdict.stderr, file=sys.stderr, end="")
         return verdict.returncode
     said = _said(args)
-    text = document(model, run.resolve(), version=version, command=said, verdict=verdict.stdout,
-                    zoo="zoo.md", known=known.name, made_by=f"{_made_by()}; steps: {', '.join(timings)}")
+    text = document(model, run.resolve(), Made(version, said, verdict.stdout, "zoo.md", known.name,
+                                               f"{_made_by()}; steps: {', '.join(timings)}"))
     target = out / f"qualification-{version}.md"
     target.write_text(text, encoding="utf-8")
     print(f"[qualification] {target}: {verdict.stdout.strip().splitlines()[-1] if verdict.stdout.strip() else ''}")
