@@ -281,6 +281,15 @@ def releases(s: nox.Session) -> None:
 
 
 @nox.session(python=HOST_PYTHON)
+def qualification(s: nox.Session) -> None:
+    """A release qualified over the zoo in one command (``-- [--tag zoo-3.3.1 | --session S ...] [--out docs]``):
+    the sessions in one pool, then releases, workarounds, report --zoo and qualify --known, published as
+    ``qualification-<version>.md`` beside ``zoo.md`` and the known-issues file."""
+    s.install(*HOST_SIDE, "pip", "uv", silent=True)
+    _run_harness(s, "qualification", *s.posargs)
+
+
+@nox.session(python=HOST_PYTHON)
 def workarounds(s: nox.Session) -> None:
     """Each failing stage's verified workaround (``-- --run NAME``): a table, Config lines, PaddleX's
     hpi_config and a known-issues file for ``qualify --known``; a change verified on one cell of a cause
