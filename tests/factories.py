@@ -1025,3 +1025,20 @@ class WarpedByItsOwnGrid(nn.Layer):
 
 def warped_by_its_own_grid():
     return WarpedByItsOwnGrid(), _image_spec()
+
+
+class NoisyAtInference(nn.Layer):
+    """Noise added in ``forward`` whatever the mode (as some augmenting or sampling heads do): dygraph
+    and the exported program each draw their own numbers, so no two runs agree and no tolerance can."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        hidden = self.fc(x)
+        return hidden + 0.5 * paddle.randn(paddle.shape(hidden))
+
+
+def noisy_at_inference():
+    return NoisyAtInference(), [InputSpec([None, 8], "float32", "x")]

@@ -21,13 +21,20 @@ def explained(tmp_path_factory):
     matrix = folder / "matrix.toml"
     matrix.write_text(matrix_text(paddle_version, {"moe": "tests.factories:routed_experts",
                                                    "attn": "tests.factories:keeps_its_attention",
-                                                   "first": "tests.factories:doubled_after_its_first_call"},
+                                                   "first": "tests.factories:doubled_after_its_first_call",
+                                                   "noisy": "tests.factories:noisy_at_inference"},
                                   inputs={"moe": "x = { shape = [6, 8] }", "attn": "x = { shape = [2, 6, 8] }",
-                                          "first": "x = { shape = [4, 8] }"}))
-    run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--results", str(folder / "r"))
+                                          "first": "x = { shape = [4, 8] }", "noisy": "x = { shape = [4, 8] }"}))
+    # The noisy model in a run of its own: the summary's line budget is the three findings' above.
+    run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--model", "noisy", "--results",
+                str(folder / "noisy"))
+    run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--model", "moe", "--model", "attn",
+                "--model", "first", "--results", str(folder / "r"))
     run_harness("report", "--results", str(folder / "r"))
     results = folder / "r" / "default"
-    return results, {m: load_record(results, f"cpu_fp32/{paddle_version}/normal/{m}") for m in ("moe", "attn", "first")}
+    records = {m: load_record(results, f"cpu_fp32/{paddle_version}/normal/{m}") for m in ("moe", "attn", "first")}
+    records["noisy"] = load_record(folder / "noisy" / "default", f"cpu_fp32/{paddle_version}/normal/noisy")
+    return results, records
 
 
 def test_the_routing_a_program_lost_is_named_with_the_models_line_and_the_branch_around_it(explained):
@@ -77,3 +84,20 @@ def test_an_export_that_raises_only_after_an_eager_call_says_so(explained):
     assert setup["fresh_export"]["raises"] is False, setup["fresh_export"]
     assert setup["fresh_export"]["words"].startswith("depends on an earlier eager call: a fresh instance")
     assert "depends on an earlier eager call" in (results / "summary.md").read_text(encoding="utf-8")
+
+
+def test_a_model_that_draws_random_numbers_at_inference_is_untestable_with_the_op_and_its_line(explained):
+    """Noise added in forward: dygraph disagrees with itself, so every comparison with it would blame
+    a kernel or a pass (before: "the executor differs from dygraph", then a pass bisection). The setup
+    runs the forward twice and says so, with the random op and the model's line: not a Paddle cause."""
+    _, records = explained
+    record = records["noisy"]
+    assert record["verdict"]["status"] == "untestable", record["verdict"]
+    repeated = record["setup"]["repeatability"]
+    assert repeated["agrees"] is False and repeated["max_abs"] > 0.1, repeated
+    assert [d["op"] for d in repeated["random_ops"]] == ["gaussian"], repeated
+    assert repeated["random_ops"][0]["at"].startswith("tests/factories.py:"), repeated
+    assert "differ between two runs of the same inputs" in record["setup"]["message"]
+    assert not record.get("analysis"), "nothing is analysed against a reference that does not repeat"
+    # Every other cell repeated its dygraph outputs exactly where it computed them.
+    assert records["moe"]["setup"]["repeatability"] == {"agrees": True, "max_abs": 0.0}

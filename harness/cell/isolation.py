@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..shared.json_types import JsonObject
 from .pieces import Slot
 from .op_source import ONE_OP, Written, written
 from .public_api import PublicCall, PublicRecorder, tensors_in
@@ -240,6 +241,32 @@ def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = ()
             setattr(_C_ops, name, fn)
         recorder.alive.clear()
     return recorder.found
+
+
+# Ops that draw random numbers (``_C_ops`` names; dropout draws only in training).
+RANDOM_OPS = {"gaussian", "uniform", "randint", "randperm", "bernoulli", "multinomial", "poisson", "dropout",
+              "exponential", "truncated_gaussian_random", "binomial", "standard_gamma", "uniform_random"}
+
+
+def random_draws(paddle: Any, model: Any, args: Sequence[Any]) -> List[JsonObject]:
+    """The random ops the forward runs, each with the model's line that ran it (distinct)."""
+    held = list(model.parameters()) + list(model.buffers())
+    calls = record_ops(paddle, lambda: model(*args), held)
+    found: List[JsonObject] = []
+    for call in calls:
+        if call.name.split(".")[-1].rstrip("_") in RANDOM_OPS:
+            entry = {"op": call.name, "at": _shareable_line(call.at) if call.at else ""}
+            if entry not in found:
+                found.append(entry)
+    return found
+
+
+def _shareable_line(at: str) -> str:
+    """``file:line`` with the file as a record says it (``causes.shareable_path``)."""
+    from ..shared.causes import shareable_path
+
+    path, _, line = at.rpartition(":")
+    return f"{shareable_path(path)}:{line}"
 
 
 def schedule(calls: Sequence[OpCall], message: str,

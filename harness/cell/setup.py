@@ -142,16 +142,19 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     t = time.perf_counter()
     with paddle.no_grad():
         outputs = flatten_outputs(paddle, layer(*build_call_args(paddle, input_spec, arrays)))
+    if not outputs:
+        raise UserError(f"{ctx.where}.factory: the model's forward returns no tensor; return a tensor, list or dict of tensors.")
     shape_entries = variant_references(ctx, layer, input_spec, specs, variants)
     timings["dygraph"] = time.perf_counter() - t
-
+    repeated = repeatability(ctx, layer, build_call_args(paddle, input_spec, arrays), outputs)
+    if repeated["agrees"] is False and repeated["random_ops"]:
+        return {"status": Status.UNTESTABLE, "paddle": info, "message": repeated["words"], "repeatability": repeated,
+                "weights": weights, "losses": losses, "findings": ctx.mode.findings}
     if ctx.mode.reducible:  # the instance this process trained (and exports): what later steps take apart
         ctx.built = (layer, input_spec)
     t = time.perf_counter()
     files = phase(ctx, "export", lambda: ctx.mode.export(ctx.saved, layer, input_spec, ctx.work / "export" / "model"))
     timings["export"] = time.perf_counter() - t
-    if not outputs:
-        raise UserError(f"{ctx.where}.factory: the model's forward returns no tensor; return a tensor, list or dict of tensors.")
     labels = [label for label, _ in outputs]
     ctx.save_outputs("dygraph.npz", [a for _, a in outputs])
     return {
@@ -166,9 +169,46 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
         "model_packages": sources.model_packages(layer, cell.model["factory"]),
         "losses": losses,
         "weights": weights,
+        "repeatability": repeated,
         "timings": {k: round(v, 4) for k, v in timings.items()},
         "findings": ctx.mode.findings,
     }
+
+
+def repeatability(ctx: CellContext, layer: Any, args: List[Any], outputs: List[Any]) -> Dict[str, Any]:
+    """A copy of the model run again on the same inputs, against the reference it just gave, at the
+    fp32 tolerance. A model that draws random numbers at inference gives different outputs each run,
+    and no stage compared with it can pass or fail for Paddle's reasons: ``agrees`` False with the
+    random ops its forward runs (and their lines) makes the setup ``untestable``. Outputs that differ
+    with no random op come from state the forward keeps (a counter, a cache): a property the export
+    analysis explains, said here and judged as any other. The copy leaves the model that is exported
+    after exactly the eager calls it had (its state is what the export reads)."""
+    import copy
+
+    from ..shared.compare import Tolerance, compare_all
+
+    paddle = ctx.paddle
+    try:
+        twin = copy.deepcopy(layer)
+    except Exception as exc:  # a layer holding what does not copy (a handle, a lock): not checked, said
+        return {"agrees": None, "why": f"not checked: the model does not copy ({type(exc).__name__}: {exc})"[:300]}
+    with paddle.no_grad():
+        again = flatten_outputs(paddle, twin(*args))
+    stats = compare_all([a for _, a in outputs], [a for _, a in again], Tolerance.of(ctx.cell.tolerances["fp32"]),
+                        "a second dygraph run's outputs")
+    worst = max((s.max_abs or 0.0) for s in stats)
+    if all(s.passed for s in stats):
+        return {"agrees": True, "max_abs": worst}
+    from .isolation import random_draws
+
+    draws = random_draws(paddle, copy.deepcopy(layer), args)
+    said = f"the model's dygraph outputs differ between two runs of the same inputs (max abs {worst:.3g})"
+    if not draws:
+        return {"agrees": False, "max_abs": worst, "random_ops": [],
+                "words": f"{said}, with no random op: state its forward keeps (judged as any other model)"}
+    drawn = ", ".join(f"`{d['op']}` ({d['at']})" for d in draws[:3])
+    return {"agrees": False, "max_abs": worst, "random_ops": draws,
+            "words": f"{said}: nothing compared with them can be judged; random ops its forward runs: {drawn}"}
 
 
 def setup_from_capture(ctx: CellContext, capture: Path) -> Dict[str, Any]:
