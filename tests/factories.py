@@ -1042,3 +1042,23 @@ class NoisyAtInference(nn.Layer):
 
 def noisy_at_inference():
     return NoisyAtInference(), [InputSpec([None, 8], "float32", "x")]
+
+
+class WritesInPlaceUnderATensorCondition(nn.Layer):
+    """An in-place write inside ``if`` on a tensor: the exported program returns the zeros (measured at
+    3.3.1: it holds no ``if``; the condition and the write are gone), dygraph the layer's output."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        hidden = self.fc(x)
+        out = paddle.zeros_like(hidden)
+        if hidden.mean() > -100.0:
+            out.add_(hidden)
+        return out
+
+
+def writes_in_place_under_a_tensor_condition():
+    return WritesInPlaceUnderATensorCondition(), [InputSpec([None, 8], "float32", "x")]

@@ -22,18 +22,21 @@ def explained(tmp_path_factory):
     matrix.write_text(matrix_text(paddle_version, {"moe": "tests.factories:routed_experts",
                                                    "attn": "tests.factories:keeps_its_attention",
                                                    "first": "tests.factories:doubled_after_its_first_call",
-                                                   "noisy": "tests.factories:noisy_at_inference"},
+                                                   "noisy": "tests.factories:noisy_at_inference",
+                                                   "branch": "tests.factories:writes_in_place_under_a_tensor_condition"},
                                   inputs={"moe": "x = { shape = [6, 8] }", "attn": "x = { shape = [2, 6, 8] }",
-                                          "first": "x = { shape = [4, 8] }", "noisy": "x = { shape = [4, 8] }"}))
-    # The noisy model in a run of its own: the summary's line budget is the three findings' above.
-    run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--model", "noisy", "--results",
-                str(folder / "noisy"))
+                                          "first": "x = { shape = [4, 8] }", "noisy": "x = { shape = [4, 8] }",
+                                          "branch": "x = { shape = [4, 8] }"}))
+    # These two in a run of their own: the summary's line budget is the three findings' above.
+    run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--model", "noisy", "--model", "branch",
+                "--results", str(folder / "apart"))
     run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--model", "moe", "--model", "attn",
                 "--model", "first", "--results", str(folder / "r"))
     run_harness("report", "--results", str(folder / "r"))
     results = folder / "r" / "default"
     records = {m: load_record(results, f"cpu_fp32/{paddle_version}/normal/{m}") for m in ("moe", "attn", "first")}
-    records["noisy"] = load_record(folder / "noisy" / "default", f"cpu_fp32/{paddle_version}/normal/noisy")
+    for model in ("noisy", "branch"):
+        records[model] = load_record(folder / "apart" / "default", f"cpu_fp32/{paddle_version}/normal/{model}")
     return results, records
 
 
@@ -101,3 +104,17 @@ def test_a_model_that_draws_random_numbers_at_inference_is_untestable_with_the_o
     assert not record.get("analysis"), "nothing is analysed against a reference that does not repeat"
     # Every other cell repeated its dygraph outputs exactly where it computed them.
     assert records["moe"]["setup"]["repeatability"] == {"agrees": True, "max_abs": 0.0}
+
+
+def test_an_in_place_write_under_a_tensor_condition_is_said_with_the_condition_and_its_line(explained):
+    """``if hidden.mean() > -100.0: out.add_(hidden)``: the program returns the zeros (at 3.3.1 it holds
+    no ``if``: the condition and the write are gone); the triage names the condition the forward
+    branched on, with its source line, beside the ops the program lost."""
+    _, records = explained
+    triage = records["branch"]["analysis"]["triage"]
+    assert triage["outcome"] == "export", triage
+    said = triage["export"]
+    assert {"mean", "greater_than"} <= {e["op"] for e in said["lost"]}, said["lost"]  # the condition went too
+    condition = said["tensor_conditions"][0]
+    assert condition["line"] == "if hidden.mean() > -100.0:" and condition["at"].startswith("tests/factories.py:"), said
+    assert "the forward branched on a tensor at `if hidden.mean() > -100.0:`" in said["words"], said["words"]

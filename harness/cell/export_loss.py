@@ -250,12 +250,15 @@ def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, referenc
     state = forward_state(paddle, model)
     held = list(model.parameters()) + list(model.buffers())
     result: List[Any] = []
-    calls = isolation.record_ops(paddle, lambda: result.append(model(*args)), held)
+    branched: List[str] = []
+    calls = isolation.record_ops(paddle, lambda: result.append(model(*args)), held, branched)
     program_ops = program_op_types(program)
     lost, gained = lost_and_gained(calls, program_ops, [id(t) for _, t in tensors_in(paddle, result[0])])
     branches = sum(1 for op in program_ops if normalized(op) in CONTROL_FLOW)
     fresh = fresh_export(ctx, setup, shape, reference, setup.output_labels, plan)
-    said: JsonObject = {"lost": lost, "gained": gained, "control_flow_ops": branches, "forward_state": state,
+    conditions = [{"at": _shareable(at), "line": _source_line(at)} for at in branched[:LINES_KEPT]]
+    said: JsonObject = {"lost": lost, "gained": gained, "control_flow_ops": branches, "tensor_conditions": conditions,
+                        "forward_state": state,
                         "fresh_export": fresh, "dygraph_ops": len(calls), "program_ops": len(program_ops)}
     said["words"] = words(said)
     return said
@@ -274,8 +277,12 @@ def words(said: JsonObject) -> str:
                      entry["dygraph"] > 1 else "")
             shown.append(f"`{entry['op']}`{count}{where}")
         parts.append("the program lost " + "; ".join(shown) + (f" and {len(lost) - 4} more op type(s)" if len(lost) > 4 else ""))
-    if said.get("control_flow_ops"):
-        parts.append(f"it holds {said['control_flow_ops']} if/while op(s): a Python condition became a tensor condition")
+    conditions = said.get("tensor_conditions") or []
+    if said.get("control_flow_ops") or conditions:
+        where = "; ".join(f"`{c['line']}` ({c['at']})" if c.get("line") else c["at"] for c in conditions)
+        parts.append(f"it holds {said.get('control_flow_ops') or 0} if/while op(s)"
+                     + (f"; the forward branched on a tensor at {where}" if where else
+                        ": a Python condition became a tensor condition"))
     for entry in (said.get("forward_state") or [])[:3]:
         parts.append(f"`self.{entry['attribute']}` of {entry['layer']} is set in forward ({_shareable(entry['at'])}) and "
                      f"held a tensor of an eager call when traced")
@@ -287,6 +294,15 @@ def words(said: JsonObject) -> str:
     elif fresh.get("why"):
         parts.append(f"no fresh export: {fresh['why'][:160]}")
     return "; ".join(parts)
+
+
+def _source_line(at: str) -> str:
+    """The model's source line ``file:line`` names, stripped ("" where the file cannot be read here)."""
+    path, _, number = at.rpartition(":")
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()[int(number) - 1].strip()[:120]
+    except (OSError, ValueError, IndexError):
+        return ""
 
 
 def _shareable(at: str) -> str:

@@ -145,6 +145,7 @@ class _Recorder:
                               os.path.dirname(os.__file__))
         self.found: List[OpCall] = []
         self.alive: List[Any] = []
+        self.branches: List[str] = []  # the model's lines that branched on a tensor (``if t:``), in order
 
     def _add(self, op: OpCall, ids: List[int], operands: Sequence[Any], result: Any) -> None:
         outputs = tensors_in(self.paddle, result)
@@ -200,6 +201,9 @@ class _Recorder:
             producer = next((op for op in reversed(self.found) if id(tensor) in op.output_ids), None)
             if producer is not None:
                 producer.branched_before = len(self.found)
+            at = caller_line(self.not_the_model)
+            if at and at not in self.branches:
+                self.branches.append(at)
             return truth(tensor)
         return call
 
@@ -213,11 +217,13 @@ def op_functions(paddle: Any) -> Tuple[Dict[str, Callable[..., Any]], Dict[str, 
     return c_ops, {m: getattr(paddle.Tensor, m) for m in OPERATORS if hasattr(paddle.Tensor, m)}
 
 
-def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = ()) -> List[OpCall]:
+def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = (),
+               branches: Optional[List[str]] = None) -> List[OpCall]:
     """The ops of ``forward()`` (run under no_grad, in dygraph: a layer ``to_static`` already
     converted would otherwise run its saved program instead of its ops), in order. ``held``: the
     layer's parameters and buffers; an input that is one of them stays one in the op's program (a
-    constant-folding pass folds an op over a parameter, not over a feed)."""
+    constant-folding pass folds an op over a parameter, not over a feed). ``branches``: filled with
+    the model's lines that branched on a tensor (what ``to_static`` makes a ``pd_op.if`` of)."""
     from paddle import _C_ops
 
     recorder = _Recorder(paddle, held)
@@ -240,6 +246,8 @@ def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = ()
         for name, fn in originals.items():
             setattr(_C_ops, name, fn)
         recorder.alive.clear()
+    if branches is not None:
+        branches.extend(recorder.branches)
     return recorder.found
 
 
