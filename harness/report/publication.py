@@ -143,6 +143,8 @@ def document(model: RunModel, run: Path, made: Made) -> str:
             f"Known issues (`python -m harness qualify --known {known}`): `{known}`.", "",
             "## At a glance", "", f"Every zoo model in every session, with the cause it met: [{zoo}]({zoo}).", "",
             f"## Causes ({len(found)})", "",
+            f"Reproducers are under the run's folder (`{run.parent.name}/{run.name}/`), each with its README and, "
+            "beside it, `source/source_repro.py` (the script `releases` ran at every release) and the issue draft.", "",
             "| # | kind | Paddle's words | cells | place | reproducer | releases | workaround |",
             "|---|---|---|---|---|---|---|---|"]
     table = [f"| {r.label} | {r.kind} | {_text(r.words)} | {len(r.cells)}: {_text(', '.join(r.cells), 200)} | "
