@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...shared.errors import Finding
+from ...shared.errors import Finding, HarnessFailure
 from ...cell import sandbox
 from ...shared.protocol import forked
 from ...shared.tensor_diff import DumpedTensor
@@ -285,7 +285,11 @@ class Converter:
         program's op types missing from paddle2onnx's own supported list name the op."""
         import onnx
 
-        program = Path(files["program"])
+        # Absolute: the conversion's child works in its own folder (a run given as ``--results results``
+        # passed relative paths, and the child looked for the program there: measured on the zoo).
+        program = Path(files["program"]).resolve()
+        if not program.is_file():  # the harness's own gap, never words of the converter's
+            raise HarnessFailure(f"no program to convert at {program}")
         key = str(program) + options.suffix()
         self.settle(program, options)  # a use after the first waits for the second conversion
         if key in self._converted:  # every stage and probe of a cell asks for the same program
@@ -298,7 +302,7 @@ class Converter:
             # difference. The second is compared when the first stage that uses the ONNX has run
             # (``settle``): nobody waits for it before then.
             deadline = time.monotonic() + CONVERT_TIMEOUT
-            params = files.get("params") or ""
+            params = str(Path(files["params"]).resolve()) if files.get("params") else ""
             keywords = options.keywords()
             plain = launch(_fork_conversion, program=str(program), params=params, target=str(target), log=str(report),
                            keywords=keywords)
