@@ -130,20 +130,21 @@ def test_a_suite_decoder_exported_as_it_ships_records_paddle_s_error_and_where(t
 
 
 def test_one_model_of_each_suite_beyond_paddlex_builds_exports_and_agrees_on_native_cpu(tmp_path, paddle_version):
-    """PaddleSeg's BiSeNetV2, PaddleDetection's PP-YOLOE-s (backbone and neck) and PaddleScience's
-    Navier-Stokes PINN, built from their packages' own classes (families installed without their
-    pins), trained lite, exported and run by Paddle Inference's native CPU kernels: every stage is
-    judged and agrees, and each output has the magnitude lite training gives (not a constant)."""
-    for package in ("paddleseg", "ppdet", "ppsci"):
+    """PaddleSeg's BiSeNetV2, PaddleDetection's PP-YOLOE-s (backbone and neck), PaddleScience's
+    Navier-Stokes PINN and PaddleOCR-VL's vision tower (PaddleX's vision-language part), built from
+    their packages' own classes (families installed without their pins), trained lite, exported and
+    run by Paddle Inference's native CPU kernels: every stage is judged and agrees, and each output
+    has the magnitude lite training gives (not a constant)."""
+    for package in ("paddleseg", "ppdet", "ppsci", "einops"):
         pytest.importorskip(package, reason="the zoo's families are installed by `nox -s tests`")
     if not paddle_version.startswith("3."):
         pytest.skip("the zoo runs at Paddle 3 here")
     results = tmp_path / "r"
-    models = ("seg_bisenetv2", "det_ppyoloe_s", "sci_ns_pinn")
+    models = ("seg_bisenetv2", "det_ppyoloe_s", "sci_ns_pinn", "paddleocr_vl_vision")
     proc = run_harness("run", "--matrix", str(MATRIX), "--session", "cpu_fp32", "--paddle", paddle_version,
                        *[a for m in models for a in ("--model", m)], "--results", str(results), "--no-root-cause")
     assert_exit_agrees(proc, results, "cpu_fp32")
-    for name, dist in zip(models, ("paddleseg", "paddledet", "paddlesci")):
+    for name, dist in zip(models, ("paddleseg", "paddledet", "paddlesci", "paddlex")):
         record = load_record(results / "default", f"cpu_fp32/{paddle_version}/normal/{name}")
         assert record["verdict"]["status"] == "pass", (name, record["verdict"])
         # The layers came from the suite's package (what `releases` installs beside a piece reproducer).
