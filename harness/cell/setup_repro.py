@@ -80,21 +80,22 @@ def _written(ctx: CellContext, build: Callable[[], source_repro.Source],
             "paddle": ctx.paddle_api.paddle_info()}
 
 
-def _header(source: source_repro.Source, does: str) -> str:
+def _header(source: source_repro.Source, does: str, lazy_annotations: bool = False) -> str:
     """The script's docstring and imports, what the factory's module did to the suite, the model's
-    classes, and the lines that rebuild it with its weights and run it once in dygraph."""
+    classes, and the lines that rebuild it with its weights and run it once in dygraph.
+    ``lazy_annotations``: the script holds the harness's own functions, annotated with its types."""
     doc = textwrap.dedent(f'''\
         """Source reproducer written by the Paddle qualification harness: {source.what}, {source.how},
         run in dygraph, then {does} by the Paddle that runs this script: that failing is the bug. It runs
         at any release that builds the model: python source_repro.py (exits non-zero when it reproduces;
         "{BUILT}" is printed once the model built and ran in dygraph)."""
-        import os
+        @FUTURE@import os
         import sys
         import tempfile
 
         import numpy as np
         import paddle
-        ''')
+        ''').replace("@FUTURE@", "from __future__ import annotations\n\n" if lazy_annotations else "")
     return (doc + source.setup + source.writer.header() + "\n\n" + source.writer.body() + source_repro.rebuilt(source)
             + f'print(f"{BUILT} Paddle {{paddle.__version__}}, the model built and ran in dygraph", flush=True)\n')
 
@@ -117,48 +118,21 @@ def _export_script(folder: Path, source: source_repro.Source) -> Path:
 
 
 def _training_script(folder: Path, source: source_repro.Source, steps: int, seed: int) -> Path:
-    """The process dying is the reproduction; a training that ends exits 0."""
-    return _saved(folder, source, _header(source, "trained as the harness's lite training trains it") + textwrap.dedent(f'''\
-        # BatchNorm statistics from the data (momentum 0 for one train-mode pass), then Adam steps
-        # towards seeded unit-scale targets.
+    """The process dying is the reproduction; a training that ends exits 0. The training is the
+    harness's own ``modes.lite_train`` (and the ``flatten_tensors`` it reads), copied in as written:
+    the script trains exactly as the cell did."""
+    import inspect
+
+    from . import modes, structure
+
+    train = inspect.getsource(modes.lite_train).replace("    from .structure import flatten_tensors\n", "")
+    code = "\n\n" + inspect.getsource(structure.flatten_tensors) + "\n\n" + train + textwrap.dedent(f'''
+
         paddle.seed({seed})
-        args = [paddle.to_tensor(inputs[name]) for name in feed_names]
-        norms = [m for m in layer.sublayers() if isinstance(m, paddle.nn.layer.norm._BatchNormBase)]
-        saved = [m._momentum for m in norms]
-        for m in norms:
-            m._momentum = 0.0
-        layer.train()
-        with paddle.no_grad():
-            layer(*args)
-        for m, momentum in zip(norms, saved):
-            m._momentum = momentum
-
-
-        def tensors(value):
-            """Paddle's flattening order: dicts by sorted key, then sequence order."""
-            if isinstance(value, paddle.Tensor):
-                return [value]
-            if isinstance(value, dict):
-                return [t for key in sorted(value) for t in tensors(value[key])]
-            if isinstance(value, (list, tuple)):
-                return [t for item in value for t in tensors(item)]
-            return []
-
-
-        optimizer = paddle.optimizer.Adam(learning_rate=1e-3, parameters=[p for p in layer.parameters() if not p.stop_gradient])
-        rng = np.random.default_rng({seed + 1})
-        targets = None
-        for step in range({steps}):
-            outputs = [t for t in tensors(layer(*args)) if str(t.dtype).endswith(("float32", "float16", "bfloat16", "float64"))]
-            if targets is None:
-                targets = [paddle.to_tensor(rng.standard_normal(t.shape).astype("float32")) for t in outputs]
-            loss = paddle.add_n([((o.astype("float32") - y) ** 2).mean() for o, y in zip(outputs, targets)])
-            loss.backward()
-            optimizer.step()
-            optimizer.clear_grad()
-            print(f"step {{step}}: loss {{float(loss):.6g}}", flush=True)
-        print("trained: not reproduced")
-        '''))
+        losses = lite_train(paddle, layer, [paddle.to_tensor(inputs[name]) for name in feed_names], {steps}, {seed})
+        print(f"trained: not reproduced (losses {{losses}})")
+        ''')
+    return _saved(folder, source, _header(source, "trained as the harness's lite training trains it", True) + code)
 
 
 __all__ = ["export_failure", "training_death"]
