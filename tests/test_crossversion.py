@@ -237,7 +237,7 @@ def test_the_smallest_verified_workaround_ships_as_config_lines_hpi_config_and_k
     # The Config lines, pasted into the reproducer before the predictor is made (as `workarounds` tries
     # a change verified on one cell of a cause on its other cells: running/across.py), make it pass;
     # a change that does nothing to the failure leaves it failing.
-    from harness.running.across import _judged, variant
+    from harness.running.across import run_variant, variant
     from harness.shared.record_model import CellRecord
 
     folder = Path(ifparam["analysis"]["reproducer"]["folder"])
@@ -247,8 +247,10 @@ def test_the_smallest_verified_workaround_ships_as_config_lines_hpi_config_and_k
     for lines, said in ((found["change_lines"], "fixes its reproducer"),
                         (["config.switch_ir_debug(False)"], "does not fix its reproducer")):
         patched = variant(folder / "repro.py", lines, tmp_path / said.replace(" ", "_"))
-        ran = subprocess.run([sys.executable, patched.name], cwd=patched.parent, capture_output=True, text=True)
-        assert _judged(ran, stage).startswith(said), (lines, ran.stdout[-2000:] + ran.stderr[-2000:])
+        # With an environment's interpreter, as `workarounds` gets it (`envs.ensure`: the venv's Python).
+        answer = run_variant(Path(sys.executable), patched, stage)
+        assert answer.startswith(said), (lines, answer, (patched.parent / "repro.log").read_text()[-2000:]
+                                         if (patched.parent / "repro.log").is_file() else "")
     interp = load_record(default, f"cpu_onednn_fp32/{head}/normal/interp")["analysis"]["workaround"]
     assert interp["verified"] and interp["changes"]["off_backend"], interp
     assert interp["changes"]["ops"] >= interp["changes"]["backend_ops"] + sum(interp["changes"]["off_backend"].values())

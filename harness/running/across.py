@@ -109,16 +109,22 @@ def _run_on(source: CellWorkaround, cell: CellWorkaround, lines: List[str], reco
     patched = variant(script, lines, script.parent / "across" / str(k))
     if patched is None:
         return Tried(change, source.cell, cell.cell, "not tried: its reproducer builds no Paddle Inference predictor")
-    env = environment(record)
-    if env is None:
+    python = environment(record)  # the Python of the cell's environment (``envs.ensure``)
+    if python is None:
         return Tried(change, source.cell, cell.cell, f"not tried: no environment of Paddle {record.version} here")
     say(f"[workarounds] {change} on {cell.cell}")
+    return Tried(change, source.cell, cell.cell, run_variant(python, patched, record.stage(repro.stage)),
+                 _shareable(patched, record))
+
+
+def run_variant(python: Path, patched: Path, stage: Optional[StageRecord]) -> str:
+    """The patched reproducer run by ``python`` (a cell environment's interpreter) in its folder, judged."""
     try:
-        proc = subprocess.run([str(env / "bin" / "python"), patched.name], cwd=patched.parent, capture_output=True,
+        proc = subprocess.run([str(python), patched.name], cwd=patched.parent, capture_output=True,
                               text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        return Tried(change, source.cell, cell.cell, f"could not run: over {TIMEOUT:g} s", _shareable(patched, record))
-    return Tried(change, source.cell, cell.cell, _judged(proc, record.stage(repro.stage)), _shareable(patched, record))
+        return f"could not run: over {TIMEOUT:g} s"
+    return _judged(proc, stage)
 
 
 def _shareable(path: Path, record: CellRecord) -> str:
@@ -141,4 +147,4 @@ def _judged(proc: "subprocess.CompletedProcess[str]", stage: Optional[StageRecor
     return f"could not run: {(said[-1] if said else f'exit {proc.returncode}')[:160]}"
 
 
-__all__ = ["Tried", "tried_on", "variant"]
+__all__ = ["Tried", "tried_on", "variant", "run_variant"]
