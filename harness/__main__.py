@@ -37,9 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     from .report import workarounds
     from .running import pool, qualification, releases
 
-    for add in (lambda: pool.add_parser(sub, DEFAULT_MATRIX), lambda: releases.add_parser(sub),
-                lambda: qualification.add_parser(sub, DEFAULT_MATRIX), lambda: workarounds.add_parser(sub)):
-        add()
+    pool.add_parser(sub, DEFAULT_MATRIX), releases.add_parser(sub), workarounds.add_parser(sub)
+    qualification.add_parser(sub, DEFAULT_MATRIX)
     return parser
 
 
@@ -146,6 +145,8 @@ def _add_reports(sub: Any) -> None:
     qualify.add_argument("--results", type=folder_to_read, default=Path("results"))
     qualify.add_argument("--run", dest="run_name", type=run_name, default="default")
     qualify.add_argument("--known", type=file_to_read, help="known-issues TOML ([[known]] cell, stage, reason, link)")
+    qualify.add_argument("--scope", action="append", help="require this SESSION@VERSION's cells, not [qualify]'s")
+    qualify.add_argument("--model", action="append", help="with --scope: only these models (zoo: the zoo's)")
     scope = qualify.add_mutually_exclusive_group()
     scope.add_argument("--strict", action="store_true", help="also block on skipped cells and hazards (a release)")
     scope.add_argument("--partial", action="store_true",
@@ -432,9 +433,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_qualify(args: argparse.Namespace) -> int:
     from . import matrix as matrix_mod
     from .report import qualify
-
     return qualify.run(args.results / args.run_name, matrix_mod.load(args.matrix), args.known, args.strict,
-                       args.partial)
+                       args.partial, args.scope, args.model)
 
 
 def _cmd_regress(args: argparse.Namespace) -> int:

@@ -349,4 +349,9 @@ def test_one_command_qualifies_the_run_and_publishes_each_cause_with_its_place_r
     assert f"**new since {OLD}**" in text, text[-2000:]
     known = out / f"known-issues-{head}.toml"
     assert known.is_file() and f"--known {known.name}" in text and (out / "zoo.md").is_file()
-    assert "partial:" in text  # qualify's own line, over the cells this run holds
+    # qualify's own line, over the cells the command asked for (not the matrix's [qualify] table): every
+    # one recorded, the head's failures expected by the known-issues file the command wrote.
+    verdict = text.split("## Verdict", 1)[1].split("## At a glance", 1)[0]
+    assert "without the known issues: NOT QUALIFIED" in verdict, verdict[:1500]
+    assert f"with them (known-issues-{head}.toml): QUALIFIED\n" in verdict, verdict[:1500]
+    assert "partial" not in verdict and "Missing cells" not in verdict, verdict[:1500]

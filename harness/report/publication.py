@@ -10,6 +10,7 @@ table is read from the run's records (nothing typed by hand), every name escaped
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import List, Optional, Sequence
 
@@ -98,10 +99,16 @@ def rows(model: RunModel, run: Path) -> List[Row]:
     return found
 
 
+def _line(version: str) -> tuple:
+    """A release's line: 3.3 for 3.3.1 (its major and minor numbers)."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+
+
 def _changed(found: Sequence[Row], version: str) -> List[str]:
-    """What changed since the newest release before ``version`` that ``releases`` asked."""
+    """What changed since the release line before ``version``'s: its newest release ``releases`` asked
+    (3.2.2 for 3.3.1): a cause whose last good release is that one or newer is new in this line."""
     before = sorted({v for row in found if row.span is not None for v in row.span.releases
-                     if version_order(v) < version_order(version)}, key=version_order)
+                     if _line(v) < _line(version)}, key=version_order)
     if not before:
         return ["No release before it was asked (`releases` did not run): nothing can be said of what changed."]
     previous = before[-1]
@@ -109,7 +116,7 @@ def _changed(found: Sequence[Row], version: str) -> List[str]:
            and version_order(r.span.first_bad) > version_order(previous)]
     older = [r for r in found if r.span is not None and r.span.first_bad and r not in new]
     unplaced = [r for r in found if r.span is None or not r.span.first_bad]
-    lines = [f"Against {previous}, the newest release before {version} the causes were asked at:", ""]
+    lines = [f"Against {previous}, the newest release of the line before {version}'s that the causes were asked at:", ""]
     lines += [f"- **new since {previous}**: [{r.label}] {_text(r.words, 120)} — {_text(r.released, 200)}" for r in new] \
         or [f"- no cause is new since {previous}"]
     lines += [f"- older: [{r.label}] {_text(r.released, 200)}" for r in older]

@@ -99,20 +99,20 @@ def load_known(path: Optional[Path]) -> List[Known]:
     return known
 
 
-def required_cells(matrix: Any) -> List[str]:
+def required_cells(matrix: Any, scope: Optional[Sequence[str]] = None, models: Optional[Sequence[str]] = None) -> List[str]:
     """Cell ids the release needs, from the matrix's [qualify] table (defaults: everything; the
-    table's keys and values were checked when the matrix was loaded)."""
+    table's keys and values were checked when the matrix was loaded); or, given ``scope``
+    (``session@version`` pairs) and ``models`` (``zoo`` among them), the cells of those: what a
+    qualification over the zoo asked for."""
     table = matrix.data.get("qualify", {})
-    sessions = table.get("sessions", list(matrix.sessions))
-    ids = []
-    for name in sessions:
-        session = matrix.session(name)
-        for version in table.get("versions", session.versions):
-            if version not in session.versions:
-                continue
-            for spec in matrix.expand(name, version, modes=table.get("modes"), models=table.get("models")):
-                ids.append(spec.id)
-    return ids
+    if scope:
+        pairs = [tuple(item.split("@", 1)) for item in scope]
+    else:
+        pairs = [(name, version) for name in table.get("sessions", list(matrix.sessions))
+                 for version in table.get("versions", matrix.session(name).versions)
+                 if version in matrix.session(name).versions]
+    return [spec.id for name, version in pairs
+            for spec in matrix.expand(name, version, modes=table.get("modes"), models=list(models or []) or table.get("models"))]
 
 
 def precision_risk_sessions(matrix: Any) -> List[str]:
@@ -234,13 +234,14 @@ def render(result: Qualification, limit: int = 8) -> str:
     return "\n".join(lines)
 
 
-def run(results: Path, matrix: Any, known_path: Optional[Path], strict: bool, partial: bool = False) -> int:
+def run(results: Path, matrix: Any, known_path: Optional[Path], strict: bool, partial: bool = False,
+        scope: Optional[Sequence[str]] = None, models: Optional[Sequence[str]] = None) -> int:
     if not results.is_dir():
         raise UserError(f"--results/--run: {results} does not exist; run the sessions first.")
     model = RunModel.load(results)
     if not model.records and not model.unreadable:
         raise UserError(f"--results/--run: no result records under {results}; run the sessions first.")
-    result = qualify(model, load_known(known_path), required_cells(matrix), strict, partial,
+    result = qualify(model, load_known(known_path), required_cells(matrix, scope, models), strict, partial,
                      optional_sessions(matrix), precision_risk_sessions(matrix))
     print(render(result))
     return 0 if result.qualified else 1
