@@ -44,11 +44,18 @@ class Row:
 
     @property
     def released(self) -> str:
-        return self.span.words() if self.span is not None else "not placed (no verified source reproducer)"
+        if self.span is not None:
+            return self.span.words()
+        if self.reproducer == "none":  # its cells' first failing stage is another cause's: theirs was reduced
+            return "not placed: no reproducer of its own (its cells' first failing stage is another cause's)"
+        return "not placed: its reproducer has no verified source form `releases` can run"
 
 
-def _span(records: Sequence[CellRecord]) -> Optional[ReleaseSpan]:
-    return next((r.analysis.releases for r in records if r.analysis.releases is not None), None)
+def _span(records: Sequence[CellRecord], stages: Sequence[str]) -> Optional[ReleaseSpan]:
+    """The release span of the cause's own reproducer: a record's span is its reproducer's, which
+    stands for another cause when its first failing stage was another (the baseline's, say)."""
+    return next((r.analysis.releases for r in records if r.analysis.releases is not None
+                 and r.analysis.reproducer is not None and (r.analysis.reproducer.stage or "setup") in stages), None)
 
 
 def _workaround(records: Sequence[CellRecord], stages: Sequence[str]) -> str:
@@ -87,7 +94,7 @@ def rows(model: RunModel, run: Path) -> List[Row]:
         stages = sorted({s for p in cause.places for s in cause.stages.get(p, [])})
         diagnosis = model.diagnosis(cause)
         found.append(Row(label, cause.kind, cause.message, list(cause.places), _where(diagnosis),
-                         _repro(diagnosis, run), _span(records), _workaround(records, stages)))
+                         _repro(diagnosis, run), _span(records, stages or ["setup"]), _workaround(records, stages)))
     for k, failure in enumerate(model.numeric_failures(), 1):
         record = by_id[failure.place]
         if model.converter_cause(failure.place, failure.stage) is not None:
@@ -95,7 +102,7 @@ def rows(model: RunModel, run: Path) -> List[Row]:
         words = (f"{failure.stage}: outputs beyond the tolerance (max abs {failure.max_abs:.3g} on "
                  f"{failure.output})" if failure.max_abs is not None else f"{failure.stage}: outputs beyond the tolerance")
         found.append(Row(f"F{k}", Status.FAIL.value, words, [failure.place], _where(failure.diagnosis),
-                         _repro(failure.diagnosis, run), _span([record]), _workaround([record], [failure.stage])))
+                         _repro(failure.diagnosis, run), _span([record], [failure.stage]), _workaround([record], [failure.stage])))
     return found
 
 
