@@ -27,7 +27,7 @@ import statistics
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..shared.causes import raised_status
+from ..shared.causes import raised_status, stage_cause
 from ..shared.compare import compare_all
 from ..shared.config import PredictorConfig, StageConfig
 from ..shared.runtime import StagePlan
@@ -71,7 +71,10 @@ def candidates(plan: StagePlan, done: Ledger, onednn_types: Sequence[str], files
             not_tried.append("keeping op types off oneDNN (set_mkldnn_op): this Paddle ignores the list "
                              "(measured by the exclude step)")
     found += engine.coarser(plan)
-    if plan.name.endswith("_convert"):  # the conversion's stage: the converter's own options
+    stage = done.stage(plan.name)
+    # The conversion's stage, or a later stage whose failure is the converter's (a file that differs by
+    # memory is found when the first stage that reads it settles it): the converter's own options.
+    if plan.name.endswith("_convert") or (stage is not None and stage_cause(stage.message).startswith("paddle2onnx")):
         found += engine.conversion_candidates(plan, files)
     return found, not_tried
 
