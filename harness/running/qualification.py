@@ -138,6 +138,13 @@ def _scope(args: Any) -> List[str]:
     return [a for p in pairs for a in ("--scope", p)] + [a for m in (args.model or ["zoo"]) for a in ("--model", m)]
 
 
+def _shown(folder: Path) -> str:
+    """A folder as the published command says it: relative to where it ran, never a path of this machine."""
+    resolved = Path(folder).resolve()
+    return resolved.relative_to(Path.cwd().resolve()).as_posix() if resolved.is_relative_to(Path.cwd().resolve()) \
+        else "DIR"
+
+
 def _order(version: str) -> Any:
     from ..shared.spec import version_order
 
@@ -149,7 +156,7 @@ def _said(args: Any) -> str:
     parts = ["python -m harness qualification"]
     parts += [f"--tag {t}" for t in args.tag] + [f"--session {s}" for s in args.session]
     parts += [f"--model {m}" for m in args.model]
-    parts += [f"--run {args.run_name}"] + ([f"--out {args.out}"] if args.out else [])
+    parts += [f"--run {args.run_name}"] + ([f"--out {_shown(args.out)}"] if args.out else [])
     parts += [f"--releases {args.releases}"] if args.releases else []
     return " ".join(parts)
 
