@@ -87,17 +87,28 @@ def _spelled(paddle: Any, value: Any, arrays: List[np.ndarray], ids: List[int]) 
     raise TypeError(f"an argument of type {type(value).__name__}")
 
 
-def public_functions(paddle: Any) -> Dict[str, tuple]:
-    """``qualified name -> (namespace, attribute, function)`` for the Python functions of
-    ``paddle.nn.functional`` and ``paddle`` (Paddle's own, not re-exported builtins)."""
-    found: Dict[str, tuple] = {}
+def public_functions(paddle: Any) -> List[Tuple[str, Any, str, Callable[..., Any]]]:
+    """``(public name, namespace, attribute, function)`` for the Python functions of
+    ``paddle.nn.functional`` and ``paddle`` (Paddle's own, not re-exported builtins), and for the
+    ``paddle.Tensor`` methods that are one of those functions (``x.transpose(perm)`` runs
+    ``paddle.transpose``: 385 of 523 at 3.3.1). A method call is spelled as the function's call,
+    ``paddle.transpose(in0, perm)``: the form every release traces (``_C_ops.transpose`` under 2.6's
+    ``to_static`` raises "must be OpResult, but got Variable")."""
+    found: List[Tuple[str, Any, str, Callable[..., Any]]] = []
+    by_identity: Dict[int, str] = {}
     for prefix, namespace in (("paddle.nn.functional", paddle.nn.functional), ("paddle", paddle)):
         for attribute in dir(namespace):
             if attribute.startswith("_"):
                 continue
             fn = getattr(namespace, attribute, None)
             if isinstance(fn, types.FunctionType) and (fn.__module__ or "").startswith("paddle"):
-                found[f"{prefix}.{attribute}"] = (namespace, attribute, fn)
+                found.append((f"{prefix}.{attribute}", namespace, attribute, fn))
+                if attribute == fn.__name__ or id(fn) not in by_identity:  # an alias yields to the own name
+                    by_identity[id(fn)] = f"{prefix}.{attribute}"
+    for attribute in dir(paddle.Tensor):
+        fn = getattr(paddle.Tensor, attribute, None)
+        if not attribute.startswith("_") and isinstance(fn, types.FunctionType) and id(fn) in by_identity:
+            found.append((by_identity[id(fn)], paddle.Tensor, attribute, fn))
     return found
 
 
@@ -142,12 +153,12 @@ class PublicRecorder:
         return call
 
     def __enter__(self) -> "PublicRecorder":
-        for name, (namespace, attribute, fn) in self.functions.items():
+        for name, namespace, attribute, fn in self.functions:
             setattr(namespace, attribute, self._wrap(name, fn))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for namespace, attribute, fn in self.functions.values():
+        for _, namespace, attribute, fn in self.functions:
             setattr(namespace, attribute, fn)
         self.alive.clear()
 

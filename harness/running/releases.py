@@ -37,7 +37,7 @@ from ..shared.errors import UserError
 from ..shared.record_model import AnalysisEntry, Analyses, CellRecord
 from ..shared.records import load_records, write_record
 from ..shared.releases import ReleaseRun, ReleaseSpan, RunOutcome, SpanOutcome, outcome as run_outcome
-from ..shared.spec import version_order
+from ..shared.spec import at_least, version_order
 from . import envs
 from .runlock import owned
 
@@ -144,32 +144,35 @@ class Bisection:
         self.larger_ok: Optional[bool] = None  # the larger script at the cell's own release (asked when needed)
 
     def run(self, version: str) -> RunOutcome:
-        python = self.environment(version, self.cause.needs_suite)
-        if python is None:
-            answer = (RunOutcome.NO_ENVIRONMENT, self._not_installed(version, self.cause.needs_suite))
-        else:
-            answer = self._ran(python, self.cause.script)
-            larger = self.cause.larger_script
-            if not answer[0].says and larger is not None and self._larger_reproduces():
-                # The smallest cannot be asked here (a form this release does not build or load): the
-                # piece or model the cell also verified is, where the model's packages install, and says so.
-                with_suite = self.environment(version, True)
-                said = (self._ran(with_suite, larger) if with_suite is not None else
-                        (RunOutcome.NO_ENVIRONMENT, self._not_installed(version, True)))
-                answer = (said[0], f"{said[1]} (the larger reproducer; the smallest said {answer[0].value}: "
-                                   f"{answer[1][:100]})")
+        answer = self._asked(version, self.cause.script, self.cause.needs_suite)
+        larger = self.cause.larger_script
+        if not answer[0].says and larger is not None and self._larger_reproduces():
+            # The smallest cannot be asked here (a form this release does not build or load): the
+            # piece or model the cell also verified is, where the model's packages install, and says so.
+            said = self._asked(version, larger, True)
+            smallest = answer[0].value.replace("_", " ")
+            answer = (said[0], f"the smallest reproducer {smallest} ({answer[1][:90]}); the larger: {said[1][:110]}")
         self.answers.setdefault(version, []).append(answer)
         self.say(f"[releases] {version}: {answer[0].value} ({answer[1][:120]})")
         return answer[0]
+
+    def _asked(self, version: str, script: Path, suite: bool) -> Tuple[RunOutcome, str]:
+        """One run of ``script`` at ``version``, or why it could not run there: the model's packages
+        not made for that release (its family starts at a later Paddle), or not installing."""
+        missing = self.environment.suite_missing(version) if suite else ""
+        if missing:
+            return RunOutcome.NO_ENVIRONMENT, missing
+        python = self.environment(version, suite)
+        if python is None:
+            return RunOutcome.NO_ENVIRONMENT, self._not_installed(version, suite)
+        return self._ran(python, script)
 
     def _larger_reproduces(self) -> bool:
         """Whether the larger script reproduces at the cell's own release (run once, the first time it
         is needed: the cell wrote it without running it)."""
         if self.larger_ok is None:
             own = self.cause.home.version
-            python = self.environment(own, True)
-            said = (self._ran(python, self.cause.larger_script) if python is not None else
-                    (RunOutcome.NO_ENVIRONMENT, self._not_installed(own, True)))
+            said = self._asked(own, self.cause.larger_script, True)
             self.larger_ok = said[0] is RunOutcome.REPRODUCED
             self.say(f"[releases] the larger reproducer at {own}: {said[0].value} ({said[1][:120]})")
         return self.larger_ok
@@ -286,6 +289,19 @@ class Environments:
         if self.family:
             return f"the {self.family} family's packages"
         return ", ".join(self.held[:3]) + (f" and {len(self.held) - 3} more" if len(self.held) > 3 else "")
+
+    def suite_missing(self, version: str) -> str:
+        """Why this release's environment cannot hold the model's packages ("" when it can): its
+        family installs from a later Paddle (``[families].requires_paddle``), so a script that
+        imports them says nothing there — said so, never run without them."""
+        if not self.family or self.matrix is None:
+            return ""
+        entry = self.matrix.data["families"].get(self.family, {})
+        floor = entry.get("requires_paddle")
+        if at_least(version, floor):
+            return ""
+        packages = ", ".join([*entry.get("no_deps", []), *entry.get("packages", [])][:2])
+        return f"the {self.family} family ({packages}) installs from Paddle {floor} on (its requires_paddle)"
 
     def _model_packages(self, version: str) -> Dict[str, List[str]]:
         if self.family and self.matrix is not None:

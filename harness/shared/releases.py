@@ -138,7 +138,7 @@ class ReleaseSpan:
         if self.outcome is SpanOutcome.IN_EVERY_RELEASE:
             unasked = self.unasked_below(self.first_bad)
             head = (f"first bad {self.first_bad} or earlier: {len(unasked)} older release(s) could not be asked — "
-                    + "; ".join(f"{t.version} {t.outcome.value.replace('_', ' ')} ({t.line[:100]})" for t in unasked)
+                    + "; ".join(f"{t.version} {t.outcome.value.replace('_', ' ')} ({t.line[:230]})" for t in unasked)
                     if unasked else f"in every release asked (oldest {self.first_bad})")
         else:
             head = f"first bad {self.first_bad}, last good {self.last_good}"
