@@ -895,6 +895,27 @@ def routed_experts():
     return RoutedExperts(), [InputSpec([None, 8], "float32", "x")]
 
 
+class AnnealsItsClip(nn.Layer):
+    """Anneals a clip bound by a Python counter kept on ``self`` and bumped in ``forward`` (a schedule
+    by call, as step-annealed temperatures are): the trace writes the bound it saw into the program
+    as a constant, so the program's ``clip`` parts from dygraph's at every later call."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.calls = 0
+
+    def forward(self, x):
+        h = paddle.tanh(self.proj(x))
+        self.calls += 1
+        bound = 1.0 / self.calls
+        return paddle.clip(h, -bound, bound) * 4.0
+
+
+def anneals_its_clip():
+    return AnnealsItsClip(), [InputSpec([None, 8], "float32", "x")]
+
+
 class KeepsItsAttention(nn.Layer):
     """Keeps its attention on ``self`` in ``forward`` (PaddleSpeech's FastSpeech2 does): after an eager
     call the attribute holds that call's tensor, and ``to_static`` reads it back as a value of the

@@ -23,19 +23,20 @@ def explained(tmp_path_factory):
                                                    "attn": "tests.factories:keeps_its_attention",
                                                    "first": "tests.factories:doubled_after_its_first_call",
                                                    "noisy": "tests.factories:noisy_at_inference",
-                                                   "branch": "tests.factories:writes_in_place_under_a_tensor_condition"},
+                                                   "branch": "tests.factories:writes_in_place_under_a_tensor_condition",
+                                                   "clip": "tests.factories:anneals_its_clip"},
                                   inputs={"moe": "x = { shape = [6, 8] }", "attn": "x = { shape = [2, 6, 8] }",
                                           "first": "x = { shape = [4, 8] }", "noisy": "x = { shape = [4, 8] }",
-                                          "branch": "x = { shape = [4, 8] }"}))
+                                          "branch": "x = { shape = [4, 8] }", "clip": "x = { shape = [4, 8] }"}))
     # These two in a run of their own: the summary's line budget is the three findings' above.
     run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--model", "noisy", "--model", "branch",
-                "--results", str(folder / "apart"))
+                "--model", "clip", "--results", str(folder / "apart"))
     run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--model", "moe", "--model", "attn",
                 "--model", "first", "--results", str(folder / "r"))
     run_harness("report", "--results", str(folder / "r"))
     results = folder / "r" / "default"
     records = {m: load_record(results, f"cpu_fp32/{paddle_version}/normal/{m}") for m in ("moe", "attn", "first")}
-    for model in ("noisy", "branch"):
+    for model in ("noisy", "branch", "clip"):
         records[model] = load_record(folder / "apart" / "default", f"cpu_fp32/{paddle_version}/normal/{model}")
     return results, records
 
@@ -118,3 +119,27 @@ def test_an_in_place_write_under_a_tensor_condition_is_said_with_the_condition_a
     condition = said["tensor_conditions"][0]
     assert condition["line"] == "if hidden.mean() > -100.0:" and condition["at"].startswith("tests/factories.py:"), said
     assert "the forward branched on a tensor at `if hidden.mean() > -100.0:`" in said["words"], said["words"]
+
+
+def test_a_python_number_frozen_at_trace_is_found_where_dygraph_and_the_program_part(explained):
+    _, records = explained
+    triage = records["clip"]["analysis"]["triage"]
+    assert triage["outcome"] == "export", triage
+    export = triage["export"]
+    parting = export["parting"]
+    # tanh and the linear before it agree; the clip whose bound the trace froze is where they part
+    assert parting["agree"] is False and parting["op"] == "pd_op.clip", parting
+    assert parting["agreed_before"] >= 2 and parting["max_abs"] > 0, parting
+    assert "paddle.clip(h, -bound, bound)" in parting["line"] and "factories.py:" in parting["at"], parting
+    assert {"attribute": "calls", "kind": "number"}.items() <= next(
+        e for e in export["forward_state"] if e["attribute"] == "calls").items(), export["forward_state"]
+    assert "part first at `pd_op.clip` `return paddle.clip(h, -bound, bound) * 4.0`" in export["words"], export["words"]
+    assert "`self.calls` of AnnealsItsClip is set in forward" in export["words"]
+
+
+def test_a_program_that_lacks_the_writes_agrees_on_every_tensor_it_kept(explained):
+    _, records = explained
+    parting = records["moe"]["analysis"]["triage"]["export"]["parting"]
+    # the zeros the program returns are dygraph's zeros_like, before its experts wrote into them
+    assert parting["agree"] is True and parting["pairs"] >= 1, parting
+    assert "paired with the program's agree" in records["moe"]["analysis"]["triage"]["export"]["words"]

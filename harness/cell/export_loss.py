@@ -23,13 +23,15 @@ from __future__ import annotations
 
 import ast
 import collections
+import difflib
 import inspect
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
-from ..shared.causes import shareable_path
+from ..shared.causes import raised_status, shareable_path
 from ..shared.compare import compare_all
 from ..shared.json_types import JsonObject
+from ..shared.vocab import Status
 from . import isolation, sandbox
 from .public_api import tensors_in
 
@@ -52,7 +54,13 @@ def normalized(op: str) -> str:
 PROGRAM_FORM = {"linear": ("matmul", "add")}
 
 
+# Tensor operators with a Python number beside the tensor run ``scale`` in dygraph and in the program.
+SCALED_BY_A_NUMBER = {"add", "subtract", "multiply", "divide"}
+
+
 def _forms(call: isolation.OpCall) -> Tuple[str, ...]:
+    if call.operator and normalized(call.name) in SCALED_BY_A_NUMBER and any(i < 0 for i in call.input_ids):
+        return ("scale",)  # the recorder's constant operand (a negative id): ``x * 4.0`` is ``scale``
     return PROGRAM_FORM.get(normalized(call.name), (normalized(call.name),))
 
 
@@ -135,8 +143,9 @@ def _one_line(node: ast.AST) -> str:
 
 
 def forward_state(paddle: Any, model: Any) -> List[JsonObject]:
-    """Attributes a layer's ``forward`` assigns that hold a tensor now (after the eager calls): each
-    with the layer's path and the line that assigns it."""
+    """Attributes a layer's ``forward`` assigns that hold a tensor or a Python number now (after the
+    eager calls): each with the layer's path, the line that assigns it and its kind. The trace reads
+    either back as a value of the program (a number as the constant it was then)."""
     found: List[JsonObject] = []
     for path, layer in [("", model), *model.named_sublayers()]:
         forward = getattr(type(layer), "forward", None)
@@ -153,9 +162,11 @@ def forward_state(paddle: Any, model: Any) -> List[JsonObject]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
                 node, (ast.AnnAssign, ast.AugAssign)) else []
             for target in targets:
-                if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
-                        and isinstance(getattr(layer, target.attr, None), paddle.Tensor)):
-                    entry = {"layer": path or type(layer).__name__, "attribute": target.attr,
+                held = getattr(layer, target.attr, None) if isinstance(target, ast.Attribute) else None
+                kind = ("tensor" if isinstance(held, paddle.Tensor) else
+                        "number" if isinstance(held, (int, float)) and not isinstance(held, bool) else "")
+                if kind and isinstance(target.value, ast.Name) and target.value.id == "self":
+                    entry = {"layer": path or type(layer).__name__, "attribute": target.attr, "kind": kind,
                              "at": _shareable(f"{file}:{start + node.lineno - 1}")}
                     if entry not in found:
                         found.append(entry)
@@ -173,7 +184,6 @@ def _fresh_instance_exported(ctx: Any, then: Any, weights: Any = None) -> Any:
     export's own failure as ``{"raised": message}``. A ``Death`` or a ``RuntimeError`` (the factory
     raised in the child) is the caller's to say."""
     from ..models import sources
-    from ..shared.causes import raised_status
 
     folder = ctx.work / "export-fresh"
     paddle = ctx.paddle
@@ -240,6 +250,76 @@ def export_without_eager_call(ctx: Any, raised: str) -> JsonObject:
     return answer
 
 
+def in_order(forward: Sequence[Any], program: Sequence[Any]) -> List[Tuple[int, int, str]]:
+    """Pairs of dygraph's op outputs and the program's, by the longest common run of op types in
+    both orders (``difflib``), same shape: an op the program lost or gained shifts the count of its
+    type, and a pairing by occurrence would then pair nothing of that type, the parting included."""
+    from .layerwise import normalized_op
+
+    ops_a = [normalized_op(t.op) for t in forward]
+    ops_b = [normalized_op(t.op) for t in program]
+    pairs = []
+    for block in difflib.SequenceMatcher(None, ops_a, ops_b, autojunk=False).get_matching_blocks():
+        for k in range(block.size):
+            i, j = block.a + k, block.b + k
+            if forward[i].readable and program[j].readable and forward[i].shape == program[j].shape:
+                pairs.append((i, j, "order"))
+    return pairs
+
+
+def first_parting(ctx: Any, plan: Any, setup: Any, shape: int, calls: Sequence[isolation.OpCall],
+                  outputs: Dict[int, List[Any]]) -> JsonObject:
+    """The first intermediate where dygraph and the program part: every op's outputs in the forward
+    (as each op made them) against the program's op outputs, as Paddle's predictor at the failing
+    stage's config (memory optimization off: one name, one tensor) computes them with every op
+    output hooked — paired as the per-tensor diff pairs two runs (``layerwise``: the k-th op of a
+    type with the k-th where both sides hold it equally often, else by value between those), in
+    the forward's order. Ops the program lacks have no pair: what was lost is ``lost``'s to say."""
+    import numpy as np
+
+    from ..shared.config import PredictorConfig
+    from ..shared.tensor_diff import DumpedTensor
+    from .layerwise import compare_dumps, dump, match, save_tensors
+    from .paddle_api import config as paddle_config, predictor as paddle_predictor
+
+    if not isinstance(plan.config, PredictorConfig):
+        return {"why": f"stage {plan.name} is not Paddle Inference's: its program's tensors are not hooked"}
+    folder = ctx.work / "export-parting"
+    made: List[Any] = []
+    tensors = []
+    for call in calls:
+        for k, array in enumerate(outputs.get(call.order, [])):
+            if array.dtype.kind in "fiu" and array.size:
+                # as the program spells it: a ``linear``'s output is its ``add``'s
+                tensors.append((DumpedTensor(f"pd_op.{_forms(call)[-1]}", f"dygraph_{call.order}_{k}"), array))
+                made.append(call)
+    forward_side = save_tensors(folder / "dygraph", tensors)
+    feeds = ctx.feeds(shape)
+    config = paddle_config.make_config(setup.get("export"), plan.config.replace(memory=False),
+                                       {k: list(v.shape) for k, v in feeds.items()})
+    predictor = paddle_predictor.create_predictor(config)
+    program_side = dump(predictor, feeds, folder / "program")
+    del predictor
+    rows, unmatched, pairs = compare_dumps(
+        folder / "dygraph", folder / "program", forward_side, program_side.index,
+        ctx.tolerance(plan, (setup.output_labels or [None])[0]),
+        matcher=lambda value_of: match(forward_side, program_side.index, value_of, anchors=in_order))
+    said: JsonObject = {"pairs": pairs, "dygraph_tensors": len(forward_side), "program_tensors": len(program_side.index),
+                        "unpaired": sum(1 for u in unmatched if u.side == "base"), "folder": str(folder)}
+    # A fusion's renamed tensor (the per-tensor diff's "suspect") cannot happen with every pass off:
+    # the first pair beyond the tolerance is where they part; an all-zero pair agrees.
+    first = next((r for r in rows if r.status is Status.FAIL), None)
+    if first is None:
+        said["agree"] = True
+        return said
+    call = made[first.index]
+    said.update(agree=False, op=call.op_type, at=_shareable(call.at) if call.at else "", line=_source_line(call.at),
+                shape=list(first.shape), max_abs=first.max_abs, matched_by=first.matched_by,
+                agreed_before=sum(1 for r in rows if r.index < first.index))
+    np.save(folder / "first_parting_dygraph.npy", np.load(folder / "dygraph" / forward_side[first.index].file))
+    return said
+
+
 def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, reference: List[Any]) -> JsonObject:
     """The three readings (the module's docstring) for the cell's model and its exported program."""
     from .paddle_api.export import program_op_types
@@ -251,7 +331,8 @@ def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, referenc
     held = list(model.parameters()) + list(model.buffers())
     result: List[Any] = []
     branched: List[str] = []
-    calls = isolation.record_ops(paddle, lambda: result.append(model(*args)), held, branched)
+    outputs: Dict[int, List[Any]] = {}
+    calls = isolation.record_ops(paddle, lambda: result.append(model(*args)), held, branched, outputs)
     program_ops = program_op_types(program)
     lost, gained = lost_and_gained(calls, program_ops, [id(t) for _, t in tensors_in(paddle, result[0])])
     branches = sum(1 for op in program_ops if normalized(op) in CONTROL_FLOW)
@@ -260,6 +341,11 @@ def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, referenc
     said: JsonObject = {"lost": lost, "gained": gained, "control_flow_ops": branches, "tensor_conditions": conditions,
                         "forward_state": state,
                         "fresh_export": fresh, "dygraph_ops": len(calls), "program_ops": len(program_ops)}
+    try:
+        said["parting"] = first_parting(ctx, plan, setup, shape, calls, outputs)
+    except Exception as exc:  # the predictor raised on the program: the parting is not asked, said
+        said["parting"] = {"why": f"not compared: the program raises under the predictor: {raised_status(exc)[1][:240]}"}
+    del outputs
     said["words"] = words(said)
     return said
 
@@ -284,8 +370,18 @@ def words(said: JsonObject) -> str:
                      + (f"; the forward branched on a tensor at {where}" if where else
                         ": a Python condition became a tensor condition"))
     for entry in (said.get("forward_state") or [])[:3]:
+        held = ("a Python number, traced as the constant it was" if entry.get("kind") == "number" else
+                "a tensor of an eager call when traced")
         parts.append(f"`self.{entry['attribute']}` of {entry['layer']} is set in forward ({_shareable(entry['at'])}) and "
-                     f"held a tensor of an eager call when traced")
+                     f"held {held}")
+    parting = said.get("parting") or {}
+    if parting.get("agree") is False:
+        line = f" `{parting['line']}`" if parting.get("line") else ""
+        parts.append(f"dygraph and the program part first at `{parting['op']}`{line} ({parting['at']}; max abs "
+                     f"{parting['max_abs']:.3g}, after {parting['agreed_before']} intermediate(s) that agree)")
+    elif parting.get("agree") is True:
+        parts.append(f"the {parting['pairs']} intermediate(s) paired with the program's agree: the outputs part "
+                     f"through what the program lacks")
     fresh = said.get("fresh_export") or {}
     if fresh.get("agrees") is True:
         parts.append("depends on an earlier eager call: a fresh export passes")
@@ -311,4 +407,4 @@ def _shareable(at: str) -> str:
     return f"{shareable_path(path)}:{line}"
 
 
-__all__ = ["explain", "export_without_eager_call", "words", "lost_and_gained", "context_of", "forward_state", "PLUMBING"]
+__all__ = ["explain", "first_parting", "export_without_eager_call", "words", "lost_and_gained", "context_of", "forward_state", "PLUMBING"]

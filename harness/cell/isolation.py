@@ -137,8 +137,9 @@ class _Recorder:
     C++, past ``_C_ops``) and a Python ``if`` on a tensor (``Tensor.__bool__``: which op's output
     the forward branched on). Tensors stay alive while recording, so that their ``id`` names them."""
 
-    def __init__(self, paddle: Any, held: Sequence[Any]):
+    def __init__(self, paddle: Any, held: Sequence[Any], outputs: Optional[Dict[int, List[np.ndarray]]] = None):
         self.paddle = paddle
+        self.outputs = outputs  # op order -> its outputs' values as the op made them (in-place writes come later)
         self.held_ids = {id(t) for t in held}
         # Frames of these files are Paddle's or the harness's: the model's line is the first other.
         self.not_the_model = (os.path.dirname(paddle.__file__), os.path.dirname(os.path.dirname(__file__)),
@@ -154,6 +155,8 @@ class _Recorder:
         op.input_ids, op.output_ids = ids, [id(t) for _, t in outputs]
         op.held = tuple(sorted(set(op.held) | {k for k, i in enumerate(ids) if i in self.held_ids}))
         op.at = caller_line(self.not_the_model)
+        if self.outputs is not None:
+            self.outputs[op.order] = [np.array(t.numpy()) for _, t in outputs]
         self.found.append(op)
 
     def c_op(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -218,15 +221,17 @@ def op_functions(paddle: Any) -> Tuple[Dict[str, Callable[..., Any]], Dict[str, 
 
 
 def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = (),
-               branches: Optional[List[str]] = None) -> List[OpCall]:
+               branches: Optional[List[str]] = None,
+               outputs: Optional[Dict[int, List[np.ndarray]]] = None) -> List[OpCall]:
     """The ops of ``forward()`` (run under no_grad, in dygraph: a layer ``to_static`` already
     converted would otherwise run its saved program instead of its ops), in order. ``held``: the
     layer's parameters and buffers; an input that is one of them stays one in the op's program (a
     constant-folding pass folds an op over a parameter, not over a feed). ``branches``: filled with
-    the model's lines that branched on a tensor (what ``to_static`` makes a ``pd_op.if`` of)."""
+    the model's lines that branched on a tensor (what ``to_static`` makes a ``pd_op.if`` of).
+    ``outputs``: filled with each op's output values (by its order) as it made them."""
     from paddle import _C_ops
 
-    recorder = _Recorder(paddle, held)
+    recorder = _Recorder(paddle, held, outputs)
     originals, operators = op_functions(paddle)
     truth = paddle.Tensor.__bool__
     for name, fn in originals.items():

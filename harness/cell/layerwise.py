@@ -16,9 +16,8 @@ Matching (only what really corresponds is compared; the rest is listed as unmatc
   ``_`` dropped: ``pd_op.conv2d:0`` and ``onednn_op.conv2d:5`` are both ``conv2d``, but
   ``onednn_op.fused_conv2d`` is not), and the same shape once oneDNN layouts are undone
   (``layout == 'ONEDNN'`` tensors are physically NHWC under an NCHW shape);
-* when names do not line up (PIR numbers variables per predictor), tensors are paired by
-  occurrence: the k-th ``pool2d`` with the k-th ``pool2d``, only for op types that occur
-  equally often in both runs;
+* when names do not line up (PIR numbers variables per predictor), the k-th ``pool2d`` with the
+  k-th ``pool2d``, for op types that occur equally often in both runs (or a caller's own anchors);
 * a mismatching tensor whose later matched tensors all agree again is marked *suspect* (the
   same name holding a different tensor after a fusion) and is not taken as the first
   divergence.
@@ -109,25 +108,28 @@ def dump(predictor: Any, feeds: Dict[str, np.ndarray], out_dir: Path) -> Dump:
 
     paddle_predictor.register_output_hook(predictor, hook)
     _, hooked = paddle_predictor.run_predictor(predictor, feeds)
-    same = len(plain) == len(hooked) and all(
-        a.shape == b.shape and np.array_equal(a, b, equal_nan=True) for a, b in zip(plain, hooked))
     _write_index(out_dir, index)
-    return Dump(index, hooked, not same)
+    return Dump(index, hooked, not same_outputs(plain, hooked))
 
 
 def _write_index(out_dir: Path, index: List[DumpedTensor]) -> None:
     (out_dir / "index.json").write_text(json.dumps([t.to_dict() for t in index]))
 
 
-def match(base: List[DumpedTensor], test: List[DumpedTensor], value_of=None) -> Tuple[Pairs, List[Unmatched]]:
+def match(base: List[DumpedTensor], test: List[DumpedTensor], value_of=None, anchors=None) -> Tuple[Pairs, List[Unmatched]]:
     """Pairs (base row, test row, how) and the unmatched rows with the reason: by name, then by
-    occurrence, then (with ``value_of``) by value."""
+    occurrence (or ``anchors(base, test)``'s pairs instead of those two), then (with ``value_of``) by value."""
     base_rows = [(i, r) for i, r in enumerate(base) if r.readable]
     test_rows = [(j, r) for j, r in enumerate(test) if r.readable]
     used_b: set = set()
     used_t: set = set()
-    pairs, unmatched = _match_by_name(base_rows, test, used_b, used_t)
-    pairs.extend(_match_by_occurrence(base_rows, test_rows, base, test, used_b, used_t))
+    if anchors:
+        pairs, unmatched = anchors(base, test), []
+        used_b.update(i for i, _, _ in pairs)
+        used_t.update(j for _, j, _ in pairs)
+    else:
+        pairs, unmatched = _match_by_name(base_rows, test, used_b, used_t)
+        pairs.extend(_match_by_occurrence(base_rows, test_rows, base, test, used_b, used_t))
     if value_of is not None:
         pairs.extend(_match_by_value(base_rows, test_rows, pairs, used_b, used_t, value_of))
     unmatched += [Unmatched.of(r, "base", "no corresponding tensor in the test run") for i, r in base_rows if i not in used_b]
