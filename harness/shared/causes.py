@@ -114,6 +114,11 @@ def paddle_message(exc: BaseException) -> str:
     a runtime or a converter that raised with no words of its own (``errors.calling``) is named in
     them: ``predictor.run() raised RuntimeError: std::exception``."""
     text = str(exc).strip()
+    inner = exc.__cause__ or exc.__context__
+    if isinstance(exc, SystemError) and text.endswith(_SET_BY_CALLEE) and inner is not None:
+        # A C function of Paddle's whose Python callee raised (``Tensor.__index__`` inside ``expand``):
+        # its own words only say so; the callee's are the cause, then whose call it was.
+        return f"{paddle_message(inner)} (in {text[:-len(_SET_BY_CALLEE)].strip()})"
     if isinstance(exc, Finding) and text:  # the harness's wrapper around their words: its class is nobody's
         return next(ln.strip() for ln in text.splitlines() if ln.strip())
     call = called(exc)
@@ -173,6 +178,7 @@ def cause_of(message: str) -> str:
     return _SPACE.sub(" ", text).strip()
 
 
+_SET_BY_CALLEE = "returned a result with an exception set"
 _PREFIX = re.compile(r"^(?:[A-Za-z]*(?:Error|Exception):\s*|\([A-Za-z]+\)\s*)+")
 # How ``paddle_message`` names a call that raised with no words of its own, and the stage it was under.
 _CALLED = re.compile(r"^\S+\(\) raised (?=\w)")

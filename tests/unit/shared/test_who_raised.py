@@ -135,3 +135,19 @@ def test_an_error_dy2static_reraises_is_said_with_its_own_line_not_its_module_pa
                         "    paddle.base.libpaddle.EnforceNotMet: () Does not support rank inconsistency: rank1=2, rank2=1\n"
                         "  [Hint: Expected dim1.size() == dim2.size() == true]")
     assert raised_status(exc)[1] == "EnforceNotMet: () Does not support rank inconsistency: rank1=2, rank2=1"
+
+
+def test_a_c_function_whose_python_callee_raised_is_said_with_the_callee_s_words():
+    # Paddle 3.3.1 with numpy 2 (PaddleSpeech's make_pad_mask): ``expand([paddle.shape(lengths), n])``
+    # calls ``Tensor.__index__`` on a one-element 1-D tensor, which numpy 2 refuses; the C function's
+    # own words only say that its callee raised.
+    def expand():
+        try:
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
+        except TypeError as inner:
+            raise SystemError("<built-in function expand> returned a result with an exception set") from inner
+
+    assert paddle_message(_caught(expand)) == ("TypeError: only 0-dimensional arrays can be converted to Python "
+                                               "scalars (in <built-in function expand>)")
+    bare = SystemError("<built-in function expand> returned a result with an exception set")
+    assert paddle_message(bare) == "SystemError: <built-in function expand> returned a result with an exception set"
