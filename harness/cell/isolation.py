@@ -141,9 +141,11 @@ class _Recorder:
         self.paddle = paddle
         self.outputs = outputs  # op order -> its outputs' values as the op made them (in-place writes come later)
         self.held_ids = {id(t) for t in held}
-        # Frames of these files are Paddle's or the harness's: the model's line is the first other.
-        self.not_the_model = (os.path.dirname(paddle.__file__), os.path.dirname(os.path.dirname(__file__)),
-                              os.path.dirname(os.__file__))
+        # Frames of these files are Paddle's or the harness's: the model's line is the first other. Each a
+        # folder with its separator: ``.../site-packages/paddle`` is also the start of paddlex's,
+        # paddleformers' and paddlespeech's paths, whose lines are the model's.
+        self.not_the_model = tuple(os.path.join(folder, "") for folder in (
+            os.path.dirname(paddle.__file__), os.path.dirname(os.path.dirname(__file__)), os.path.dirname(os.__file__)))
         self.found: List[OpCall] = []
         self.alive: List[Any] = []
         self.branches: List[str] = []  # the model's lines that branched on a tensor (``if t:``), in order

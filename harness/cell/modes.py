@@ -28,7 +28,7 @@ import re
 
 import warnings
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -280,7 +280,9 @@ def lite_train(paddle: Any, layer: Any, args: List[Any], steps: int, seed: int, 
             layer, optimizer = paddle.amp.decorate(models=layer, optimizers=optimizer, level="O2",
                                                    dtype=amp.dtype, save_dtype="float32")
     rng = np.random.default_rng(seed + 1)
-    targets = None
+    # A target per output and shape: an output whose length the weights decide (a TTS model's
+    # predicted durations) changes shape between steps.
+    targets: Dict[Tuple[int, Tuple[int, ...]], Any] = {}
     losses = []
     for _ in range(steps):
         if amp is not None:
@@ -290,9 +292,11 @@ def lite_train(paddle: Any, layer: Any, args: List[Any], steps: int, seed: int, 
             raw = layer(*args)
         outputs = [t for _, t in flatten_tensors(paddle, raw)
                    if str(t.dtype).endswith(("float32", "float16", "bfloat16", "float64"))]
-        if targets is None:
-            targets = [paddle.to_tensor(rng.standard_normal(t.shape).astype("float32")) for t in outputs]
-        loss = paddle.add_n([((o.astype("float32") - y) ** 2).mean() for o, y in zip(outputs, targets)])
+        for k, t in enumerate(outputs):
+            if (k, tuple(t.shape)) not in targets:
+                targets[(k, tuple(t.shape))] = paddle.to_tensor(rng.standard_normal(t.shape).astype("float32"))
+        loss = paddle.add_n([((o.astype("float32") - targets[(k, tuple(o.shape))]) ** 2).mean()
+                             for k, o in enumerate(outputs)])
         if scaler is not None:
             scaler.scale(loss).backward()
             scaler.step(optimizer)
