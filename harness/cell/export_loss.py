@@ -142,40 +142,62 @@ def _one_line(node: ast.AST) -> str:
     return ast.unparse(node).splitlines()[0]
 
 
-def forward_state(paddle: Any, model: Any) -> List[JsonObject]:
-    """Attributes a layer's ``forward`` assigns that hold a tensor or a Python number now (after the
-    eager calls): each with the layer's path, the line that assigns it and its kind. The trace reads
-    either back as a value of the program (a number as the constant it was then)."""
-    found: List[JsonObject] = []
-    for path, layer in [("", model), *model.named_sublayers()]:
-        forward = getattr(type(layer), "forward", None)
-        try:
-            lines, start = inspect.getsourcelines(forward)
-            file = inspect.getsourcefile(forward) or ""
-        except (OSError, TypeError):
+def numbers_of(model: Any) -> Dict[Tuple[str, str], float]:
+    """Every Python number a layer of ``model`` holds as an attribute, by (layer path, attribute)."""
+    return {(path, name): value for path, layer in [("", model), *model.named_sublayers()]
+            for name, value in vars(layer).items()
+            if isinstance(value, (int, float)) and not isinstance(value, bool)}
+
+
+def _assignments(cls: type, files: Dict[str, Any]) -> List[Tuple[str, int, str]]:
+    """``(file, line, attribute)`` of each ``self.<attribute> = ...`` in the methods ``cls`` and its
+    bases define outside Paddle (``forward`` and what it calls: PaddleSpeech keeps its attention in
+    ``forward_attention``). Each file parsed whole (``files``: the trees so far), its function found
+    by the line the compiler gave it: a method's own source, parsed alone, numbers its lines otherwise
+    where the file holds a form feed (``inspect`` splits lines as ``str.splitlines`` does)."""
+    found: List[Tuple[str, int, str]] = []
+    for name, method in inspect.getmembers(cls, inspect.isfunction):
+        if (method.__module__ or "").split(".")[0] == "paddle" or name.startswith("__"):
             continue
-        try:
-            tree = ast.parse("".join(_dedented(lines)))
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-                node, (ast.AnnAssign, ast.AugAssign)) else []
-            for target in targets:
-                held = getattr(layer, target.attr, None) if isinstance(target, ast.Attribute) else None
-                kind = ("tensor" if isinstance(held, paddle.Tensor) else
-                        "number" if isinstance(held, (int, float)) and not isinstance(held, bool) else "")
-                if kind and isinstance(target.value, ast.Name) and target.value.id == "self":
-                    entry = {"layer": path or type(layer).__name__, "attribute": target.attr, "kind": kind,
-                             "at": _shareable(f"{file}:{start + node.lineno - 1}")}
-                    if entry not in found:
-                        found.append(entry)
+        file = inspect.getsourcefile(method) or ""
+        if file not in files:
+            try:
+                files[file] = ast.parse(Path(file).read_text(encoding="utf-8"))
+            except (OSError, SyntaxError, ValueError):
+                files[file] = None
+        first = method.__code__.co_firstlineno
+        node = next((n for n in ast.walk(files[file]) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and first in (n.lineno, *(d.lineno for d in n.decorator_list[:1]))), None) if files[file] else None
+        for inner in ast.walk(node) if node is not None else ():
+            targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target] if isinstance(
+                inner, (ast.AnnAssign, ast.AugAssign)) else []
+            found += [(file, inner.lineno, t.attr) for t in targets
+                      if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"]
     return found
 
 
-def _dedented(lines: List[str]) -> List[str]:
-    indent = len(lines[0]) - len(lines[0].lstrip())
-    return [ln[indent:] if ln[:indent].strip() == "" else ln for ln in lines]
+def forward_state(paddle: Any, model: Any, numbers_before: Dict[Tuple[str, str], float]) -> List[JsonObject]:
+    """Attributes a layer's methods assign that now hold a tensor, or a Python number an eager call
+    changed (``numbers_before``: ``numbers_of`` before it; a number set to the same constant at each
+    call is no state): each with the layer's path, the line that assigns it and its kind. The trace
+    reads either back as a value of the program (a number as the constant it was then)."""
+    found: List[JsonObject] = []
+    by_class: Dict[type, List[Tuple[str, int, str]]] = {}
+    files: Dict[str, Any] = {}
+    for path, layer in [("", model), *model.named_sublayers()]:
+        cls = type(layer)
+        if cls not in by_class:
+            by_class[cls] = _assignments(cls, files) if (cls.__module__ or "").split(".")[0] != "paddle" else []
+        for file, line, attribute in by_class[cls]:
+            held = getattr(layer, attribute, None)
+            kind = ("tensor" if isinstance(held, paddle.Tensor) else
+                    "number" if (isinstance(held, (int, float)) and not isinstance(held, bool)
+                                 and numbers_before.get((path, attribute)) != held) else "")
+            entry = {"layer": path or cls.__name__, "attribute": attribute, "kind": kind,
+                     "at": _shareable(f"{file}:{line}")}
+            if kind and not any(e["layer"] == entry["layer"] and e["attribute"] == attribute for e in found):
+                found.append(entry)  # the first line that assigns it
+    return found
 
 
 def _fresh_instance_exported(ctx: Any, then: Any, weights: Any = None) -> Any:
@@ -327,12 +349,13 @@ def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, referenc
 
     paddle = ctx.paddle
     model, args, _ = model_and_args(ctx, setup, shape)
-    state = forward_state(paddle, model)
+    numbers = numbers_of(model)
     held = list(model.parameters()) + list(model.buffers())
     result: List[Any] = []
     branched: List[str] = []
     outputs: Dict[int, List[Any]] = {}
     calls = isolation.record_ops(paddle, lambda: result.append(model(*args)), held, branched, outputs)
+    state = forward_state(paddle, model, numbers)  # after the recorded eager call
     program_ops = program_op_types(program)
     lost, gained = lost_and_gained(calls, program_ops, [id(t) for _, t in tensors_in(paddle, result[0])])
     branches = sum(1 for op in program_ops if normalized(op) in CONTROL_FLOW)
