@@ -356,3 +356,36 @@ def test_one_command_qualifies_the_run_and_publishes_each_cause_with_its_place_r
     assert "without the known issues: NOT QUALIFIED" in verdict, verdict[:1500]
     assert f"with them (known-issues-{head}.toml): QUALIFIED\n" in verdict, verdict[:1500]
     assert "partial" not in verdict and "Missing cells" not in verdict, verdict[:1500]
+
+
+def test_a_shard_runs_the_pool_over_its_share_of_the_models_and_stops(two_versions, shared_envs, tmp_path):
+    """``qualification --shard K/N`` on a copy of the run above: the pool alone, over every N-th model
+    (its cells recorded: none redone), nothing published; the merged shards are one run again."""
+    import shutil
+
+    head = two_versions["head"]
+    shards = []
+    for k, model in ((1, "interp"), (2, "ifparam")):
+        results = tmp_path / f"shard{k}"
+        # a shard's folder holds its own models' cells alone, as a shard machine's would
+        shutil.copytree(two_versions["results"] / "default", results / "default",
+                        ignore=lambda folder, names, model=model: [
+                            n for n in names if Path(folder).parent.parent.parent.name == "default"
+                            and n not in (model, f"{model}.json")])
+        proc = run_harness("qualification", "--matrix", str(two_versions["matrix"]), "--session", "cpu_fp32",
+                           "--model", "interp", "--model", "ifparam", "--shard", f"{k}/2", "--results", str(results),
+                           "--run", "default", "--envs", str(shared_envs), "--out", str(tmp_path / f"out{k}"),
+                           timeout=600)
+        assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+        pool = next(ln for ln in proc.stdout.splitlines() if ln.startswith("[qualification] pool:"))
+        assert f"--model {model}" in pool and pool.count("--model") == 1, pool
+        assert "releases:" not in proc.stdout and "merge --into" in proc.stdout, proc.stdout[-2000:]
+        assert not (tmp_path / f"out{k}" / f"qualification-{head}.md").exists()
+        shards.append(results / "default")
+    merged = tmp_path / "merged"
+    proc = run_harness("merge", "--into", str(merged / "default"), *map(str, shards), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (merged / "default" / "cpu_fp32" / head / "normal" / "interp.json").is_file()
+    assert (merged / "default" / "cpu_fp32" / head / "normal" / "ifparam.json").is_file()
+    bad = run_harness("qualification", "--shard", "3/2")
+    assert bad.returncode == 2 and "--shard: '3/2' is not K/N" in bad.stderr and "Traceback" not in bad.stderr

@@ -75,7 +75,7 @@ def merge(into: Path, shards: Sequence[Path]) -> Dict[str, Any]:
         for record in records:
             if record.id in seen:
                 raise UserError(f"merge: cell {record.id} is in both {seen[record.id]} and {shard}; "
-                                f"give each shard its own sessions.")
+                                f"give each shard its own sessions (nox) or models (qualification --shard).")
             seen[record.id] = shard
     into.mkdir(parents=True, exist_ok=True)
     for shard, records in per_shard:

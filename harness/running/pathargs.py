@@ -97,6 +97,14 @@ def at_least_one(text: str) -> int:
     return value
 
 
+def shard_of(text: str) -> "tuple[int, int]":
+    """``K/N`` (``--shard``): the K-th of N shards, 1 <= K <= N."""
+    k, slash, n = text.partition("/")
+    if not slash or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
+        raise argparse.ArgumentTypeError(f"{text!r} is not K/N with 1 <= K <= N (e.g. 2/3: the second of three shards)")
+    return int(k), int(n)
+
+
 def python_interpreter(text: str) -> str:
     """An interpreter: a path to an executable file, or a name on PATH."""
     if os.path.sep not in text:

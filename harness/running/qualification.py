@@ -11,7 +11,13 @@ versions ``[zoo]`` names, i.e. ``--tag zoo``), ``releases`` (the release each ca
 ``known-issues-<version>.toml`` in ``--out`` (default: the run's folder). A pool that resumes finds
 its recorded cells and redoes only the rest; the steps after it always run again, over every record.
 Each step's time is said and published. A step that fails for the harness's or the user's reasons
-(exit 2, an interrupt) stops the chain with its code; a pool or verdict of failing cells does not."""
+(exit 2, an interrupt) stops the chain with its code; a pool or verdict of failing cells does not.
+
+When the zoo outgrows one machine, ``--shard K/N`` runs the pool alone over every N-th model of the
+selection, from the K-th (by model: a cause's cells in every session stay on one machine); the
+shards' run folders are joined with ``python -m harness merge --into DIR SHARD...`` and the command
+run again on DIR (``--results`` its parent, ``--run`` its name) finds every cell recorded and runs
+the rest of the chain once, over all of them."""
 
 from __future__ import annotations
 
@@ -32,7 +38,7 @@ ENDED_WELL = {"pool": (0, 1), "releases": (0,), "workarounds": (0,), "report": (
 
 
 def add_parser(sub: Any, default_matrix: Path) -> None:
-    from .pathargs import Once, at_least_one, folder_to_write, python_interpreter, run_name
+    from .pathargs import Once, at_least_one, folder_to_write, python_interpreter, run_name, shard_of
 
     parser = sub.add_parser("qualification", help="qualify a release over the zoo in one command: pool, releases, "
                                                   "workarounds, report, qualify, published")
@@ -50,15 +56,34 @@ def add_parser(sub: Any, default_matrix: Path) -> None:
     parser.add_argument("--envs", type=Path, default=None, help="where environments are kept (default: .nox/)")
     parser.add_argument("--releases", default=None, help="comma-separated releases `releases` bisects over "
                                                          "(default: every release the index serves)")
+    parser.add_argument("--shard", type=shard_of, default=None, metavar="K/N",
+                        help="run only the pool, over every N-th model from the K-th; merge the shards, then "
+                             "run this command on the merged run")
+
+
+def _models(args: Any) -> List[str]:
+    """The models the pool is asked for: ``--model`` (the zoo by default), a shard's every N-th."""
+    if args.shard is None:
+        return args.model or ["zoo"]
+    from ..matrix import load
+
+    k, n = args.shard
+    return load(args.matrix).select_models(args.model or ["zoo"])[k - 1::n]
 
 
 def _steps(args: Any, out: Path) -> List[Tuple[str, List[str]]]:
     common = ["--results", str(args.results), "--run", args.run_name]
     envs = ["--envs", str(args.envs)] if args.envs else []
+    models = _models(args)
+    if not models:
+        raise UserError(f"--shard {args.shard[0]}/{args.shard[1]}: no model of the selection falls in this shard; "
+                        f"give fewer shards.")
     pool = ["pool", "--matrix", str(args.matrix), *common, *envs,
             *[a for t in (args.tag or ([] if args.session else ["zoo"])) for a in ("--tag", t)],
-            *[a for s in args.session for a in ("--session", s)], *[a for m in (args.model or ["zoo"]) for a in ("--model", m)],
+            *[a for s in args.session for a in ("--session", s)], *[a for m in models for a in ("--model", m)],
             *(["--jobs", str(args.jobs)] if args.jobs else []), *(["--python", args.python] if args.python else [])]
+    if args.shard is not None:
+        return [("pool", pool)]
     releases = ["releases", *common, *envs, *(["--releases", args.releases] if args.releases else [])]
     return [("pool", pool), ("releases", releases), ("workarounds", ["workarounds", *common, *envs]),
             ("report", ["report", *common, "--matrix", str(args.matrix), "--zoo", str(out / "zoo.md")])]
@@ -101,6 +126,10 @@ def command(args: Any) -> int:
         if code not in ENDED_WELL[name]:
             print(f"[qualification] stopped: `{name}` exited {code}", file=sys.stderr)
             return code
+    if args.shard is not None:
+        print(f"[qualification] shard {args.shard[0]}/{args.shard[1]}: its cells are in {run}; join the shards with "
+              f"`python -m harness merge --into DIR SHARD...`, then run qualification on DIR", flush=True)
+        return 0
     model = RunModel.load(run)
     if not model.records:
         raise UserError(f"{run}: the pool recorded no cell; nothing to qualify.")
