@@ -53,3 +53,28 @@ def test_a_built_in_model_asks_one_environment_per_release(monkeypatch):
     record = as_record({"id": "cpu_fp32/3.3.1/normal/net", "setup": {"status": "pass", "model_packages": []}})
     environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
     assert environments("3.3.1") == environments("3.3.1", True) and len(asked) == 1
+
+
+def test_a_release_below_the_familys_floor_is_said_so_and_never_run_without_it(monkeypatch):
+    _asked(monkeypatch)
+    record = as_record({"id": "cpu_fp32/3.3.1/normal/pp_lcnet",
+                        "cell": {"model": {"name": "pp_lcnet"}, "matrix": str(ROOT / "matrix" / "default.toml")},
+                        "setup": {"status": "pass", "model_packages": ["paddlex==3.7.2"]}})
+    environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    assert environments.suite_missing("3.3.1") == ""
+    said = environments.suite_missing("2.6.2")
+    assert said == "the paddlex family (paddlex==3.7.2) installs from Paddle 3.0.0 on (its requires_paddle)", said
+
+
+def test_openvino_at_2_6_holds_that_lines_converter_so_a_converter_cause_is_asked_there(monkeypatch):
+    asked = _asked(monkeypatch)
+    record = as_record({"id": "cpu_openvino_fp32/3.3.1/normal/net", "session": "cpu_openvino_fp32",
+                        "cell": {"session": {"name": "cpu_openvino_fp32", "device": "cpu", "backend": "openvino",
+                                             "precision": "fp32"},
+                                 "matrix": str(ROOT / "matrix" / "default.toml")},
+                        "setup": {"status": "pass", "model_packages": []}})
+    environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    environments("2.6.2")
+    environments("3.3.1")
+    assert {"openvino==2026.4.1", "paddle2onnx==1.3.1", "numpy<2"} <= set(asked[0].packages), asked[0].packages
+    assert "paddle2onnx==2.1.0" in asked[1].packages, asked[1].packages
