@@ -4,6 +4,8 @@ explained against the model's own lines, with real Paddle: a mixture-of-experts 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from .conftest import load_record, run_harness
@@ -77,6 +79,10 @@ def test_attention_kept_on_self_in_forward_is_said_as_depending_on_an_earlier_ea
     assert said["forward_state"][0]["at"].split(":")[0].endswith("factories.py")
     assert "softmax" in {e["op"] for e in said["lost"]}
     assert "depends on an earlier eager call: a fresh export passes" in said["words"]
+    # its source reproducer makes the eager call the export followed (at another shape), then exports
+    source = records["attn"]["analysis"]["reproducer"]["source"]
+    assert source["verified"] is True and source["outcome"] == "reproduced", source
+    assert (Path(source["script"]).parent / "eager.npz").is_file()
 
 
 def test_an_export_that_raises_only_after_an_eager_call_says_so(explained):

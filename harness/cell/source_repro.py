@@ -125,10 +125,25 @@ class Writer:
         if public:
             return public
         if _installed(module):
-            self.imports[f"import {module}"] = ""
-            return f"{module}.{qualname}"
+            return f"{self._module_name(module)}.{qualname}"
         self.inline(obj)
         return qualname
+
+    def _module_name(self, module: str) -> str:
+        """How the script names an installed module: its dotted path where that path reaches it, else
+        an alias ``importlib`` binds (a package whose ``__init__`` rebinds a submodule's name: with
+        PaddleSpeech 1.5.0, ``paddlespeech.t2s.models.fastspeech2`` is, by attribute, its ``fastspeech2.py``)."""
+        top, *rest = module.split(".")
+        found: Any = sys.modules.get(top)
+        for part in rest:
+            found = getattr(found, part, None)
+        if found is sys.modules.get(module):
+            self.imports[f"import {module}"] = ""
+            return module
+        alias = "_" + module.replace(".", "_")
+        self.imports["import importlib"] = ""
+        self.imports[f"{alias} = importlib.import_module({module!r})"] = ""
+        return alias
 
     def _public_paddle_name(self, obj: Any) -> Optional[str]:
         """Paddle's layers and functions by their documented names (module paths move between
@@ -187,7 +202,7 @@ class Writer:
                               f"no source form")
 
     def header(self) -> str:
-        lines = sorted(self.imports, key=lambda ln: (not ln.startswith("import paddle"), ln))
+        lines = sorted(self.imports, key=lambda ln: (not ln.startswith("import paddle"), not ln.startswith("import "), ln))
         return "\n".join(lines) + ("\n" if lines else "")
 
     def body(self) -> str:
@@ -213,6 +228,9 @@ class Source:
         self.writer, self.build, self.weights, self.inputs, self.what = writer, build, weights, inputs, what
         self.how, self.feed_names = how, list(feed_names)
         self.setup = ""  # what runs before anything of the model is imported (``factory_setup``)
+        # Inputs of an eager call made after the reference and before the export: a cause that depends
+        # on an earlier eager call at another shape (``eager.npz``).
+        self.eager: Optional[Dict[str, np.ndarray]] = None
 
 
 def _changes_other_modules(node: ast.stmt) -> bool:
@@ -377,6 +395,12 @@ def rebuilt(source: Source) -> str:
         layer.eval()
         with paddle.no_grad():
             dygraph = layer(*[paddle.to_tensor(inputs[name]) for name in feed_names])
+        if os.path.exists(os.path.join(here, "eager.npz")):
+            # The cell exported after an eager call at another shape (its triage: the export depends
+            # on an earlier eager call): that call, the last before the export, as the cell made it.
+            eager = np.load(os.path.join(here, "eager.npz"))
+            with paddle.no_grad():
+                layer(*[paddle.to_tensor(eager[name]) for name in feed_names])
         ''')
 
 
@@ -394,6 +418,8 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
     folder.mkdir(parents=True, exist_ok=True)
     np.savez(folder / "weights.npz", **source.weights)
     np.savez(folder / "inputs.npz", **source.inputs)
+    if source.eager is not None:
+        np.savez(folder / "eager.npz", **source.eager)
     run = run_lines
     for placeholder, path in ((MODEL_PLACEHOLDER, "os.path.join(out, model_file)"),
                               (PARAMS_PLACEHOLDER, "params_file")):

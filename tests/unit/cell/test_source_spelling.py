@@ -115,3 +115,29 @@ def test_what_a_factory_module_does_to_other_modules_is_replayed_before_the_mode
         json.__dict__.pop("harness_loose", None)
         string.__dict__.pop("harness_stub", None)
     assert source_repro.factory_setup(paddle, "tests.factories:trial_dies") == ""  # changes nothing elsewhere
+
+
+def test_a_class_whose_package_rebinds_its_module_s_name_is_reached_through_importlib(tmp_path, monkeypatch):
+    # PaddleSpeech 1.5.0's shape: models/__init__ star-imports the package models.net, whose namespace
+    # holds its submodule net.py under the same name, so models.net is net.py by attribute.
+    package = tmp_path / "shadowsuite"
+    (package / "models" / "net").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "models" / "__init__.py").write_text("from .net import *\n")
+    (package / "models" / "net" / "__init__.py").write_text("from .net import *\n")
+    (package / "models" / "net" / "net.py").write_text(
+        "import paddle\n\nclass Net(paddle.nn.Layer):\n    def __init__(self, width):\n"
+        "        super().__init__()\n        self.fc = paddle.nn.Linear(width, width)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(source_repro, "_INSTALLED_ROOTS", (str(tmp_path),))
+    import shadowsuite.models  # noqa: F401
+
+    from shadowsuite.models.net.net import Net
+    with recording_construction(paddle):
+        net = Net(4)
+    writer = source_repro.Writer(paddle)
+    expression = writer.layer(net)
+    assert expression == "_shadowsuite_models_net_net.Net(4)", expression
+    assert "_shadowsuite_models_net_net = importlib.import_module('shadowsuite.models.net.net')" in writer.header()
+    rebuilt = _rebuilt(writer, expression)
+    assert type(rebuilt) is Net and list(rebuilt.fc.weight.shape) == [4, 4]
