@@ -379,7 +379,7 @@ def test_a_shard_runs_the_pool_over_its_share_of_the_models_and_stops(two_versio
         assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
         pool = next(ln for ln in proc.stdout.splitlines() if ln.startswith("[qualification] pool:"))
         assert f"--model {model}" in pool and pool.count("--model") == 1, pool
-        assert "releases:" not in proc.stdout and "merge --into" in proc.stdout, proc.stdout[-2000:]
+        assert "[qualification] releases:" not in proc.stdout and "merge --into" in proc.stdout, proc.stdout[-2000:]
         assert not (tmp_path / f"out{k}" / f"qualification-{head}.md").exists()
         shards.append(results / "default")
     merged = tmp_path / "merged"
