@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 import time
@@ -134,6 +135,9 @@ def causes_of(records: Sequence[CellRecord]) -> Tuple[List[ReleaseCause], List[s
     return list(found.values()), without
 
 
+_SITE_PACKAGES = re.compile(r"/\S*?/site-packages/")
+
+
 class Bisection:
     """Runs one cause's script at releases, remembering every answer."""
 
@@ -185,7 +189,11 @@ class Bisection:
         try:
             proc = subprocess.run([str(python), script.name], cwd=script.parent, capture_output=True, text=True,
                                   timeout=self.timeout, stdin=subprocess.DEVNULL)
-            return run_outcome(proc.returncode, proc.stdout + proc.stderr, self.cause.cause_words, self.cause.numeric)
+            said, line = run_outcome(proc.returncode, proc.stdout + proc.stderr, self.cause.cause_words,
+                                     self.cause.numeric)
+            # Python's words name files by their path in the release's environment: said from the
+            # package ("paddle/nn/functional/__init__.py"), no path of this machine in what is published.
+            return said, _SITE_PACKAGES.sub("", line)
         except subprocess.TimeoutExpired:
             return RunOutcome.OTHER, f"ran over {self.timeout:g} s"
 

@@ -147,3 +147,18 @@ def test_a_run_with_no_failure_says_so_in_one_line_and_exits_0(tmp_path):
     assert releases.run(run, releases.Options(tmp_path / "envs", "3.11"), say=said.append) == 0
     assert len(said) == 1 and "nothing to place: no failing cell among 1 records" in said[0], said
     assert not (tmp_path / "envs").exists()  # nothing made, the index not even asked
+
+
+def test_a_releases_words_name_files_from_their_package_not_the_environment(tmp_path):
+    import sys
+
+    from harness.shared.releases import BUILT
+
+    script = tmp_path / "source_repro.py"
+    script.write_text(f"print({BUILT!r})\nraise SystemExit(\"ImportError: cannot import name 'swiglu' from "
+                      f"'paddle.nn.functional' (/envs/pool-3.2.0-ab/lib/python3.11/site-packages/paddle/nn/"
+                      f"functional/__init__.py)\")\n")
+    said, line = releases.Bisection(_Cause(), lambda v, suite=False: None, lambda line: None)._ran(
+        Path(sys.executable), script)
+    assert line == "ImportError: cannot import name 'swiglu' from 'paddle.nn.functional' (paddle/nn/functional/__init__.py)"
+    assert said is RunOutcome.OTHER
