@@ -148,4 +148,8 @@ def test_a_program_that_lacks_the_writes_agrees_on_every_tensor_it_kept(explaine
     parting = records["moe"]["analysis"]["triage"]["export"]["parting"]
     # the zeros the program returns are dygraph's zeros_like, before its experts wrote into them
     assert parting["agree"] is True and parting["pairs"] >= 1, parting
+    # the op-by-op dumps are scratch: gone once the record is written
+    results, _ = explained
+    cell = results / records["moe"]["id"]
+    assert cell.is_dir() and not (cell / "export-parting").exists()
     assert "paired with the program's agree" in records["moe"]["analysis"]["triage"]["export"]["words"]

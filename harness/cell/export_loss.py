@@ -297,8 +297,6 @@ def first_parting(ctx: Any, plan: Any, setup: Any, shape: int, calls: Sequence[i
     output hooked — paired as the per-tensor diff pairs two runs (``layerwise``: the k-th op of a
     type with the k-th where both sides hold it equally often, else by value between those), in
     the forward's order. Ops the program lacks have no pair: what was lost is ``lost``'s to say."""
-    import numpy as np
-
     from ..shared.config import PredictorConfig
     from ..shared.tensor_diff import DumpedTensor
     from .layerwise import compare_dumps, dump, match, save_tensors
@@ -326,8 +324,9 @@ def first_parting(ctx: Any, plan: Any, setup: Any, shape: int, calls: Sequence[i
         folder / "dygraph", folder / "program", forward_side, program_side.index,
         ctx.tolerance(plan, (setup.output_labels or [None])[0]),
         matcher=lambda value_of: match(forward_side, program_side.index, value_of, anchors=in_order))
+    # The dumps are scratch (every intermediate twice): ``running/prune`` removes the folder once recorded.
     said: JsonObject = {"pairs": pairs, "dygraph_tensors": len(forward_side), "program_tensors": len(program_side.index),
-                        "unpaired": sum(1 for u in unmatched if u.side == "base"), "folder": str(folder)}
+                        "unpaired": sum(1 for u in unmatched if u.side == "base")}
     # A fusion's renamed tensor (the per-tensor diff's "suspect") cannot happen with every pass off:
     # the first pair beyond the tolerance is where they part; an all-zero pair agrees.
     first = next((r for r in rows if r.status is Status.FAIL), None)
@@ -338,7 +337,6 @@ def first_parting(ctx: Any, plan: Any, setup: Any, shape: int, calls: Sequence[i
     said.update(agree=False, op=call.op_type, at=_shareable(call.at) if call.at else "", line=_source_line(call.at),
                 shape=list(first.shape), max_abs=first.max_abs, matched_by=first.matched_by,
                 agreed_before=sum(1 for r in rows if r.index < first.index))
-    np.save(folder / "first_parting_dygraph.npy", np.load(folder / "dygraph" / forward_side[first.index].file))
     return said
 
 
@@ -366,8 +364,10 @@ def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, referenc
                         "fresh_export": fresh, "dygraph_ops": len(calls), "program_ops": len(program_ops)}
     try:
         said["parting"] = first_parting(ctx, plan, setup, shape, calls, outputs)
-    except Exception as exc:  # the predictor raised on the program: the parting is not asked, said
-        said["parting"] = {"why": f"not compared: the program raises under the predictor: {raised_status(exc)[1][:240]}"}
+    except Exception as exc:  # not asked, said: the predictor raised on the program, or the harness failed
+        status, message = raised_status(exc)
+        said["parting"] = {"why": ("not compared: the harness's own failure: " if status is Status.UNTESTABLE else
+                                   "not compared: the program raises under the predictor: ") + message[:240]}
     del outputs
     said["words"] = words(said)
     return said

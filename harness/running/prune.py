@@ -3,7 +3,8 @@ trials that its record does not name (a zoo detector's reduction exports a hundr
 1.2 GB for one cell; a run of the zoo over four sessions filled this machine's disk), and the fresh
 export ``export_loss`` made to compare with. Each trial keeps its script, log and phase — what it
 was and how it ended — and every file the record names stays, so no verdict, reproducer, report or
-later step (``releases``, ``workarounds``) loses what it reads."""
+later step (``releases``, ``workarounds``) loses what it reads. The dumps ``export_loss`` compared op by
+op (every intermediate of dygraph and of the program) go too."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ..shared.records import cell_record_path
 # The files a trial exported or was fed: what takes the space.
 _BULK_SUFFIXES = (".pdiparams", ".pdmodel", ".onnx", ".npz", ".bin", ".xml")
 _BULK_NAMES = ("model.json",)
-_SCRATCH_FOLDERS = ("export-fresh",)
+_SCRATCH_FOLDERS = ("export-fresh", "export-parting")
 
 
 def prune(results: Path, cell_id: str, work: Path) -> int:
