@@ -957,6 +957,25 @@ def rotary_table():
     return RotaryTable(), [InputSpec([None, None], "int64", "positions")]
 
 
+class CumsumBesideMean(nn.Layer):
+    """A row's cumulative sum and its mean, both read from one projection. Under oneDNN (fp32 and
+    bf16) at 3.3.1 the program runs ``cumsum_`` in place and the mean then reads the cumulative
+    sums (about half the row's total, where the mean is near 0): a runtime wrong far beyond what
+    any precision explains, the bf16 floor's planted "beyond" on every CPU that runs bf16."""
+
+    def __init__(self, dim=16, width=64):
+        super().__init__()
+        self.proj = nn.Linear(dim, width)
+
+    def forward(self, x):
+        h = self.proj(x)
+        return h.cumsum(axis=-1), h.mean(axis=-1, keepdim=True)
+
+
+def cumsum_beside_mean():
+    return CumsumBesideMean(), [InputSpec([None, 16], "float32", "x")]
+
+
 class NearlyTied(nn.Layer):
     """A classifier whose two classes differ by less than bf16 resolves at their scale (1e-3 at
     ~100, where bf16's spacing is 0.5): under bf16 the answer changes whatever the runtime does right."""

@@ -161,6 +161,36 @@ def test_answers_bf16_itself_changes_are_a_risk_said_apart_from_the_runtime(writ
     assert "bf16 itself changes what the model answers" in bf16["message"] and "not a bug of the runtime" in bf16["message"]
 
 
+def test_a_runtime_worse_than_its_precision_fails_as_beyond_the_floor_and_is_reduced(write_matrix, tmp_path, paddle_version):
+    """The floor's other side: oneDNN's in-place cumsum read by its sibling mean is wrong by ~half a
+    row's total, thousands of times what bf16 rounding moves the mean: a failure said as beyond
+    the floor, root-caused like any other (no reduction is spent on a stage within it)."""
+    matrix = write_matrix({"summean": "tests.factories:cumsum_beside_mean"},
+                          inputs={"summean": "x = { shape = [2, 16] }"})
+    _run(matrix, tmp_path / "r", "cpu_onednn_bf16")
+    record = _cell(tmp_path / "r" / "default", "cpu_onednn_bf16", paddle_version, "summean")
+    bf16 = stages_by_name(record)["onednn_bf16"]
+    if bf16["status"] in ("skip", "noop"):
+        pytest.skip(f"bf16 did not run on this CPU ({label(record['machine'])}): {bf16.get('message', '')[:120]}")
+    verdict = bf16["floor_verdict"]
+    assert bf16["status"] == "fail" and verdict["verdict"] == "beyond", bf16
+    mean = verdict["outputs"]["1"]
+    assert mean["ratio"] > 10 * bf16["floor"]["k"] and mean["floor"] > 0, verdict
+    assert "beyond what bf16 explains" in bf16["message"] and "bfloat16" in bf16["evidence"]["output_dtypes"]
+    analysis = record["analysis"]
+    assert analysis["diff"]["first_divergence"]["op"].startswith("pd_op.mean"), analysis["diff"]
+    assert analysis["reproducer"]["source"]["verified"] is True, analysis["reproducer"]
+    # The per-op precision switch asked only after reading what it does: with every op type kept at
+    # fp32, whether an op still produced bf16 (3.3.1's PIR placement reads no config: ignored).
+    kept = analysis["fp32_ops"]
+    assert kept["evidence"]["switch"] == "set_bfloat16_op" and "mean" in kept["evidence"]["kept_at_fp32"], kept
+    if kept["honoured"] is False:
+        assert kept["evidence"]["reduced_outputs_left"] and "ignores the switch" in kept["message"], kept
+        assert any("set_bfloat16_op" in n for n in analysis["workaround"]["not_tried"]), analysis["workaround"]
+    else:
+        assert kept["honoured"] is True and kept["builds"] >= 2, kept
+
+
 def test_a_factory_that_kills_its_process_is_a_crash_and_other_cells_finish(write_matrix, tmp_path, paddle_version):
     matrix = write_matrix({"dies": "tests.factories:dies_in_factory", "clean": "tests.factories:clean"})
     proc = _run(matrix, tmp_path / "r")

@@ -31,12 +31,12 @@ from ..shared.json_types import JsonObject
 from ..shared.config import PredictorConfig
 from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
-from ..shared.compare import NothingCompared, compare_all
+from ..shared.compare import NothingCompared, Tolerance, compare_all
 from ..shared.errors import HarnessFailure, UserError, raised_at
 from ..shared.search import build_budget, find_alternatives, find_culprits
 from ..shared.record_model import Outcome
-from ..shared.vocab import Analysis, Probe, Reference, Stage, Status
-from . import export_loss, progress, reduction, reproducer, sandbox, workaround
+from ..shared.vocab import Analysis, Precision, Probe, Reference, Stage, Status
+from . import export_loss, fp32_ops, precision_floor, progress, reduction, reproducer, sandbox, workaround
 from .context import CellContext
 from .ledger import Ledger
 from .registry import runtime
@@ -65,6 +65,9 @@ def analyse(ctx: CellContext, done: Ledger) -> None:
         steps.append((Analysis.BISECT, target, lambda: bisect(ctx, target, done)))
         if isinstance(target.config, PredictorConfig) and target.config.onednn and target.config.device == "cpu":
             steps.append((Analysis.EXCLUDE, target, lambda: exclude_onednn_ops(ctx, target, done)))
+        if Precision(target.precision) in fp32_ops.REDUCED_DTYPES:
+            steps.append((Analysis.FP32_OPS, target, lambda: fp32_ops.search(ctx, target, done, failure_probe(
+                ctx, target, done, [], done.stage(target.name).failing_shape or 0))))
     if baseline is not None and status(baseline.name) in FAILED:
         steps.append((Analysis.TRIAGE, baseline, lambda: triage(ctx, baseline, done)))
     failing = reproducer.first_failing(ordered, done)
@@ -206,6 +209,7 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Ledger, messages: Lis
     cause = engine.cause_words(stage.message)
     _, reference, _ = stage_reference(ctx, plan, labels, shape)
     tolerances = [ctx.tolerance(plan, label) for label in labels]
+    fp32_atol = Tolerance.of(ctx.cell.tolerances[Precision.FP32.value]).atol
 
     builds = [0]
 
@@ -250,6 +254,11 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Ledger, messages: Lis
         except NothingCompared as exc:  # nothing paired: the probe says nothing either way
             messages.append(str(exc))
             return Probe.INVALID
+        # A stage the floor judged is probed by the floor: a bf16 build within what bf16 explains
+        # does not show the failure, however far past the fixed tolerance it is.
+        within = precision_floor.passes_by_floor(stage.extra, shape, labels, stats, fp32_atol)
+        if within is not None:
+            return Probe.PASS if within else Probe.FAIL
         return Probe.PASS if all(s.passed for s in stats) else Probe.FAIL
 
     return probe
@@ -281,7 +290,8 @@ def bisect(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
     return {
         "status": Status.PASS, "outcome": found.status, "kind": plan.search.value, "candidates": len(items),
         "items_from": items_from,
-        "predicate": "raises the same cause" if raised else "out of tolerance",
+        "predicate": "raises the same cause" if raised else ("beyond the floor" if stage.extra.get("floor_verdict")
+                                                              else "out of tolerance"),
         "items": items, "culprits": found.culprits, "also_fixed_by": also.sets if also else [],
         "builds": found.builds, "budget": budget,
         # the follow-up: does another set also fix it while the culprits stay on?

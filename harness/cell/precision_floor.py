@@ -18,13 +18,14 @@ rewrites the model's weights and Paddle's op functions there and nowhere else.""
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ..shared.json_types import JsonObject
-from ..shared.vocab import Precision
+from ..shared.vocab import Precision, Status
 from . import sandbox
 
 # A stage within this many times the floor is within what the precision explains: the floor rounds
@@ -125,6 +126,30 @@ def measure(ctx: Any, setup: Any, precision: Precision, shapes: Sequence[int], l
     return dict(said, floor=floor)
 
 
+def error_of(comparison: Any) -> Optional[float]:
+    """The error a floor judges: the max abs distance, or infinity where the comparison found what
+    no rounding explains (NaN or Inf the reference has not, another shape); None: nothing compared."""
+    c = comparison
+    if c.nan_got != c.nan_ref or c.inf_got != c.inf_ref or (c.got_shape is not None and tuple(c.got_shape) != tuple(c.shape)):
+        return math.inf
+    if c.max_abs is None:
+        return math.inf if c.status is Status.FAIL else None
+    return c.max_abs if math.isfinite(c.max_abs) else math.inf
+
+
+def passes_by_floor(stage_extra: Mapping[str, Any], shape: int, labels: Sequence[str], comparisons: Sequence[Any],
+                    fp32_atol: float) -> Optional[bool]:
+    """A probe or a candidate config of a stage the floor judged, judged as the stage was: within the
+    floor at ``shape`` (True) or beyond it (False); None when the stage was not judged by a floor
+    there (its tolerance decides)."""
+    measured = stage_extra.get("floor") or {}
+    if not stage_extra.get("floor_verdict") or measured.get("why"):
+        return None
+    verdict = judge(measured, shape, {label: error_of(c) for label, c in zip(labels, comparisons)},
+                    {label: fp32_atol for label in labels})
+    return None if verdict is None else verdict["verdict"] == "within"
+
+
 def judge(measured: Mapping[str, Any], shape: int, errors: Mapping[str, Optional[float]],
           fp32_atol: Mapping[str, float]) -> Optional[JsonObject]:
     """The stage at ``shape`` against the floor: per output its error, floor and ratio, and the
@@ -148,11 +173,13 @@ def judge(measured: Mapping[str, Any], shape: int, errors: Mapping[str, Optional
         return None
     beyond = worst_ratio > k
     entry = per[worst_label]
-    words = (f"{worst_ratio:.1f}× beyond what {fmt} explains ({worst_label}: max abs {entry['error']:.3g}, "
+    words = (f"beyond what {fmt} explains ({worst_label}: NaN, Inf or a shape the reference has not; no rounding "
+             f"explains it)" if math.isinf(entry["error"]) else
+             f"{worst_ratio:.1f}× beyond what {fmt} explains ({worst_label}: max abs {entry['error']:.3g}, "
              f"floor {entry['floor']:.3g}, judged at {k:g}× it)" if beyond else
              f"within what {fmt} explains ({worst_label}: max abs {entry['error']:.3g}, floor {entry['floor']:.3g}, "
              f"{worst_ratio:.2f}× it; judged at {k:g}×)")
     return {"verdict": "beyond" if beyond else "within", "outputs": per, "words": words}
 
 
-__all__ = ["K", "FORMATS", "rounded", "measure", "judge"]
+__all__ = ["K", "FORMATS", "rounded", "measure", "judge", "error_of", "passes_by_floor"]

@@ -438,7 +438,8 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
         ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT) + source.setup + source.writer.header() + imports + "\n\n" + source.writer.body() + \
         rebuilt(source) + textwrap.dedent('''\
         reference = [t.numpy() for t in paddle.utils.flatten(dygraph) if isinstance(t, paddle.Tensor)]
-        out = tempfile.mkdtemp(prefix="source-repro-")
+        scratch = tempfile.TemporaryDirectory(prefix="source-repro-")  # removed when the script exits
+        out = scratch.name
         paddle.jit.save(paddle.jit.to_static(layer, input_spec=spec, full_graph=True), os.path.join(out, "model"))
         model_file = "model.json" if os.path.exists(os.path.join(out, "model.json")) else "model.pdmodel"
         params_file = os.path.join(out, "model.pdiparams")

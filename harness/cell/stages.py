@@ -141,7 +141,7 @@ def _by_the_floor(ctx: CellContext, plan: StagePlan, setup: Any, labels: List[st
 def _floor_verdict(ctx: CellContext, measured: Mapping[str, Any], shape: int,
                    outputs: Mapping[str, Comparison]) -> Optional[Dict[str, Any]]:
     fp32 = Tolerance.of(ctx.cell.tolerances[Precision.FP32.value])
-    return precision_floor.judge(measured, shape, {label: c.max_abs for label, c in outputs.items()},
+    return precision_floor.judge(measured, shape, {label: precision_floor.error_of(c) for label, c in outputs.items()},
                                  {label: fp32.atol for label in outputs})
 
 

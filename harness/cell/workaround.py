@@ -7,7 +7,8 @@ Candidates, smallest first, from what the runtime offers and what the root cause
    TensorRT, an ONNX Runtime optimizer disabled), then all of them, then each other set the search
    found that also fixes it;
 2. oneDNN: every op type on oneDNN but the culprits (``set_mkldnn_op``) — only where this Paddle
-   honours the list (the ``exclude`` step measured it; where it does not, said, not tried);
+   honours the list (the ``exclude`` step measured it; where it does not, said, not tried); a
+   reduced-precision stage: its culprit op types kept at fp32 (``fp32_ops``), on the same terms;
 3. the runtime's coarser levers (``Runtime.coarser``): a lower optimization level, the backend
    off; for a conversion's stage, the converter's own options;
 4. when no config change helps: the model's own code, the placed op's public call spelled another
@@ -15,7 +16,7 @@ Candidates, smallest first, from what the runtime offers and what the root cause
 
 A candidate is **verified** when the stage, with it, passes at every shape the cell runs (the
 primary shape and every derived one), judged as the stage is (the same reference, the same
-tolerance; an error stage must run). The first verified candidate is the workaround. Then, from
+tolerance — or the same floor, for a reduced-precision stage the floor judged; an error stage must run). The first verified candidate is the workaround. Then, from
 the evidence of one run with and one without it: the passes that no longer ran and the ops that
 left the backend (``onednn_op.*`` for oneDNN); and the speed: the stage's latency with it against
 the stage's own config (or, when that raises, against the baseline: the config that would ship
@@ -28,17 +29,17 @@ import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..shared.causes import raised_status, stage_cause
-from ..shared.compare import compare_all
+from ..shared.compare import Tolerance, compare_all
 from ..shared.config import PredictorConfig, StageConfig
 from ..shared.runtime import StagePlan
-from ..shared.vocab import Analysis, Probe, Stage, Status
+from ..shared.vocab import Analysis, Precision, Probe, Stage, Status
 from ..shared.json_types import JsonObject
 from .context import CellContext
 from .ledger import Ledger
 from .registry import runtime
 from .runtime import Session
 from .stages import stage_reference
-from . import respell, sandbox
+from . import fp32_ops, precision_floor, respell, sandbox
 from .trials import bookkeeping
 
 SPEED_RUNS = 7
@@ -70,6 +71,12 @@ def candidates(plan: StagePlan, done: Ledger, onednn_types: Sequence[str], files
         elif exclude.get("honoured") is False:
             not_tried.append("keeping op types off oneDNN (set_mkldnn_op): this Paddle ignores the list "
                              "(measured by the exclude step)")
+    kept = done.analysis(Analysis.FP32_OPS)
+    if fp32_ops.candidate(plan, kept) is not None:
+        found.append(fp32_ops.candidate(plan, kept))
+    elif kept is not None and kept.stage == plan.name and kept.get("honoured") is False:
+        not_tried.append(f"keeping op types at fp32 ({(kept.get('evidence') or {}).get('switch')}): this Paddle "
+                         f"ignores the switch (measured by the fp32_ops step)")
     found += engine.coarser(plan)
     stage = done.stage(plan.name)
     # The conversion's stage, or a later stage whose failure is the converter's (a file that differs by
@@ -93,6 +100,9 @@ class Verifier:
         labels = setup.output_labels
         self.references = {shape: stage_reference(ctx, plan, labels, shape)[1] for shape in shapes}
         self.tolerances = [ctx.tolerance(plan, label) for label in labels]
+        self.labels = labels
+        self.stage_extra = done.stage(plan.name).extra
+        self.fp32_atol = Tolerance.of(ctx.cell.tolerances[Precision.FP32.value]).atol
 
     def build(self, config: StageConfig) -> Session:
         return self.engine.session(self.files, config, self.feeds[self.shapes[0]],
@@ -117,10 +127,13 @@ class Verifier:
                 status, message = raised_status(exc)
                 verdicts[str(shape)] = _verdict_of(status)
                 return verdicts, message[:200], None
-            failed = [s for s in stats if not s.passed]
+            # Judged as the stage was: by the floor where the floor judged it.
+            within = precision_floor.passes_by_floor(self.stage_extra, shape, self.labels, stats, self.fp32_atol)
+            failed = [s for s in stats if not s.passed] if within is None else ([] if within else stats)
             verdicts[str(shape)] = Probe.FAIL.value if failed else Probe.PASS.value
             if failed:
-                return verdicts, f"{len(failed)} output(s) beyond the tolerance at shape {shape}", None
+                return verdicts, (f"{len(failed)} output(s) beyond the tolerance at shape {shape}" if within is None
+                                  else f"beyond the floor at shape {shape}"), None
         return verdicts, "", session
 
 

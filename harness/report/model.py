@@ -58,12 +58,14 @@ class Diagnosis:
         elif localized:
             found.not_analysed = (f"{stage} not reduced: the cell's first failing stage ({localized}) was, and its "
                                   f"place and reproducer are its own")
-        for key in ("bisect", "exclude"):
+        for key in ("bisect", "exclude", "fp32_ops"):
             entry = analysis.get(key)
             if entry is None or entry.stage != stage:
                 continue
             if entry.verdict:
                 found.searches.append(entry.verdict)
+            elif entry.found is Outcome.KNOB_IGNORED and key == "fp32_ops":
+                found.searches.append(f"op types kept at fp32: {entry.message}")
             elif entry.found is Outcome.KNOB_IGNORED:
                 found.searches.append("oneDNN op list (set_mkldnn_op) ignored by this Paddle (read from a run): "
                                       "no op exclusion")

@@ -100,6 +100,9 @@ class PredictorConfig(StageConfig):
     # set_mkldnn_op: the op types oneDNN may take (None: not called, every op). Whether a version
     # honours it is measured where it is used (under PIR 3.3.1 it changes nothing).
     onednn_ops: Optional[Tuple[str, ...]] = None
+    # set_bfloat16_op: the op types oneDNN may run in bf16 (None: not called, every op it can). Whether
+    # a version honours it is measured where it is used (``cell/fp32_ops``).
+    bf16_ops: Optional[Tuple[str, ...]] = None
 
     def replace(self, **changes: Any) -> "PredictorConfig":
         return dataclasses.replace(self, **changes)
@@ -108,8 +111,9 @@ class PredictorConfig(StageConfig):
         data: JsonObject = {"runtime": self.runtime, **dataclasses.asdict(self)}
         for key in ("fp32_ops", "deleted_passes"):
             data[key] = list(data[key])
-        if data["onednn_ops"] is not None:
-            data["onednn_ops"] = list(data["onednn_ops"])
+        for key in ("onednn_ops", "bf16_ops"):
+            if data[key] is not None:
+                data[key] = list(data[key])
         if data["trt"] is not None:
             data["trt"]["disabled_ops"] = list(data["trt"]["disabled_ops"])
         return data
@@ -126,8 +130,9 @@ class PredictorConfig(StageConfig):
         for key in ("fp32_ops", "deleted_passes"):
             if key in data:
                 data[key] = tuple(data[key])
-        if data.get("onednn_ops") is not None:
-            data["onednn_ops"] = tuple(data["onednn_ops"])
+        for key in ("onednn_ops", "bf16_ops"):
+            if data.get(key) is not None:
+                data[key] = tuple(data[key])
         if trt is not None:
             trt = TensorRT(**dict(trt, disabled_ops=tuple(trt.get("disabled_ops", ()))))
         return cls(trt=trt, **data)

@@ -78,7 +78,7 @@ def analysis_outcome(entry: AnalysisEntry) -> str:
         return (Outcome.LOCALIZED if entry.get("path") or entry.get("members") else Outcome.WHOLE_MODEL).value
     if entry.kind == "reproducer":
         return "verified" if entry.get("verified") else "NOT verified"
-    if entry.kind in ("bisect", "exclude"):
+    if entry.kind in ("bisect", "exclude", "fp32_ops"):
         if entry.get("culprits"):
             return Outcome.FOUND.value
         return str(entry.outcome or Outcome.NOT_FOUND.value).replace("-", " ")
@@ -110,7 +110,7 @@ def analysis_note(entry: AnalysisEntry) -> str:
         return (f"{stage}: {where} ({get('layer')}){op}; {get('halving_exports', get('sub_exports'))} "
                 f"sub-exports (budget {get('budget')}) + {get('finer_exports', 0)} finer"
                 + (f" + {runs} op programs" if runs else ""))
-    if kind == "exclude":
+    if kind in ("exclude", "fp32_ops"):
         return f"{stage}: {entry.verdict or entry.message or entry.outcome}"
     if kind == "reproducer":
         state = "verified" if get("verified") else (f"NOT verified (exit {get('exit')}: "

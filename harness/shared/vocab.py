@@ -168,6 +168,7 @@ class Analysis(str, enum.Enum):
     TRIAGE = "triage"
     REDUCE = "reduce"
     EXCLUDE = "exclude"
+    FP32_OPS = "fp32_ops"  # the op types a reduced-precision stage must keep at fp32 (``cell/fp32_ops``)
     WORKAROUND = "workaround"
 
     @property

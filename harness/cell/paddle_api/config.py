@@ -102,6 +102,8 @@ def make_config(files: Dict[str, str], cfg: PredictorConfig,
             config.enable_mkldnn()
             if cfg.bf16:
                 config.enable_mkldnn_bfloat16()
+                if cfg.bf16_ops is not None:
+                    config.set_bfloat16_op(set(cfg.bf16_ops))
             if cfg.int8:
                 config.enable_mkldnn_int8()
             if cfg.onednn_ops is not None:

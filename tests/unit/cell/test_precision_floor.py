@@ -3,7 +3,8 @@ stage's error judged against the floor (the floor itself runs real Paddle in ``t
 
 import numpy as np
 
-from harness.cell.precision_floor import judge, rounded
+from harness.cell.precision_floor import judge, passes_by_floor, rounded
+from harness.shared.compare import Tolerance, compare_tol
 
 
 def test_bf16_rounds_to_the_nearest_representable_value_ties_to_even():
@@ -30,3 +31,28 @@ def test_a_stage_within_k_times_the_floor_passes_and_beyond_fails_with_the_ratio
     assert moved["verdict"] == "beyond" and "index" in moved["words"]
     assert judge(measured, 0, {"logits": 1.0, "index": 5e-5}, {"logits": 1e-4, "index": 1e-4})["verdict"] == "within"
     assert judge(measured, 1, {"logits": 1.0}, {"logits": 1e-4}) is None  # no floor at that shape
+
+
+def test_nan_or_another_shape_is_beyond_any_floor_and_probes_are_judged_as_the_stage_was():
+    """A floor explains rounding, never a NaN the reference has not or another shape: those are
+    beyond it whatever the finite part's distance (a verdict by max abs alone passed them). The
+    probes and candidate configs of a stage the floor judged are judged by the same floor."""
+    extra = {"floor": {"format": "bf16", "k": 3.0, "floor": {"0": {"a": 1.0, "b": 1.0}}},
+             "floor_verdict": {"verdict": "beyond"}}
+    tol = Tolerance(atol=1e-3, rtol=1e-2)
+    reference = [np.ones((2, 4), np.float32), np.ones((2, 4), np.float32)]
+    near = [reference[0] + 0.5, reference[1] - 0.5]  # 0.5× the floor, far past the tolerance
+    stats = [compare_tol(r, g, tol) for r, g in zip(reference, near)]
+    assert all(not s.passed for s in stats)
+    assert passes_by_floor(extra, 0, ["a", "b"], stats, 1e-4) is True
+    with_nan = near[0].copy()
+    with_nan[0, 0] = np.nan
+    stats = [compare_tol(reference[0], with_nan, tol), compare_tol(reference[1], near[1], tol)]
+    assert passes_by_floor(extra, 0, ["a", "b"], stats, 1e-4) is False
+    stats = [compare_tol(reference[0], near[0][:1], tol), compare_tol(reference[1], near[1], tol)]
+    assert passes_by_floor(extra, 0, ["a", "b"], stats, 1e-4) is False
+    verdict = judge(extra["floor"], 0, {"a": float("inf"), "b": 0.1}, {"a": 1e-4, "b": 1e-4})
+    assert verdict["verdict"] == "beyond" and "NaN, Inf or a shape" in verdict["words"]
+    # no floor at that shape, or a stage the floor did not judge: the tolerance decides (None)
+    assert passes_by_floor(extra, 1, ["a", "b"], stats, 1e-4) is None
+    assert passes_by_floor({"floor": extra["floor"]}, 0, ["a", "b"], stats, 1e-4) is None
