@@ -976,6 +976,25 @@ def cumsum_beside_mean():
     return CumsumBesideMean(), [InputSpec([None, 16], "float32", "x")]
 
 
+class WidensItsMaskWhenTraced(nn.Layer):
+    """Sizes its scale from a mask whose width it reads only when the mask is a ``paddle.Tensor``,
+    as PaddleX's PaddleOCR-VL decoder sizes its causal mask: while ``to_static`` traces, the mask is a
+    static value, the test is False and the program takes the other branch (one column wider)."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        mask = paddle.ones_like(x)
+        width = mask.shape[-1] if isinstance(mask, paddle.Tensor) else mask.shape[-1] + 1
+        return self.proj(x) * float(width)
+
+
+def widens_its_mask_when_traced():
+    return WidensItsMaskWhenTraced(), [InputSpec([None, 8], "float32", "x")]
+
+
 class NearlyTied(nn.Layer):
     """A classifier whose two classes differ by less than bf16 resolves at their scale (1e-3 at
     ~100, where bf16's spacing is 0.5): under bf16 the answer changes whatever the runtime does right."""

@@ -26,19 +26,21 @@ def explained(tmp_path_factory):
                                                    "first": "tests.factories:doubled_after_its_first_call",
                                                    "noisy": "tests.factories:noisy_at_inference",
                                                    "branch": "tests.factories:writes_in_place_under_a_tensor_condition",
-                                                   "clip": "tests.factories:anneals_its_clip"},
+                                                   "clip": "tests.factories:anneals_its_clip",
+                                                   "typed": "tests.factories:widens_its_mask_when_traced"},
                                   inputs={"moe": "x = { shape = [6, 8] }", "attn": "x = { shape = [2, 6, 8] }",
                                           "first": "x = { shape = [4, 8] }", "noisy": "x = { shape = [4, 8] }",
-                                          "branch": "x = { shape = [4, 8] }", "clip": "x = { shape = [4, 8] }"}))
+                                          "branch": "x = { shape = [4, 8] }", "clip": "x = { shape = [4, 8] }",
+                                          "typed": "x = { shape = [4, 8] }"}))
     # These two in a run of their own: the summary's line budget is the three findings' above.
     run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--model", "noisy", "--model", "branch",
-                "--model", "clip", "--results", str(folder / "apart"))
+                "--model", "clip", "--model", "typed", "--results", str(folder / "apart"))
     run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--model", "moe", "--model", "attn",
                 "--model", "first", "--results", str(folder / "r"))
     run_harness("report", "--results", str(folder / "r"))
     results = folder / "r" / "default"
     records = {m: load_record(results, f"cpu_fp32/{paddle_version}/normal/{m}") for m in ("moe", "attn", "first")}
-    for model in ("noisy", "branch", "clip"):
+    for model in ("noisy", "branch", "clip", "typed"):
         records[model] = load_record(folder / "apart" / "default", f"cpu_fp32/{paddle_version}/normal/{model}")
     return results, records
 
@@ -153,3 +155,18 @@ def test_a_program_that_lacks_the_writes_agrees_on_every_tensor_it_kept(explaine
     cell = results / records["moe"]["id"]
     assert cell.is_dir() and not (cell / "export-parting").exists()
     assert "paired with the program's agree" in records["moe"]["analysis"]["triage"]["export"]["words"]
+
+
+def test_a_type_test_the_trace_answers_otherwise_is_named_with_its_line(explained):
+    """``isinstance(mask, paddle.Tensor)`` is False while to_static traces: the program silently takes
+    the other branch (no if op, no lost op), so the type test itself is what the reading names."""
+    _, records = explained
+    triage = records["typed"]["analysis"]["triage"]
+    assert triage["outcome"] == "export", triage
+    export = triage["export"]
+    found = export["type_tests"]
+    assert len(found) == 1 and found[0]["test"] == "isinstance(mask, paddle.Tensor)", found
+    assert "factories.py:" in found[0]["at"] and "width = mask.shape[-1]" in found[0]["line"], found
+    assert export["words"].startswith("the forward tests a tensor's type: `isinstance(mask, paddle.Tensor)`"), export
+    # the other cells' forwards test no tensor type: nothing named there
+    assert records["clip"]["analysis"]["triage"]["export"]["type_tests"] == []

@@ -2,7 +2,7 @@
 against the model's own Python.
 
 When the saved program does not compute what the forward computes, the question is not which op of
-the program misbehaves but what the program lacks, gained or froze. Three readings, each with the
+the program misbehaves but what the program lacks, gained or froze. The readings, each with the
 model's source line:
 
 * **lost and gained ops**: the forward run once in dygraph with every op recorded (``isolation.
@@ -15,6 +15,8 @@ model's source line:
 * **state set in ``forward``**: attributes a layer's ``forward`` assigns (``self.attn = ...``) that hold
   a tensor after the eager calls before the export: ``to_static`` reads them back as values of the
   program (measured at 3.3.1: the program held a parameter where the forward computed a softmax);
+* **type tests the trace answers otherwise**: ``isinstance(x, paddle.Tensor)`` on a line the forward
+  executed, False while ``to_static`` traces (``type_tests``);
 * **a fresh export**: a new instance with the same weights and no eager call before it, exported the
   same way in a child (``sandbox``) and run by Paddle's executor: when it agrees with dygraph where
   the cell's export did not, the export "depends on an earlier eager call"."""
@@ -32,7 +34,7 @@ from ..shared.causes import raised_status, shareable_path
 from ..shared.compare import compare_all
 from ..shared.json_types import JsonObject
 from ..shared.vocab import Status
-from . import isolation, sandbox
+from . import isolation, sandbox, type_tests
 from .public_api import tensors_in
 
 # Program ops that stand for no dygraph op (feeds, fetches, parameters, constants, shapes, control
@@ -341,7 +343,7 @@ def first_parting(ctx: Any, plan: Any, setup: Any, shape: int, calls: Sequence[i
 
 
 def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, reference: List[Any]) -> JsonObject:
-    """The three readings (the module's docstring) for the cell's model and its exported program."""
+    """The readings (the module's docstring) for the cell's model and its exported program."""
     from .paddle_api.export import program_op_types
     from .reduction import model_and_args
 
@@ -352,7 +354,10 @@ def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, referenc
     result: List[Any] = []
     branched: List[str] = []
     outputs: Dict[int, List[Any]] = {}
-    calls = isolation.record_ops(paddle, lambda: result.append(model(*args)), held, branched, outputs)
+    lines: Dict[str, Any] = {}
+    forward = lambda: result.append(model(*args))  # noqa: E731
+    calls = isolation.record_ops(paddle, lambda: lines.update(type_tests.executed_lines(
+        forward, type_tests.skip_roots(paddle))), held, branched, outputs)
     state = forward_state(paddle, model, numbers)  # after the recorded eager call
     program_ops = program_op_types(program)
     lost, gained = lost_and_gained(calls, program_ops, [id(t) for _, t in tensors_in(paddle, result[0])])
@@ -360,7 +365,7 @@ def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, referenc
     fresh = fresh_export(ctx, setup, shape, reference, setup.output_labels, plan)
     conditions = [{"at": _shareable(at), "line": _source_line(at)} for at in branched[:LINES_KEPT]]
     said: JsonObject = {"lost": lost, "gained": gained, "control_flow_ops": branches, "tensor_conditions": conditions,
-                        "forward_state": state,
+                        "forward_state": state, "type_tests": type_tests.tensor_type_tests(lines),
                         "fresh_export": fresh, "dygraph_ops": len(calls), "program_ops": len(program_ops)}
     try:
         said["parting"] = first_parting(ctx, plan, setup, shape, calls, outputs)
@@ -375,7 +380,7 @@ def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, referenc
 
 def words(said: JsonObject) -> str:
     """One line: what the program lost (op, line, context), the state it froze, the fresh export."""
-    parts: List[str] = []
+    parts: List[str] = [w for w in [type_tests.words(said.get("type_tests") or [], _shareable)] if w]
     lost = said.get("lost") or []
     if lost:
         shown = []
