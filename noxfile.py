@@ -314,6 +314,7 @@ def bench(s: nox.Session) -> None:
     s.run("python", "-m", "harness.bench.diff_memory")
     s.run("python", "-m", "harness.bench.tipc")  # a TIPC chain: the harness against a bash driver
     s.run("python", "-m", "harness.bench.releases")  # placing causes among the releases: envs once, runs per cause
+    s.run("python", "-m", "harness.bench.qualification")  # the one command against its steps typed; the pool's floor
     # Needs DOCKER_HOST and the image (`nox -s images`); says why it skips otherwise.
     s.run("python", "-m", "harness.bench.containers")
     s.run("python", "-m", "harness.bench.report")  # the records of results/default (e.g. after nox -t cpu)
