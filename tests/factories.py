@@ -995,6 +995,35 @@ def widens_its_mask_when_traced():
     return WidensItsMaskWhenTraced(), [InputSpec([None, 8], "float32", "x")]
 
 
+class RoundedAtAnOffset(nn.Layer):
+    """A projection lifted by 100 and lowered again: under bf16 the lifted sum keeps 0.5 of resolution,
+    so the piece lies far past bf16's fixed tolerance on outputs near 1 — and within its own floor."""
+
+    def __init__(self, dim=16):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.register_buffer("offset", paddle.full([dim], 100.0), persistable=True)
+
+    def forward(self, x):
+        return (self.proj(x) + self.offset) - self.offset
+
+
+class RoundedThenCumsumBesideMean(nn.Layer):
+    """The planted oneDNN cumsum/mean bug behind a piece that bf16 moves past the tolerance but not
+    past its floor: the reduction must place the bug, not the noise."""
+
+    def __init__(self):
+        super().__init__()
+        self.rounded, self.bug = RoundedAtAnOffset(), CumsumBesideMean()
+
+    def forward(self, x):
+        return self.bug(self.rounded(x))
+
+
+def rounded_then_cumsum_beside_mean():
+    return RoundedThenCumsumBesideMean(), [InputSpec([None, 16], "float32", "x")]
+
+
 class NearlyTied(nn.Layer):
     """A classifier whose two classes differ by less than bf16 resolves at their scale (1e-3 at
     ~100, where bf16's spacing is 0.5): under bf16 the answer changes whatever the runtime does right."""

@@ -165,8 +165,9 @@ def test_a_runtime_worse_than_its_precision_fails_as_beyond_the_floor_and_is_red
     """The floor's other side: oneDNN's in-place cumsum read by its sibling mean is wrong by ~half a
     row's total, thousands of times what bf16 rounding moves the mean: a failure said as beyond
     the floor, root-caused like any other (no reduction is spent on a stage within it)."""
-    matrix = write_matrix({"summean": "tests.factories:cumsum_beside_mean"},
-                          inputs={"summean": "x = { shape = [2, 16] }"})
+    matrix = write_matrix({"summean": "tests.factories:cumsum_beside_mean",
+                           "behind": "tests.factories:rounded_then_cumsum_beside_mean"},
+                          inputs={"summean": "x = { shape = [2, 16] }", "behind": "x = { shape = [2, 16] }"})
     _run(matrix, tmp_path / "r", "cpu_onednn_bf16")
     record = _cell(tmp_path / "r" / "default", "cpu_onednn_bf16", paddle_version, "summean")
     bf16 = stages_by_name(record)["onednn_bf16"]
@@ -189,6 +190,14 @@ def test_a_runtime_worse_than_its_precision_fails_as_beyond_the_floor_and_is_red
         assert any("set_bfloat16_op" in n for n in analysis["workaround"]["not_tried"]), analysis["workaround"]
     else:
         assert kept["honoured"] is True and kept["builds"] >= 2, kept
+    # Behind a piece bf16 moves past the tolerance (not past its own floor), the reduction places the
+    # bug: each piece is judged against a floor of its own, as the stage was.
+    behind = _cell(tmp_path / "r" / "default", "cpu_onednn_bf16", paddle_version, "behind")["analysis"]["reduce"]
+    trials = {tuple(t["members"]): t for t in behind["trials"]}
+    noise = trials[("rounded",)]
+    assert noise["reproduces"] is False and "out of tolerance, within the piece's bf16 floor" in noise["note"], noise
+    assert trials[("bug",)]["reproduces"] is True and "beyond the piece's bf16 floor" in trials[("bug",)]["note"]
+    assert behind["members"] == ["bug"] or behind["path"] == "bug", behind
 
 
 def test_a_factory_that_kills_its_process_is_a_crash_and_other_cells_finish(write_matrix, tmp_path, paddle_version):

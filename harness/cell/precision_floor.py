@@ -14,19 +14,19 @@ The stage's error against its fp32 reference is then judged against ``K`` times 
 is a pass "within what bf16 explains"; beyond is a failure "N× beyond what bf16 explains", a fact
 about the runtime (a finding, reduced like any). An output the floor leaves unmoved is held to the
 fp32 tolerance instead of a floor of zero. The floor runs in a child (``sandbox``): the rounding
-rewrites the model's weights and Paddle's op functions there and nowhere else."""
+rewrites the model's weights and Paddle's op functions there and nowhere else. The whole model's floor
+is measured by ``model_floor``; this module holds the arithmetic, the rounded run and the judgement
+(a reduction piece's own floor included), which the reduction's trials use too."""
 
 from __future__ import annotations
 
 import math
-import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ..shared.json_types import JsonObject
 from ..shared.vocab import Precision, Status
-from . import sandbox
 
 # A stage within this many times the floor is within what the precision explains: the floor rounds
 # every op while a runtime keeps some in fp32 and fuses others (fewer roundings), so the runtime's
@@ -59,71 +59,38 @@ def _rounding(paddle: Any, fmt: str, value: Any) -> Any:
     return value
 
 
-def floor_outputs(ctx: Any, setup: Any, fmt: str, shapes: Sequence[int]) -> Dict[int, List[np.ndarray]]:
-    """The model's outputs at each of ``shapes`` with the format's rounding everywhere (run in the
-    calling process: ``measure`` runs it in a child)."""
+def rounded_run(paddle: Any, layer: Any, call: Callable[[], Any], fmt: str) -> Any:
+    """``call()`` with ``layer``'s weights and every op's output rounded to ``fmt`` (fp32 arithmetic
+    between), in dygraph. Paddle's op functions stay rewritten for good: only ever in a child."""
     from paddle import _C_ops
 
     from .isolation import op_functions
-    from .reduction import model_and_spec
-    from .structure import build_call_args, flatten_outputs
 
-    paddle = ctx.paddle
-    model, input_spec, _ = model_and_spec(ctx, setup)
     with paddle.no_grad():
-        for tensor in [*model.parameters(), *model.buffers()]:
+        for tensor in [*layer.parameters(), *layer.buffers()]:
             if tensor.dtype in (paddle.float32, paddle.float64):
                 tensor.set_value(rounded(tensor.numpy(), fmt))
-    c_ops, operators = op_functions(paddle)  # rewritten here for good: this runs in a child
+    c_ops, operators = op_functions(paddle)
     for name, fn in c_ops.items():
         setattr(_C_ops, name, lambda *a, _fn=fn, **k: _rounding(paddle, fmt, _fn(*a, **k)))
     for method, fn in operators.items():
         setattr(paddle.Tensor, method, lambda *a, _fn=fn: _rounding(paddle, fmt, _fn(*a)))
     paddle.jit.enable_to_static(False)
-    found: Dict[int, List[np.ndarray]] = {}
     with paddle.no_grad():
-        for shape in shapes:
-            feeds = {k: rounded(v, fmt) for k, v in ctx.feeds(shape).items()}
-            found[shape] = [a for _, a in flatten_outputs(paddle, model(*build_call_args(paddle, input_spec, feeds)))]
-    return found
+        return call()
 
 
-def measure(ctx: Any, setup: Any, precision: Precision, shapes: Sequence[int], labels: Sequence[str]) -> JsonObject:
-    """The floor per shape and output (``floor[shape][label]``: the rounded model's max abs distance
-    from fp32 dygraph), with its method; or why there is none (``why``)."""
-    fmt = FORMATS[precision]
-    said: JsonObject = {"format": fmt, "method": METHOD.format(fmt=fmt), "k": K}
-    if ctx.cell.captured or not ctx.mode.reducible:
-        return dict(said, why=("a captured export has no model source here to round" if ctx.cell.captured else
-                               f"train mode {ctx.cell.mode} converts the model when it exports: its dygraph "
-                               f"layers are not what the program runs"))
-    started = time.perf_counter()
-    try:
-        answer = sandbox.in_child(lambda: floor_outputs(ctx, setup, fmt, shapes), ctx.work / f"floor-{fmt}",
-                                  sandbox.deadline(ctx.cell.stage_timeout))
-    except RuntimeError as exc:  # the rebuild or the rounded forward raised in the child: said, not judged
-        return dict(said, why=str(exc).splitlines()[0][:300])
-    said["seconds"] = round(time.perf_counter() - started, 3)
-    if isinstance(answer, sandbox.Death):
-        return dict(said, why=f"its process died: {answer.words()}")
-    floor: Dict[str, Dict[str, float]] = {}
-    answers: JsonObject = {}
-    for shape, got in answer.items():
-        reference = ctx.load_outputs(ctx.file("dygraph", shape), list(labels))
-        if len(got) != len(reference):
-            return dict(said, why=f"the rounded model returns {len(got)} outputs, dygraph {len(reference)}")
-        floor[str(shape)] = {label: float(np.max(np.abs(np.asarray(g, np.float64) - np.asarray(r, np.float64))))
-                             if np.size(r) else 0.0 for label, g, r in zip(labels, got, reference)}
-        task = ctx.judge_task(list(labels), reference, got)
-        if task is not None and task.get("changed"):
-            # The precision alone changes what the model answers: a risk of deploying it so, not a runtime's bug.
-            answers.setdefault("shapes", {})[str(shape)] = task
-    if answers:
-        first = next(iter(answers["shapes"].values()))
-        answers["words"] = f"{fmt} itself changes what the model answers ({first.get('summary')}): a risk of " \
-                           f"deploying it in {fmt}, not a bug of the runtime"
-        said["answers_changed"] = answers
-    return dict(said, floor=floor)
+def piece_floor(paddle: Any, layer: Any, arrays: Sequence[np.ndarray], dygraph: Sequence[np.ndarray], fmt: str,
+                outputs: Callable[[Any], List[np.ndarray]]) -> List[float]:
+    """A reduction piece's own floor, per output: ``layer`` (a fresh instance of the piece) run on
+    ``arrays`` with the format's rounding everywhere, against its fp32 dygraph outputs. ``outputs``
+    turns the piece's return into its arrays, as its trial does."""
+    got = rounded_run(paddle, layer, lambda: outputs(layer(*[paddle.to_tensor(rounded(np.asarray(a), fmt))
+                                                            for a in arrays])), fmt)
+    if len(got) != len(dygraph):
+        raise ValueError(f"the rounded piece returns {len(got)} outputs, dygraph {len(dygraph)}")
+    return [float(np.max(np.abs(np.asarray(g, np.float64) - np.asarray(r, np.float64)))) if np.size(r) else 0.0
+            for g, r in zip(got, dygraph)]
 
 
 def error_of(comparison: Any) -> Optional[float]:
@@ -182,4 +149,4 @@ def judge(measured: Mapping[str, Any], shape: int, errors: Mapping[str, Optional
     return {"verdict": "beyond" if beyond else "within", "outputs": per, "words": words}
 
 
-__all__ = ["K", "FORMATS", "rounded", "measure", "judge", "error_of", "passes_by_floor"]
+__all__ = ["K", "FORMATS", "METHOD", "rounded", "rounded_run", "piece_floor", "judge", "error_of", "passes_by_floor"]

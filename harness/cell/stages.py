@@ -23,7 +23,7 @@ from ..shared.task import worst_verdict
 from ..shared.vocab import Precision, Reference, Stage, Status
 from .context import CellContext
 from .ledger import Ledger
-from . import precision_floor
+from . import model_floor, precision_floor
 from .registry import runtime
 
 # What a low-precision stage's ops must produce somewhere for the precision to have run.
@@ -125,7 +125,7 @@ def _by_the_floor(ctx: CellContext, plan: StagePlan, setup: Any, labels: List[st
     precision = Precision(plan.precision)
     if precision not in precision_floor.FORMATS or result["status"] not in (Status.PASS, Status.FAIL, Status.VACUOUS):
         return ""
-    measured = precision_floor.measure(ctx, setup, precision, [0] + [v["index"] for v in variants], labels)
+    measured = model_floor.measure(ctx, setup, precision, [0] + [v["index"] for v in variants], labels)
     result["floor"] = measured
     if measured.get("why"):
         return f"no {measured['format']} floor ({measured['why']}): judged by the tolerance"

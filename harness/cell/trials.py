@@ -4,7 +4,8 @@ its reference, and say whether the stage's failure reproduces (a ``Trial``).
 * an ``error`` reproduces when the piece raises the same cause (the same normalized message);
 * a numeric ``fail`` reproduces when the stage's config is out of tolerance against the reference
   config (the baseline predictor) on the piece — or, for ``baseline`` itself, against the dygraph
-  forward of the piece run just before its export (what ``to_static`` traced).
+  forward of the piece run just before its export (what ``to_static`` traced); for a stage its
+  precision's floor judged, when it is beyond the piece's own floor (``precision_floor.piece_floor``).
 
 When the culprit search named passes for the stage, a trial that ran the stage also runs the piece
 with those passes off and records whether they changed the ops it executed (``culprit_fired``): a
@@ -20,14 +21,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..shared.causes import paddle_message, raised_status
-from ..shared.compare import NothingCompared, compare_all
+from ..shared.compare import NothingCompared, Tolerance, compare_all
 from ..shared.runtime import StagePlan
-from ..shared.vocab import Analysis, Reference, Stage, Status
+from ..shared.vocab import Analysis, Precision, Reference, Stage, Status
 from .context import CellContext
 from .ledger import Ledger
 from .descent import Trial
 from .isolation import ONE_OP, Written
-from . import progress, sandbox
+from . import precision_floor, progress, sandbox
 from .pieces import (SMALL_INT_INPUT, Call, VacuousPiece, load_piece, load_source, piece_source, source_path, specs,
                      unique_tensors)
 from .registry import runtime
@@ -68,6 +69,14 @@ class PieceTrials:
         # The run that names the piece's op types: the baseline config (the stage's own when it is the baseline).
         self.typing_plan = self.reference_plan or plans.get(Stage.BASELINE.value) or plan
         self.tolerance = ctx.tolerance(plan)
+        # A stage the floor judged: each piece is judged against a floor of its own (its dygraph with
+        # the format's rounding everywhere), not the fixed tolerance: a piece within what bf16 explains
+        # does not reproduce a failure beyond it.
+        measured = stage.extra.get("floor") or {}
+        self.floor_format: Optional[str] = (measured.get("format") if stage.extra.get("floor_verdict")
+                                            and not measured.get("why") else None)
+        self.floor_k = float(measured.get("k") or 0.0)
+        self.fp32_atol = Tolerance.of(ctx.cell.tolerances[Precision.FP32.value]).atol
         search = done.analysis(Analysis.BISECT)
         self.culprits: List[str] = (list(search.get("culprits") or [])
                                     if search is not None and search.stage == plan.name else [])
@@ -97,7 +106,9 @@ class PieceTrials:
             return trial
         files, feeds, traced = built
         trial.files, trial.feeds = files, feeds
-        return self._judge(trial, files, feeds, traced, where)
+        home = Path(files["program"]).parent
+        rebuild = lambda: load_piece(source_path(home, "Piece").read_text(encoding="utf-8"), home, members)  # noqa: E731
+        return self._judge(trial, files, feeds, traced, where, rebuild)
 
     def one_op(self, program: Written) -> Trial:
         """The op (or the chain of ops) alone, on the tensors it received in the piece's forward."""
@@ -118,7 +129,14 @@ class PieceTrials:
             trial.note = f"could not be exported alone: {paddle_message(exc)[:300]}"
             return trial
         trial.files, trial.feeds = files, {f"in{k}": a for k, a in enumerate(arrays)}
-        return self._judge(trial, files, trial.feeds, traced, where)
+
+        def rebuild() -> Any:
+            fresh = load_source(program.source, where / "floor", ONE_OP)
+            for name, array in program.held.items():
+                getattr(fresh, name).set_value(self.paddle.to_tensor(array))
+            return fresh
+
+        return self._judge(trial, files, trial.feeds, traced, where, rebuild)
 
     def _in_child(self, fn: Callable[[], Trial], empty: Trial, where: Path, harness_form: bool) -> Trial:
         """``fn()`` where its death cannot end the reduction (``sandbox``): a trial whose process died
@@ -194,7 +212,7 @@ class PieceTrials:
         return files, {f"in{k}": a for k, a in enumerate(arrays)}, traced
 
     def _judge(self, trial: Trial, files: Dict[str, str], feeds: Dict[str, np.ndarray], traced: List[np.ndarray],
-               where: Path) -> Trial:
+               where: Path, rebuild: Optional[Callable[[], Any]] = None) -> Trial:
         # The reference: the baseline config on the piece, or (baseline's own failure) dygraph.
         # The baseline config's run also names the piece's op types; when the failing stage is the
         # baseline itself, that one run is the stage's run too.
@@ -233,7 +251,7 @@ class PieceTrials:
             trial.note += f"says nothing: {empty}"
             return trial
         self._culprit_fired(trial, files, feeds, where, stage_types)
-        return self._compared(trial, expected, got)
+        return self._compared(trial, expected, got, (rebuild, list(feeds.values()), traced))
 
     def _culprit_fired(self, trial: Trial, files: Dict[str, str], feeds: Dict[str, np.ndarray], where: Path,
                        stage_types: Optional[Dict[str, int]]) -> None:
@@ -253,7 +271,8 @@ class PieceTrials:
         trial.note += (f"{', '.join(self.culprits)} {'fired' if trial.culprit_fired else 'did not fire'} "
                        f"(ops executed with and without it {'differ' if trial.culprit_fired else 'are the same'}); ")
 
-    def _compared(self, trial: Trial, expected: List[np.ndarray], got: List[np.ndarray]) -> Trial:
+    def _compared(self, trial: Trial, expected: List[np.ndarray], got: List[np.ndarray],
+                  piece: Tuple[Optional[Callable[[], Any]], List[np.ndarray], List[np.ndarray]] = (None, [], [])) -> Trial:
         if self.failed is Status.ERROR:
             trial.note += "runs without raising"
             return trial
@@ -263,10 +282,37 @@ class PieceTrials:
             trial.note += f"could not be compared alone: {exc}"
             trial.untestable = True
             return trial
-        trial.reproduces = any(s.status is Status.FAIL for s in stats)
         trial.margin = max((s.max_abs or 0.0) for s in stats) if stats else None
-        trial.note += "out of tolerance" if trial.reproduces else "within tolerance"
+        within = self._within_the_piece_floor(trial, stats, *piece) if self.floor_format else None
+        if within is None:
+            trial.reproduces = any(s.status is Status.FAIL for s in stats)
+            trial.note += "out of tolerance" if trial.reproduces else "within tolerance"
+        else:
+            trial.reproduces = not within
+            tolerance = "out of" if any(s.status is Status.FAIL for s in stats) else "within"
+            trial.note += f"{tolerance} tolerance, {'within' if within else 'beyond'} the piece's {self.floor_format} floor"
         return trial
+
+    def _within_the_piece_floor(self, trial: Trial, stats: List[Any], rebuild: Optional[Callable[[], Any]],
+                                arrays: List[np.ndarray], traced: List[np.ndarray]) -> Optional[bool]:
+        """The piece's stage against its own floor (``precision_floor.piece_floor``, measured here:
+        the trial's child is about to end, so Paddle's op functions may stay rewritten); None — said —
+        when it cannot be measured (the tolerance judges then)."""
+        if rebuild is None or len(traced) != len(stats):
+            return None
+        sandbox.phase(f"{self.floor_format} floor")
+        try:
+            floors = precision_floor.piece_floor(
+                self.paddle, rebuild(), arrays, traced, self.floor_format,
+                lambda out: [t.numpy() for t in unique_tensors(self.paddle, out)])
+        except Exception as exc:  # the piece's own floor could not be measured: the tolerance judges it
+            trial.note += f"no {self.floor_format} floor for the piece ({paddle_message(exc)[:120]}); "
+            return None
+        labels = [str(i) for i in range(len(stats))]
+        measured = {"format": self.floor_format, "k": self.floor_k, "floor": {"0": dict(zip(labels, floors))}}
+        verdict = precision_floor.judge(measured, 0, {label: precision_floor.error_of(c) for label, c in zip(labels, stats)},
+                                        {label: self.fp32_atol for label in labels})
+        return None if verdict is None else verdict["verdict"] == "within"
 
 
 # Ops every program has (feeding, fetching, parameters, constants): never an op of its own.
