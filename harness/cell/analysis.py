@@ -73,11 +73,13 @@ def analyse(ctx: CellContext, done: Ledger) -> None:
     failing = reproducer.first_failing(ordered, done)
     if failing is not None:
         steps.append((Analysis.REDUCE, failing, lambda: reduce(ctx, failing, plans, done)))
+    if failing is not None:
+        # Before the workaround: the reproducer judges whose bug a converted file's failure is, and
+        # the workaround tries the converter's own options only for the converter's.
+        steps.append((Analysis.REPRODUCER, failing, lambda: reproducer.write_and_verify(ctx, failing, done)))
     if target is not None and baseline is not None:
         # After the reduction: where no config change helps, the op it placed may have another spelling.
         steps.append((Analysis.WORKAROUND, target, lambda: workaround.search(ctx, target, done, baseline)))
-    if failing is not None:
-        steps.append((Analysis.REPRODUCER, failing, lambda: reproducer.write_and_verify(ctx, failing, done)))
     for kind, plan, fn in steps:
         if kind.journal_key in done:
             continue

@@ -32,7 +32,7 @@ from ..shared.causes import raised_status, stage_cause
 from ..shared.compare import Tolerance, compare_all
 from ..shared.config import PredictorConfig, StageConfig
 from ..shared.runtime import StagePlan
-from ..shared.vocab import Analysis, Precision, Probe, Stage, Status
+from ..shared.vocab import Analysis, Owner, Precision, Probe, Stage, Status
 from ..shared.json_types import JsonObject
 from .context import CellContext
 from .ledger import Ledger
@@ -78,12 +78,24 @@ def candidates(plan: StagePlan, done: Ledger, onednn_types: Sequence[str], files
         not_tried.append(f"keeping op types at fp32 ({(kept.get('evidence') or {}).get('switch')}): this Paddle "
                          f"ignores the switch (measured by the fp32_ops step)")
     found += engine.coarser(plan)
-    stage = done.stage(plan.name)
-    # The conversion's stage, or a later stage whose failure is the converter's (a file that differs by
-    # memory is found when the first stage that reads it settles it): the converter's own options.
-    if plan.name.endswith("_convert") or (stage is not None and stage_cause(stage.message).startswith("paddle2onnx")):
+    if _the_converters(plan, done):
         found += engine.conversion_candidates(plan, files)
     return found, not_tried
+
+
+def _the_converters(plan: StagePlan, done: Ledger) -> bool:
+    """Whether the stage's failure is the converter's: the conversion's own stage, a stage that raised
+    with the converter's words, or one whose reproducer judged the converted file against the format's
+    own reference and found it wrong (a file that differs by memory is found when the first stage
+    that reads it settles it)."""
+    if plan.name.endswith("_convert"):
+        return True
+    stage = done.stage(plan.name)
+    if stage is not None and stage_cause(stage.message).startswith("paddle2onnx"):
+        return True
+    judged = done.analysis(Analysis.REPRODUCER)
+    return (judged is not None and judged.stage == plan.name
+            and (judged.get("conversion") or {}).get("owner") == Owner.CONVERTER.value)
 
 
 class Verifier:
