@@ -92,7 +92,7 @@ class PaddleInference(Runtime):
         if config.onednn:
             dropped = " and with it " + ("bf16" if config.bf16 else "int8") if config.bf16 or config.int8 else ""
             found.append((f"oneDNN off (disable_mkldnn){dropped}",
-                          config.replace(onednn=False, bf16=False, int8=False, onednn_ops=None)))
+                          config.replace(onednn=False, bf16=False, int8=False, onednn_ops=None, bf16_ops=None)))
         return found
 
     def config_calls(self, files: Dict[str, str], config: PredictorConfig) -> List[str]:

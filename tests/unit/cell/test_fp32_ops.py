@@ -38,3 +38,13 @@ def test_the_candidates_are_the_ops_the_stage_ran_on_the_backend_in_the_names_th
     ignored = AnalysisEntry.from_dict("fp32_ops", {"status": "pass", "stage": "stage", "honoured": False})
     assert candidate(plan, ignored) is None
     assert PredictorConfig.from_dict(config.to_dict()) == config  # recorded and read back as it was built
+
+
+def test_the_switch_is_spelled_into_the_reproducer_and_workaround_as_paddles_own_call():
+    from harness.cell.registry import runtime
+
+    kept = PredictorConfig(device="cpu", onednn=True, bf16=True, bf16_ops=("fc",))
+    calls = runtime("paddle_inference").config_calls({"format": "pir", "program": "model.json"}, kept)
+    assert calls.index("config.enable_mkldnn_bfloat16()") < calls.index("config.set_bfloat16_op({'fc'})"), calls
+    plain = PredictorConfig(device="cpu", onednn=True, bf16=True)
+    assert not any("set_bfloat16_op" in c for c in runtime("paddle_inference").config_calls({"format": "pir"}, plain))
