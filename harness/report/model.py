@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..shared.causes import Cause, cause_of, group
-from ..shared.machine import label as machine_label
+from ..shared.machine import label as machine_label, numeric_key
 from ..shared.record_model import CellRecord, Comparison, Outcome, Reduction, Reproducer, Verdict
 from ..shared.records import Unreadable, scan_records
 from ..shared.run_records import HazardCheck, HazardProbe
@@ -249,8 +249,13 @@ class RunModel:
         several): each once, with its cells and (session, version) columns."""
         found: Dict[str, Machine] = {}
         for r in self.records:
-            key = r.machine_key or "unknown"
-            machine = found.setdefault(key, Machine(key, r.machine or None, [], []))
+            # By the CPU alone: a record the host wrote for a cell whose worker never asked Paddle (a
+            # crash, a skip) lacks oneDNN's ISA and the cell's environment, and is the same machine.
+            facts = r.machine or {}
+            key = numeric_key(facts.get("cpu"), list(facts.get("flags") or []), None) if facts else "unknown"
+            machine = found.setdefault(key, Machine(r.machine_key or key, r.machine or None, [], []))
+            if (facts.get("onednn") or {}).get("isa") and not ((machine.facts or {}).get("onednn") or {}).get("isa"):
+                machine.key, machine.facts = r.machine_key or key, facts  # the fuller description of it
             machine.cells.append(r.id)
             if r.column not in machine.columns:
                 machine.columns.append(r.column)
