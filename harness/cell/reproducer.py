@@ -19,6 +19,7 @@ numeric failure. The program is the smallest piece of the model the reduction fo
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -78,11 +79,11 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[st
         build = _op_build_lines(Path(piece["op_source"]).read_text(encoding="utf-8"), len(feeds), bool(piece.get("held")))
     else:
         model = f"model{Path(files['program']).suffix}"
-        shutil.copyfile(files["program"], folder / model)
+        _placed(files["program"], folder / model)
         params = ""
         if files.get("params"):
             params = f"model{Path(files['params']).suffix}"
-            shutil.copyfile(files["params"], folder / params)
+            _placed(files["params"], folder / params)
     run_lines = build + engine.reproducer_lines(model, params, plan.config, files)
     expected = None
     if status is Status.FAIL:
@@ -112,6 +113,18 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[st
             "verified": verified, "exit": run["exit"], "last_line": run["last_line"],
             **({"conversion": judged} if judged else {}),
             "seconds": round(time.perf_counter() - started, 3)}
+
+
+def _placed(source: "str | Path", target: Path) -> None:
+    """The exported file in the reproducer's folder: a hard link where the file system allows one (the
+    folder stays whole on its own, and a zoo model's weights are not stored twice: 127 MB per
+    PP-DocLayout-V3 cell), a copy otherwise. Exports are written once and never changed in place."""
+    if target.exists():
+        target.unlink()
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 def _conversion_judged(ctx: CellContext, plan: StagePlan, folder: Path, piece: Optional[Mapping[str, Any]],
