@@ -137,7 +137,7 @@ def command(args: Any) -> int:
     known = out / f"known-issues-{version}.toml"
     shutil.copyfile(run / KNOWN_FILE, known)
     asked = ["qualify", "--matrix", str(args.matrix), "--results", str(args.results), "--run", args.run_name,
-             *_scope(args)]
+             *_scope(args, version)]
     # The release as it stands, then with this run's known issues accepted (what the next run reads).
     bare, verdict = _harness(asked, capture=True), _harness([*asked, "--known", str(known)], capture=True)
     for answer in (bare, verdict):
@@ -155,15 +155,18 @@ def command(args: Any) -> int:
     return verdict.returncode
 
 
-def _scope(args: Any) -> List[str]:
-    """What the pool was asked for, as qualify's required cells: each selected session at its version,
+def _scope(args: Any, version: str) -> List[str]:
+    """What the pool was asked for, as qualify's required cells: each selected session at the version qualified,
     the models asked (the zoo by default). Not the matrix's [qualify] table: that is the built-in matrix's."""
     from ..matrix import load
     from ..matrix.sessions import SessionKind
     from .pool import selection
 
     chosen = selection(load(args.matrix), args.tag or ([] if args.session else ["zoo"]), args.session)
-    pairs = dict.fromkeys(f"{s.session}@{s.version}" for s in chosen if s.kind in (SessionKind.CELLS, SessionKind.ZOO))
+    # The release qualified is judged by its own cells: an older version's (a family that does not
+    # install there is a skip) tell what changed, in the publication, and are not required of it.
+    pairs = dict.fromkeys(f"{s.session}@{s.version}" for s in chosen
+                          if s.kind in (SessionKind.CELLS, SessionKind.ZOO) and s.version == version)
     return [a for p in pairs for a in ("--scope", p)] + [a for m in (args.model or ["zoo"]) for a in ("--model", m)]
 
 
