@@ -31,16 +31,16 @@ from ..shared.json_types import JsonObject
 from ..shared.config import PredictorConfig
 from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
-from ..shared.compare import NothingCompared, Tolerance, compare_all
+from ..shared.compare import NothingCompared, compare_all
 from ..shared.errors import HarnessFailure, UserError, raised_at
 from ..shared.search import build_budget, find_alternatives, find_culprits
 from ..shared.record_model import Outcome
 from ..shared.vocab import Analysis, Precision, Probe, Reference, Stage, Status
-from . import export_loss, fp32_ops, precision_floor, progress, reduction, reproducer, sandbox, workaround
+from . import export_loss, fp32_ops, progress, reduction, reproducer, sandbox, workaround
 from .context import CellContext
 from .ledger import Ledger
 from .registry import runtime
-from .stages import stage_reference
+from .stages import judged_as_the_stage, stage_reference
 from .trials import bookkeeping
 
 FAILED = (Status.FAIL, Status.ERROR)
@@ -66,14 +66,12 @@ def analyse(ctx: CellContext, done: Ledger) -> None:
         if isinstance(target.config, PredictorConfig) and target.config.onednn and target.config.device == "cpu":
             steps.append((Analysis.EXCLUDE, target, lambda: exclude_onednn_ops(ctx, target, done)))
         if Precision(target.precision) in fp32_ops.REDUCED_DTYPES:
-            steps.append((Analysis.FP32_OPS, target, lambda: fp32_ops.search(ctx, target, done, failure_probe(
-                ctx, target, done, [], done.stage(target.name).failing_shape or 0))))
+            steps.append((Analysis.FP32_OPS, target, lambda: _fp32_ops(ctx, target, done)))
     if baseline is not None and status(baseline.name) in FAILED:
         steps.append((Analysis.TRIAGE, baseline, lambda: triage(ctx, baseline, done)))
     failing = reproducer.first_failing(ordered, done)
     if failing is not None:
         steps.append((Analysis.REDUCE, failing, lambda: reduce(ctx, failing, plans, done)))
-    if failing is not None:
         # Before the workaround: the reproducer judges whose bug a converted file's failure is, and
         # the workaround tries the converter's own options only for the converter's.
         steps.append((Analysis.REPRODUCER, failing, lambda: reproducer.write_and_verify(ctx, failing, done)))
@@ -101,6 +99,14 @@ def analyse(ctx: CellContext, done: Ledger) -> None:
         result["seconds"] = round(time.perf_counter() - started, 3)
         ctx.journal.finish(kind.journal_key, result)
         done.add(kind.journal_key, result)
+
+
+def _fp32_ops(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
+    """``fp32_ops.search`` with the stage's failure probe; the words of builds that said nothing kept."""
+    messages: List[str] = []
+    shape = done.stage(plan.name).failing_shape or 0
+    found = fp32_ops.search(ctx, plan, done, failure_probe(ctx, plan, done, messages, shape))
+    return dict(found, invalid_messages=list(dict.fromkeys(messages))[:5]) if messages else found
 
 
 def reduce(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan], done: Ledger) -> Dict[str, Any]:
@@ -211,7 +217,9 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Ledger, messages: Lis
     cause = engine.cause_words(stage.message)
     _, reference, _ = stage_reference(ctx, plan, labels, shape)
     tolerances = [ctx.tolerance(plan, label) for label in labels]
-    fp32_atol = Tolerance.of(ctx.cell.tolerances[Precision.FP32.value]).atol
+    # A stage the floor judged is probed by the floor: a bf16 build within what bf16 explains does not
+    # show the failure, however far past the fixed tolerance it is.
+    judged = judged_as_the_stage(ctx, stage, labels)
 
     builds = [0]
 
@@ -256,12 +264,7 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Ledger, messages: Lis
         except NothingCompared as exc:  # nothing paired: the probe says nothing either way
             messages.append(str(exc))
             return Probe.INVALID
-        # A stage the floor judged is probed by the floor: a bf16 build within what bf16 explains
-        # does not show the failure, however far past the fixed tolerance it is.
-        within = precision_floor.passes_by_floor(stage.extra, shape, labels, stats, fp32_atol)
-        if within is not None:
-            return Probe.PASS if within else Probe.FAIL
-        return Probe.PASS if all(s.passed for s in stats) else Probe.FAIL
+        return Probe.PASS if judged(shape, stats)[0] else Probe.FAIL
 
     return probe
 

@@ -84,6 +84,11 @@ class CellContext:
         verdict = judge(self.task, labels, reference, got)
         return verdict.to_dict() if verdict is not None else None
 
+    @property
+    def fp32_atol(self) -> float:
+        """fp32's absolute tolerance: what a floor holds an output the precision's rounding leaves unmoved to."""
+        return Tolerance.of(self.cell.tolerances[Precision.FP32.value]).atol
+
     def tolerance(self, plan: StagePlan, label: Optional[str] = None) -> Tolerance:
         """The tolerance a stage's comparison uses, with the matrix's per-output override for ``label``."""
         precision = Precision(plan.tolerance_precision).value

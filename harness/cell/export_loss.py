@@ -355,9 +355,11 @@ def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, referenc
     branched: List[str] = []
     outputs: Dict[int, List[Any]] = {}
     lines: Dict[str, Any] = {}
-    forward = lambda: result.append(model(*args))  # noqa: E731
-    calls = isolation.record_ops(paddle, lambda: lines.update(type_tests.executed_lines(
-        forward, type_tests.skip_roots(paddle))), held, branched, outputs)
+
+    def forward() -> None:  # recorded op by op, and line by line in the model's own files
+        lines.update(type_tests.executed_lines(lambda: result.append(model(*args)), isolation.not_the_model(paddle)))
+
+    calls = isolation.record_ops(paddle, forward, held, branched, outputs)
     state = forward_state(paddle, model, numbers)  # after the recorded eager call
     program_ops = program_op_types(program)
     lost, gained = lost_and_gained(calls, program_ops, [id(t) for _, t in tensors_in(paddle, result[0])])

@@ -73,11 +73,11 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, probe: Callable[[Any
                 else f"{plan.name} ran no op type its precision switch can name"}
     name, keep = switch
     reduced = REDUCED_DTYPES.get(Precision(plan.precision), ())
-    left = _reduced_left(ctx, plan, done, keep(types), reduced)
+    left, why = _reduced_left(ctx, plan, done, keep(types), reduced)
     evidence = {"switch": name, "kept_at_fp32": types, "reduced_outputs_left": left}
-    if left is None:
-        return {"status": Status.PASS, "outcome": Outcome.NO_EFFECT, "honoured": None, "builds": 1, "evidence": evidence,
-                "message": f"{name} with every op type kept at fp32 could not be run to read its dtypes"}
+    if left is None:  # whose failure it is, said in its words: the stage's program with the switch did not run
+        return {"status": Status.PASS, "outcome": Outcome.NOT_RUN, "honoured": None, "builds": 1, "evidence": evidence,
+                "message": f"{name} with every op type kept at fp32 did not run, so what it does is unknown: {why}"}
     if left:
         return {"status": Status.PASS, "outcome": Outcome.KNOB_IGNORED, "honoured": False, "builds": 1,
                 "evidence": evidence,
@@ -110,8 +110,9 @@ def candidate(plan: StagePlan, entry: Any) -> Optional[Tuple[str, PredictorConfi
 
 
 def _reduced_left(ctx: CellContext, plan: StagePlan, done: Ledger, config: PredictorConfig,
-                  reduced: Tuple[str, ...]) -> Optional[Dict[str, int]]:
-    """The reduced-dtype outputs the stage's program still produced with ``config`` (None: it could not run)."""
+                  reduced: Tuple[str, ...]) -> Tuple[Optional[Dict[str, int]], str]:
+    """The reduced-dtype outputs the stage's program still produced with ``config``, or None and the
+    words it failed with (Paddle's, or its process's death)."""
     engine = runtime(plan.runtime)
     feeds = ctx.feeds(0)
     where = ctx.work / f"{plan.name}.fp32_ops"
@@ -123,9 +124,11 @@ def _reduced_left(ctx: CellContext, plan: StagePlan, done: Ledger, config: Predi
 
     try:
         answer = sandbox.in_child(in_the_child, where / "probe", sandbox.deadline(ctx.cell.stage_timeout))
-    except RuntimeError:
-        return None
-    return None if isinstance(answer, sandbox.Death) else answer
+    except RuntimeError as exc:  # raised in the child: its words
+        return None, str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    if isinstance(answer, sandbox.Death):
+        return None, f"its process died: {answer.words()}"
+    return answer, ""
 
 
 __all__ = ["search", "candidate", "switch_of", "candidate_types", "NO_OP_TYPE"]

@@ -119,6 +119,14 @@ class _DataType:
         return f"paddle.base.libpaddle.DataType.{self.name}"
 
 
+def not_the_model(paddle: Any) -> Tuple[str, ...]:
+    """The folders whose files are Paddle's, the harness's or the standard library's: a model's line is
+    in none of them. Each a folder with its separator: ``.../site-packages/paddle`` is also the start of
+    paddlex's, paddleformers' and paddlespeech's paths, whose lines are the model's."""
+    return tuple(os.path.join(folder, "") for folder in (
+        os.path.dirname(paddle.__file__), os.path.dirname(os.path.dirname(__file__)), os.path.dirname(os.__file__)))
+
+
 def caller_line(skip_roots: Tuple[str, ...]) -> str:
     """``file:line`` of the innermost frame outside ``skip_roots`` (Paddle, the harness): the model's
     line that made the current call."""
@@ -141,11 +149,7 @@ class _Recorder:
         self.paddle = paddle
         self.outputs = outputs  # op order -> its outputs' values as the op made them (in-place writes come later)
         self.held_ids = {id(t) for t in held}
-        # Frames of these files are Paddle's or the harness's: the model's line is the first other. Each a
-        # folder with its separator: ``.../site-packages/paddle`` is also the start of paddlex's,
-        # paddleformers' and paddlespeech's paths, whose lines are the model's.
-        self.not_the_model = tuple(os.path.join(folder, "") for folder in (
-            os.path.dirname(paddle.__file__), os.path.dirname(os.path.dirname(__file__)), os.path.dirname(os.__file__)))
+        self.not_the_model = not_the_model(paddle)
         self.found: List[OpCall] = []
         self.alive: List[Any] = []
         self.branches: List[str] = []  # the model's lines that branched on a tensor (``if t:``), in order

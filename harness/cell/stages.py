@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..shared.runtime import StagePlan
 from ..shared.causes import raised_status
-from ..shared.compare import Comparison, Tolerance, compare_tol, worst
+from ..shared.compare import Comparison, compare_tol, worst
 
 from ..shared.record_model import ShapeResult
 from ..shared.task import worst_verdict
@@ -140,9 +140,25 @@ def _by_the_floor(ctx: CellContext, plan: StagePlan, setup: Any, labels: List[st
 
 def _floor_verdict(ctx: CellContext, measured: Mapping[str, Any], shape: int,
                    outputs: Mapping[str, Comparison]) -> Optional[Dict[str, Any]]:
-    fp32 = Tolerance.of(ctx.cell.tolerances[Precision.FP32.value])
     return precision_floor.judge(measured, shape, {label: precision_floor.error_of(c) for label, c in outputs.items()},
-                                 {label: fp32.atol for label in outputs})
+                                 {label: ctx.fp32_atol for label in outputs})
+
+
+def judged_as_the_stage(ctx: CellContext, stage: Any, labels: List[str]
+                        ) -> Callable[[int, Sequence[Comparison]], Tuple[bool, str]]:
+    """How a probe or a candidate config of ``stage`` is judged at a shape: by the stage's floor where
+    the floor judged the stage, else by each comparison's tolerance — (passed, why not). The culprit
+    searches and the workaround judge alike through this one."""
+    atol = ctx.fp32_atol
+
+    def passed(shape: int, stats: Sequence[Comparison]) -> Tuple[bool, str]:
+        within = precision_floor.passes_by_floor(stage.extra, shape, labels, stats, atol)
+        if within is not None:
+            return within, f"beyond the floor at shape {shape}"
+        failed = [s for s in stats if not s.passed]
+        return not failed, f"{len(failed)} output(s) beyond the tolerance at shape {shape}"
+
+    return passed
 
 
 def _against_dygraph(ctx: CellContext, plan: StagePlan, done: Ledger, labels: List[str], got: List[np.ndarray],

@@ -21,9 +21,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..shared.causes import paddle_message, raised_status
-from ..shared.compare import NothingCompared, Tolerance, compare_all
+from ..shared.compare import NothingCompared, compare_all
 from ..shared.runtime import StagePlan
-from ..shared.vocab import Analysis, Precision, Reference, Stage, Status
+from ..shared.vocab import Analysis, Reference, Stage, Status
 from .context import CellContext
 from .ledger import Ledger
 from .descent import Trial
@@ -76,7 +76,6 @@ class PieceTrials:
         self.floor_format: Optional[str] = (measured.get("format") if stage.extra.get("floor_verdict")
                                             and not measured.get("why") else None)
         self.floor_k = float(measured.get("k") or 0.0)
-        self.fp32_atol = Tolerance.of(ctx.cell.tolerances[Precision.FP32.value]).atol
         search = done.analysis(Analysis.BISECT)
         self.culprits: List[str] = (list(search.get("culprits") or [])
                                     if search is not None and search.stage == plan.name else [])
@@ -94,9 +93,7 @@ class PieceTrials:
         trial = self._in_child(lambda: self._piece(paths, members, where), Trial(members=list(paths), reproduces=False),
                                where, harness_form=False)
         if trial.reproduces and trial.files:  # only a reproducing piece's layer can be the answer the op is sought in
-            home = Path(trial.files["program"]).parent
-            self.layers[tuple(trial.members)] = (load_piece(source_path(home, "Piece").read_text(encoding="utf-8"),
-                                                            home, members), list((trial.feeds or {}).values()))
+            self.layers[tuple(trial.members)] = (_reloaded(trial.files, members), list((trial.feeds or {}).values()))
         return trial
 
     def _piece(self, paths: List[str], members: List[Call], where: Path) -> Trial:
@@ -106,9 +103,7 @@ class PieceTrials:
             return trial
         files, feeds, traced = built
         trial.files, trial.feeds = files, feeds
-        home = Path(files["program"]).parent
-        rebuild = lambda: load_piece(source_path(home, "Piece").read_text(encoding="utf-8"), home, members)  # noqa: E731
-        return self._judge(trial, files, feeds, traced, where, rebuild)
+        return self._judge(trial, files, feeds, traced, where, lambda: _reloaded(files, members))
 
     def one_op(self, program: Written) -> Trial:
         """The op (or the chain of ops) alone, on the tensors it received in the piece's forward."""
@@ -120,23 +115,20 @@ class PieceTrials:
     def _one_op(self, program: Written, where: Path) -> Trial:
         trial = Trial(members=program.op_types, reproduces=False)
         try:
-            layer = load_source(program.source, where, ONE_OP)
-            for name, array in program.held.items():  # the model's parameters, as they were
-                getattr(layer, name).set_value(self.paddle.to_tensor(array))
-            files, arrays, traced = self._export(layer, list(program.fed), where)
+            files, arrays, traced = self._export(self._op_layer(program, where), list(program.fed), where)
         except Exception as exc:
             trial.untestable = True
             trial.note = f"could not be exported alone: {paddle_message(exc)[:300]}"
             return trial
         trial.files, trial.feeds = files, {f"in{k}": a for k, a in enumerate(arrays)}
+        return self._judge(trial, files, trial.feeds, traced, where, lambda: self._op_layer(program, where / "floor"))
 
-        def rebuild() -> Any:
-            fresh = load_source(program.source, where / "floor", ONE_OP)
-            for name, array in program.held.items():
-                getattr(fresh, name).set_value(self.paddle.to_tensor(array))
-            return fresh
-
-        return self._judge(trial, files, trial.feeds, traced, where, rebuild)
+    def _op_layer(self, program: Written, where: Path) -> Any:
+        """The one-op program's layer, a fresh instance, with the model's parameters as they were."""
+        layer = load_source(program.source, where, ONE_OP)
+        for name, array in program.held.items():
+            getattr(layer, name).set_value(self.paddle.to_tensor(array))
+        return layer
 
     def _in_child(self, fn: Callable[[], Trial], empty: Trial, where: Path, harness_form: bool) -> Trial:
         """``fn()`` where its death cannot end the reduction (``sandbox``): a trial whose process died
@@ -311,8 +303,14 @@ class PieceTrials:
         labels = [str(i) for i in range(len(stats))]
         measured = {"format": self.floor_format, "k": self.floor_k, "floor": {"0": dict(zip(labels, floors))}}
         verdict = precision_floor.judge(measured, 0, {label: precision_floor.error_of(c) for label, c in zip(labels, stats)},
-                                        {label: self.fp32_atol for label in labels})
+                                        {label: self.ctx.fp32_atol for label in labels})
         return None if verdict is None else verdict["verdict"] == "within"
+
+
+def _reloaded(files: Dict[str, str], members: List[Call]) -> Any:
+    """A fresh instance of an exported piece, from the source written beside its program."""
+    home = Path(files["program"]).parent
+    return load_piece(source_path(home, "Piece").read_text(encoding="utf-8"), home, members)
 
 
 # Ops every program has (feeding, fetching, parameters, constants): never an op of its own.

@@ -1,7 +1,7 @@
 """Type tests the trace answers otherwise (cell side): a reading of what the export lost.
 
-``isinstance(x, paddle.Tensor)`` is True for every tensor in dygraph, and False for the same tensor
-while ``to_static`` traces it (a static ``Value``/``Variable``, measured at 2.6.2 and 3.3.1: a layer
+``isinstance(x, paddle.Tensor)`` (and ``type(x) is paddle.Tensor``) is True for every tensor in dygraph,
+and False for the same tensor while ``to_static`` traces it (a static ``Value``/``Variable``, measured at 2.6.2 and 3.3.1: a layer
 returning ``mask.shape[-1] if isinstance(mask, paddle.Tensor) else -7`` gives 3 in dygraph and -7 in
 the saved program). The program silently takes the other branch — no error, no ``if`` op — so the
 lost and gained ops rarely point at it. PaddleX 3.7.2's PaddleOCR-VL decoder builds its causal mask
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import collections
-import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, DefaultDict, Dict, List, Set, Tuple
@@ -26,7 +25,7 @@ KEPT = 3
 
 
 def executed_lines(forward: Callable[[], Any], skip_roots: Tuple[str, ...]) -> Dict[str, Set[int]]:
-    """The lines ``forward()`` executed in files outside ``skip_roots``."""
+    """The lines ``forward()`` executed in files outside ``skip_roots`` (``isolation.not_the_model``)."""
     lines: DefaultDict[str, Set[int]] = collections.defaultdict(set)
 
     def local(frame: Any, event: str, arg: Any) -> Any:
@@ -57,8 +56,20 @@ def _names_tensor(node: ast.AST) -> bool:
     return (isinstance(node, ast.Attribute) and node.attr == "Tensor") or (isinstance(node, ast.Name) and node.id == "Tensor")
 
 
+def _tests_a_tensors_type(node: ast.AST) -> bool:
+    """``isinstance(x, paddle.Tensor)``, or ``type(x) is paddle.Tensor`` (and ``==``, ``is not``, ``!=``):
+    both False while ``to_static`` traces (measured at 3.3.1; ``paddle.is_tensor`` stays True there)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id == "isinstance" and len(node.args) == 2 and _names_tensor(node.args[1])
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        sides = [node.left, node.comparators[0]]
+        typed = any(isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id == "type" for x in sides)
+        return typed and any(_names_tensor(x) for x in sides)
+    return False
+
+
 def tensor_type_tests(lines: Dict[str, Set[int]]) -> List[JsonObject]:
-    """Each ``isinstance(..., Tensor)`` on an executed line, with its file:line and source."""
+    """Each test of a tensor's type on an executed line, with its file:line and source."""
     found: List[JsonObject] = []
     for path, executed in sorted(lines.items()):
         try:
@@ -68,18 +79,10 @@ def tensor_type_tests(lines: Dict[str, Set[int]]) -> List[JsonObject]:
             continue
         text = source.splitlines()
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance"
-                    and len(node.args) == 2 and _names_tensor(node.args[1]) and node.lineno in executed):
+            if _tests_a_tensors_type(node) and node.lineno in executed:
                 found.append({"at": f"{path}:{node.lineno}", "test": ast.get_source_segment(source, node) or "",
                               "line": text[node.lineno - 1].strip()[:120]})
-    return sorted(found, key=lambda f: f["at"])[:KEPT]
-
-
-def skip_roots(paddle: Any) -> Tuple[str, ...]:
-    """Paddle's, the harness's and the standard library's folders: not the model's lines."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return tuple(os.path.join(folder, "") for folder in (os.path.dirname(paddle.__file__), here,
-                                                         os.path.dirname(os.__file__)))
+    return sorted(found, key=lambda f: (f["at"].rpartition(":")[0], int(f["at"].rpartition(":")[2])))[:KEPT]
 
 
 def words(found: List[JsonObject], shareable: Callable[[str], str]) -> str:
@@ -90,4 +93,4 @@ def words(found: List[JsonObject], shareable: Callable[[str], str]) -> str:
             f"(a static value): the program takes the other branch")
 
 
-__all__ = ["executed_lines", "tensor_type_tests", "skip_roots", "words"]
+__all__ = ["executed_lines", "tensor_type_tests", "words"]

@@ -29,17 +29,17 @@ import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..shared.causes import raised_status, stage_cause
-from ..shared.compare import Tolerance, compare_all
+from ..shared.compare import compare_all
 from ..shared.config import PredictorConfig, StageConfig
 from ..shared.runtime import StagePlan
-from ..shared.vocab import Analysis, Owner, Precision, Probe, Stage, Status
+from ..shared.vocab import Analysis, Owner, Probe, Stage, Status
 from ..shared.json_types import JsonObject
 from .context import CellContext
 from .ledger import Ledger
 from .registry import runtime
 from .runtime import Session
-from .stages import stage_reference
-from . import fp32_ops, precision_floor, respell, sandbox
+from .stages import judged_as_the_stage, stage_reference
+from . import fp32_ops, respell, sandbox
 from .trials import bookkeeping
 
 SPEED_RUNS = 7
@@ -72,8 +72,9 @@ def candidates(plan: StagePlan, done: Ledger, onednn_types: Sequence[str], files
             not_tried.append("keeping op types off oneDNN (set_mkldnn_op): this Paddle ignores the list "
                              "(measured by the exclude step)")
     kept = done.analysis(Analysis.FP32_OPS)
-    if fp32_ops.candidate(plan, kept) is not None:
-        found.append(fp32_ops.candidate(plan, kept))
+    at_fp32 = fp32_ops.candidate(plan, kept)
+    if at_fp32 is not None:
+        found.append(at_fp32)
     elif kept is not None and kept.stage == plan.name and kept.get("honoured") is False:
         not_tried.append(f"keeping op types at fp32 ({(kept.get('evidence') or {}).get('switch')}): this Paddle "
                          f"ignores the switch (measured by the fp32_ops step)")
@@ -112,9 +113,7 @@ class Verifier:
         labels = setup.output_labels
         self.references = {shape: stage_reference(ctx, plan, labels, shape)[1] for shape in shapes}
         self.tolerances = [ctx.tolerance(plan, label) for label in labels]
-        self.labels = labels
-        self.stage_extra = done.stage(plan.name).extra
-        self.fp32_atol = Tolerance.of(ctx.cell.tolerances[Precision.FP32.value]).atol
+        self.judged = judged_as_the_stage(ctx, done.stage(plan.name), labels)
 
     def build(self, config: StageConfig) -> Session:
         return self.engine.session(self.files, config, self.feeds[self.shapes[0]],
@@ -139,13 +138,10 @@ class Verifier:
                 status, message = raised_status(exc)
                 verdicts[str(shape)] = _verdict_of(status)
                 return verdicts, message[:200], None
-            # Judged as the stage was: by the floor where the floor judged it.
-            within = precision_floor.passes_by_floor(self.stage_extra, shape, self.labels, stats, self.fp32_atol)
-            failed = [s for s in stats if not s.passed] if within is None else ([] if within else stats)
-            verdicts[str(shape)] = Probe.FAIL.value if failed else Probe.PASS.value
-            if failed:
-                return verdicts, (f"{len(failed)} output(s) beyond the tolerance at shape {shape}" if within is None
-                                  else f"beyond the floor at shape {shape}"), None
+            passed, why = self.judged(shape, stats)
+            verdicts[str(shape)] = Probe.PASS.value if passed else Probe.FAIL.value
+            if not passed:
+                return verdicts, why, None
         return verdicts, "", session
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import re
 import subprocess
 import sys
 import time
@@ -33,7 +32,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..matrix import load as load_matrix, session_runtime_packages
 from ..matrix.sessions import CELL_SIDE_EXTRAS, Environment
-from ..shared.causes import shown_apart
+from ..shared.causes import shareable_words, shown_apart
 from ..shared.errors import UserError
 from ..shared.record_model import AnalysisEntry, Analyses, CellRecord
 from ..shared.records import load_records, write_record
@@ -135,9 +134,6 @@ def causes_of(records: Sequence[CellRecord]) -> Tuple[List[ReleaseCause], List[s
     return list(found.values()), without
 
 
-_SITE_PACKAGES = re.compile(r"/\S*?/site-packages/")
-
-
 class Bisection:
     """Runs one cause's script at releases, remembering every answer."""
 
@@ -191,9 +187,9 @@ class Bisection:
                                   timeout=self.timeout, stdin=subprocess.DEVNULL)
             said, line = run_outcome(proc.returncode, proc.stdout + proc.stderr, self.cause.cause_words,
                                      self.cause.numeric)
-            # Python's words name files by their path in the release's environment: said from the
-            # package ("paddle/nn/functional/__init__.py"), no path of this machine in what is published.
-            return said, _SITE_PACKAGES.sub("", line)
+            # Python's words name files by their path in the release's environment or the script's
+            # scratch folder: said as a record says a path.
+            return said, shareable_words(line)
         except subprocess.TimeoutExpired:
             return RunOutcome.OTHER, f"ran over {self.timeout:g} s"
 

@@ -10,7 +10,9 @@ one line with a count and the places it hit.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Dict, Iterable, List, Sequence, Tuple
 
@@ -50,6 +52,17 @@ def shareable_path(path: str) -> str:
     """A source file as a record says it: from the package it is installed in (``paddleformers/...``),
     else its folder and name (``tests/factories.py``): no path of this machine."""
     return path.split("site-packages/", 1)[-1] if "site-packages/" in path else "/".join(Path(path).parts[-2:])
+
+
+_INSTALLED = re.compile(r"/\S*?/site-packages/")
+
+
+def shareable_words(text: str) -> str:
+    """Words that name files (a traceback's last line, a release's answer), each file as ``shareable_path``
+    says it: an installed package's from its package ("paddle/nn/functional/__init__.py"), one in a
+    temporary folder by its name alone: no path of this machine in what is published."""
+    scratch = re.escape(os.path.join(tempfile.gettempdir(), ""))
+    return re.sub(scratch + r"[^/\s\"']+/", "", _INSTALLED.sub("", text))
 
 
 def traced_at(exc: BaseException) -> List[str]:

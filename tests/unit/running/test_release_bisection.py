@@ -162,3 +162,13 @@ def test_a_releases_words_name_files_from_their_package_not_the_environment(tmp_
         Path(sys.executable), script)
     assert line == "ImportError: cannot import name 'swiglu' from 'paddle.nn.functional' (paddle/nn/functional/__init__.py)"
     assert said is RunOutcome.OTHER
+
+
+def test_a_releases_words_name_a_scratch_file_by_its_name():
+    import tempfile
+
+    from harness.shared.causes import shareable_words
+
+    scratch = f"{tempfile.gettempdir()}/source-repro-zn0re0d_/model.json"
+    said = shareable_words(f'Unable to read the model: "{scratch}" Please check that model format: ".json" is supported')
+    assert said == 'Unable to read the model: "model.json" Please check that model format: ".json" is supported'
