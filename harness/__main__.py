@@ -422,7 +422,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     print(f"\nreport: {out}   html: {page}   junit: {xml}   summary: {summary}")
     if args.zoo is not None:
         from .report import zoo
-        print(f"zoo: {zoo.write(args.zoo, model, args.matrix)}")
+        print(f"zoo: {zoo.write(args.zoo, model, args.matrix, results)}")
     if model.unreadable:
         print(f"{len(model.unreadable)} unreadable record(s) listed above: the report covers the other "
               f"{len(model.records)} cells only", file=sys.stderr)

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-from ..shared.causes import at_word
+from ..shared.causes import at_word, run_words
 from ..shared.record_model import CellRecord
 from ..shared.releases import ReleaseSpan
 from ..shared.spec import version_order
@@ -153,7 +153,7 @@ def document(model: RunModel, run: Path, made: Made) -> str:
     head = [f"# Paddle {version}, qualified over the zoo", "",
             f"Made by `{command}` ({made_by}); {len(model.records)} cells: {tally}.",
             f"The machine: {'; '.join(m.label for m in model.machines())}.", "",
-            "## Verdict", "", "```", verdict.strip() or "(qualify printed nothing)", "```", "",
+            "## Verdict", "", "```", run_words(verdict.strip(), run) or "(qualify printed nothing)", "```", "",
             f"Known issues (`python -m harness qualify --known {known}`): `{known}`.", "",
             "## At a glance", "", f"Every zoo model in every session, with the cause it met: [{zoo}]({zoo}).", "",
             f"## Causes ({len(found)})", "",
@@ -161,7 +161,7 @@ def document(model: RunModel, run: Path, made: Made) -> str:
             "beside it, `source/source_repro.py` (the script `releases` ran at every release) and the issue draft.", "",
             "| # | kind | Paddle's words | cells | place | reproducer | releases | workaround |",
             "|---|---|---|---|---|---|---|---|"]
-    table = [f"| {r.label} | {r.kind} | {_text(r.words)} | {len(r.cells)}: {_text(', '.join(r.cells), 200)} | "
+    table = [f"| {r.label} | {r.kind} | {_text(run_words(r.words, run))} | {len(r.cells)}: {_text(', '.join(r.cells), 200)} | "
              f"{_text(r.place, 200)} | {_text(r.reproducer, 200)} | {_text(r.released, 240)} | {_text(r.workaround, 200)} |"
              for r in found]
     return "\n".join([*head, *table, "", "## What changed", "", *_changed(found, version), ""])

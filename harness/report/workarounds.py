@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..shared.causes import at_word, shown_apart, stage_cause
+from ..shared.causes import at_word, run_words, shown_apart, stage_cause
 from ..shared.record_model import AnalysisEntry, CellRecord
 from ..shared.records import atomic_write_text, load_records
 from ..shared.vocab import Status
@@ -184,7 +184,7 @@ def known_issues(cells: Sequence[CellWorkaround], records: Sequence[CellRecord],
         stage = record.verdict.first_failing_stage
         found = by_cell.get(record.id)
         repro = record.analysis.reproducer
-        entry = {"cell": record.id, "stage": stage, "reason": at_word(_cause(record, stage or "")[1], 300)}
+        entry = {"cell": record.id, "stage": stage, "reason": at_word(run_words(_cause(record, stage or "")[1], run), 300)}
         if repro is not None and repro.entry.get("folder"):
             entry["link"] = str(Path(repro.entry.get("folder")) / "issue.md")
         if found is not None and found.verified:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from ..matrix import Matrix
-from ..shared.causes import at_word
+from ..shared.causes import at_word, run_words
 from .model import Diagnosis, RunModel
 from .tables import _cause_labels
 
@@ -43,7 +43,7 @@ def _cell(verdict: Optional[str], label: str, where: str) -> str:
     return said + (f" at {where}" if where else "")
 
 
-def table(model: RunModel, matrix: Matrix) -> str:
+def table(model: RunModel, matrix: Matrix, run: Path) -> str:
     """The zoo's markdown: one row per model, one column per (session, version) of the run."""
     zoo: List[str] = list(matrix.zoo.get("models") or [])
     columns = model.columns
@@ -72,7 +72,7 @@ def table(model: RunModel, matrix: Matrix) -> str:
             where = found.layer or found.op if found is not None else ""
             row.append(_cell(record.verdict.status.value + (f" ({stage})" if stage else ""), label, at_word(where, 60)))
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
-    causes = [f"- **[{label}]** {cause.kind}: {at_word(cause.message, 300)}"
+    causes = [f"- **[{label}]** {cause.kind}: {at_word(run_words(cause.message, run), 300)}"
               for label, cause in zip(labels.values(), model.causes())]
     families = sorted({str(matrix.data['models'].get(n, {}).get('family') or '') for n in zoo} - {""})
     machines = "; ".join(m.label for m in model.machines())
@@ -80,10 +80,10 @@ def table(model: RunModel, matrix: Matrix) -> str:
                        f"machine: {machines}.", "", *lines, "", "Causes (the report's labels):", "", *causes, ""])
 
 
-def write(path: Path, model: RunModel, matrix_path: Path) -> Path:
+def write(path: Path, model: RunModel, matrix_path: Path, run: Path) -> Path:
     from ..matrix import load as load_matrix
 
-    path.write_text(table(model, load_matrix(matrix_path)), encoding="utf-8")
+    path.write_text(table(model, load_matrix(matrix_path), run), encoding="utf-8")
     return path
 
 

@@ -65,6 +65,12 @@ def shareable_words(text: str) -> str:
     return re.sub(scratch + r"[^/\s\"']+/", "", _INSTALLED.sub("", text))
 
 
+def run_words(text: str, run: Path) -> str:
+    """Words as a run's reports publish them: a file in the run's folder named from that folder (as
+    reproducers are), since a runtime's words name the file it read by its absolute path."""
+    return str(text or "").replace(os.path.join(str(Path(run).resolve()), ""), "")
+
+
 def traced_at(exc: BaseException) -> List[str]:
     """Where the model's code was when ``to_static`` (or a program run) raised: the frames of Paddle's
     "In transformed code:" / "In user code:" block outside Paddle and the standard library, the

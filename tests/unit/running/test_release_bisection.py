@@ -172,3 +172,14 @@ def test_a_releases_words_name_a_scratch_file_by_its_name():
     scratch = f"{tempfile.gettempdir()}/source-repro-zn0re0d_/model.json"
     said = shareable_words(f'Unable to read the model: "{scratch}" Please check that model format: ".json" is supported')
     assert said == 'Unable to read the model: "model.json" Please check that model format: ".json" is supported'
+
+
+def test_a_runtimes_words_name_a_file_of_the_run_from_the_run_folder(tmp_path):
+    """ONNX Runtime names the file it could not load by its absolute path: published, the path is the
+    run folder's own (as reproducers are named), and a path outside the run is left as said."""
+    from harness.shared.causes import run_words
+
+    run = tmp_path / "results" / "zoo"
+    said = f"Load model from {run}/cpu_ort_fp32/2.6.2/normal/seg/export/model.onnx failed: /usr/lib/x.so"
+    assert run_words(said, run) == "Load model from cpu_ort_fp32/2.6.2/normal/seg/export/model.onnx failed: /usr/lib/x.so"
+    assert str(tmp_path) not in run_words(said, run)
