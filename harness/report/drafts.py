@@ -17,7 +17,7 @@ from pathlib import Path
 import re
 from typing import List, Optional, Sequence
 
-from ..shared.causes import at_word, names_its_call
+from ..shared.causes import at_word, names_its_call, run_words
 from ..shared.machine import label as machine_label
 from ..shared.notes import clip, fmt_number
 from ..shared.vocab import SETUP, Owner, Status
@@ -50,7 +50,8 @@ def write_all(model: RunModel) -> List[Path]:
         path = Path(diagnosis.script).parent / DRAFT
         text = (converter_draft(record, diagnosis, message, places) if kind == Owner.CONVERTER.value else
                 draft(record, diagnosis, message, kind, span, places))
-        path.write_text(text, encoding="utf-8")
+        # A draft is filed elsewhere: a runtime's words name the file it read from this machine's run folder.
+        path.write_text(run_words(text, record.run) if record.run is not None else text, encoding="utf-8")
         diagnosis.draft = str(path)
         written.append(path)
     # A draft left beside a reproducer that no longer stands for a cause (its cause is now drafted

@@ -43,3 +43,28 @@ def test_a_draft_names_the_change_to_try_and_every_cell_the_cause_was_met_in(tmp
     assert 'config.delete_pass("onednn_placement_pass")' in text and "not yet verified" in text
     assert "**Met in** 2 cells: `cpu_onednn_fp32/3.3.1/normal/interp`, `cpu_onednn_bf16/3.3.1/normal/interp`" in text
     assert str(tmp_path) not in text  # names relative to the draft's folder: no path of this machine
+
+
+def test_a_draft_names_a_file_the_runtime_read_from_the_run_folder(tmp_path):
+    """ONNX Runtime's words name the file it could not load by this machine's absolute path: the draft,
+    meant to be filed, names it from the run folder (as it names the reproducer), the words otherwise as said."""
+    from harness.report.drafts import write_all
+    from harness.report.model import RunModel
+
+    run = tmp_path / "results" / "zoo"
+    cell = "cpu_ort_fp32/2.6.2/normal/seg"
+    folder = run / cell / "reproducer"
+    folder.mkdir(parents=True)
+    (folder / "repro.py").write_text("print('x')\n")
+    said = f"Fail: Load model from {run}/{cell}/export/model.onnx failed:Node (AveragePool.4) strides"
+    record = as_record({
+        "id": cell, "paddle": {"version": "2.6.2", "commit": "abc"},
+        "stages": [{"name": "ort_convert", "status": "error", "message": said}],
+        "verdict": {"status": "error", "first_failing_stage": "ort_convert", "message": said},
+        "analysis": {"reproducer": {"status": "pass", "stage": "ort_convert", "verified": True,
+                                    "script": f"{cell}/reproducer/repro.py", "folder": f"{cell}/reproducer"}}},
+        run=run)
+    written = write_all(RunModel([record]))
+    assert written == [folder / "issue.md"], written
+    text = written[0].read_text()
+    assert f"Load model from {cell}/export/model.onnx failed:Node (AveragePool.4)" in text and str(tmp_path) not in text
