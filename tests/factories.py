@@ -1150,3 +1150,29 @@ class WritesInPlaceUnderATensorCondition(nn.Layer):
 
 def writes_in_place_under_a_tensor_condition():
     return WritesInPlaceUnderATensorCondition(), [InputSpec([None, 8], "float32", "x")]
+
+
+# -- models of planted suites (tests/suites): the fork server's preload ----------------------------
+
+def slow_suite_narrow():
+    from tests.suites.slow_suite import SuiteNet
+
+    return SuiteNet(4), _image_spec()
+
+
+def slow_suite_wide():
+    from tests.suites.slow_suite import SuiteNet
+
+    return SuiteNet(8), _image_spec()
+
+
+def slow_suite_widest():
+    from tests.suites.slow_suite import SuiteNet
+
+    return SuiteNet(12), _image_spec()
+
+
+def threaded_suite_net():
+    from tests.suites.threaded_suite import ThreadedNet
+
+    return ThreadedNet(), _image_spec()

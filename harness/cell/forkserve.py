@@ -12,8 +12,18 @@ only cell-side commands: the host's CLI is not imported here. Checked: after the
 3.3.1 runs one thread (2.6.2 two native ones, neither needed by a child), and the tests compare a
 forked cell with a spawned one number for number.
 
+A model's suite costs more than Paddle (``import paddlenlp.transformers`` 41 s, ``ppdet.modeling`` 32 s,
+measured): a server started with ``--preload FILE`` (a JSON list of module names, what an earlier
+build of the family's model imported, in the order it imported them) imports those too before it
+serves, so the family's cells fork with their suite imported. Importing is all it does (no op
+runs, no model is built: a fork after that would inherit Paddle's thread pools). Whether the
+imports left the process safe to fork is measured, not assumed: the threads of the process
+(``/proc/self/task``) before and after, and the files they left open; the host keeps a server whose
+imports started a thread out of use and forks that family's cells from the plain server, saying so.
+
 Protocol (one JSON object per line): requests on stdin ``{"id", "args", "log"}``; on stdout
-``{"ready": true}`` once, then ``{"id", "pid"}`` when a child starts and ``{"id", "exit", "cpu"}`` when
+``{"ready": true}`` once (with ``preloaded``, ``failed``, ``threads`` and ``open_files`` when
+preloading), then ``{"id", "pid"}`` when a child starts and ``{"id", "exit", "cpu"}`` when
 it ends (the exit code, or minus the signal number, as ``subprocess`` reports it; its user+system
 CPU seconds). End of stdin
 (the host exited, or was killed) ends the server and kills the children still running: nobody is
@@ -80,21 +90,68 @@ def _kill_all(running: Dict[int, int]) -> None:
             pass
 
 
-def serve() -> int:
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        import threading
+
+        return threading.active_count()
+
+
+def _open_files() -> List[str]:
+    """Regular files this process holds open (a child would share their offsets)."""
+    found = []
+    try:
+        for fd in os.listdir("/proc/self/fd"):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("/") and not target.startswith(("/dev/", "/proc/")) and os.path.isfile(target):
+                found.append(target)
+    except OSError:
+        pass
+    return sorted(set(found))
+
+
+def preload(modules: List[str]) -> Dict[str, Any]:
+    """Import ``modules`` (those not imported yet), and what that did to the process."""
+    import importlib
+    import time
+
+    threads, files, started = _threads(), set(_open_files()), time.perf_counter()
+    failed = []
+    for name in modules:
+        if name in sys.modules:
+            continue
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:  # noqa: BLE001 - a child imports it itself and meets the same
+            failed.append(f"{name}: {type(exc).__name__}")
+    return {"preloaded": sum(1 for m in modules if m in sys.modules), "failed": failed[:20],
+            "threads": [threads, _threads()], "open_files": sorted(set(_open_files()) - files)[:20],
+            "seconds": round(time.perf_counter() - started, 3)}
+
+
+def serve(argv: "List[str] | None" = None) -> int:
     import importlib
 
-    for module in PRELOAD:
-        importlib.import_module(module)
+    argv = sys.argv[1:] if argv is None else argv
     requests = sys.stdin.fileno()
     replies = os.dup(sys.stdout.fileno())
-    # Nothing else may write to the protocol pipe: Paddle's and the children's output go elsewhere.
+    # Nothing else may write to the protocol pipe: what Paddle, a suite at import and the children
+    # print goes elsewhere.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
+    for module in PRELOAD:
+        importlib.import_module(module)
+    ready: Dict[str, Any] = {"ready": True}
+    if "--preload" in argv:
+        with open(argv[argv.index("--preload") + 1], encoding="utf-8") as fh:
+            ready.update(preload(list(json.load(fh))))
 
     def reply(message: Dict[str, Any]) -> None:
         os.write(replies, (json.dumps(message) + "\n").encode())
 
-    reply({"ready": True})
+    reply(ready)
     running: Dict[int, int] = {}  # pid -> request id
     buffer = b""
     open_input = True

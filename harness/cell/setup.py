@@ -118,12 +118,19 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
                        "nox installs a family's packages in its zoo sessions")
     if reason:
         return {"status": Status.SKIP, "paddle": info, "message": reason}
+    from . import shared_setup
+
+    reused = shared_setup.reuse(ctx, info)  # another session's cell made this program's setup already
+    if reused is not None:
+        return dict(reused, paddle=info)
 
     # Imported here: the built-in models import paddle, which must wait for the mode's before_paddle and
     # for paddle_api's settings (glog level, zlib); at module level it came first in a fresh interpreter.
     from ..models import sources
 
     layer, input_spec = sources.build(cell.model["factory"], paddle, cell.seed, f"{ctx.where}.factory")
+    timings["build"] = sources.LAST_BUILD.get("seconds", 0.0)
+    _write_build_imports(ctx)
     specs = input_specs(input_spec, cell.model.get("inputs", {}), ctx.where)
     arrays = synthesize(specs, cell.seed)
     np.savez(ctx.work / "inputs.npz", **arrays)
@@ -157,7 +164,7 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     timings["export"] = time.perf_counter() - t
     labels = [label for label, _ in outputs]
     ctx.save_outputs("dygraph.npz", [a for _, a in outputs])
-    return {
+    result = {
         "status": Status.PASS,
         "paddle": info,
         "inputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()},
@@ -173,6 +180,22 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
         "timings": {k: round(v, 4) for k, v in timings.items()},
         "findings": ctx.mode.findings,
     }
+    not_shared = shared_setup.publish(ctx, result)
+    result["program"] = {"made_by": ctx.cell.id, "words": not_shared or "made here; published for the program's other sessions"}
+    return result
+
+
+def _write_build_imports(ctx: CellContext) -> None:
+    """What building the model imported, for the environment's fork server to preload (the host
+    reads it: ``BUILD_IMPORTS``); a file that cannot be written only costs the next cells an import."""
+    from ..models import sources
+    from ..shared.protocol import BUILD_IMPORTS
+
+    try:
+        (ctx.work / BUILD_IMPORTS).write_text(json.dumps(dict(sources.LAST_BUILD, preload_key=ctx.cell.preload_key)),
+                                              encoding="utf-8")
+    except OSError:
+        pass
 
 
 def repeatability(ctx: CellContext, layer: Any, args: List[Any], outputs: List[Any]) -> Dict[str, Any]:

@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Protocol, Sequence
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence
 
 from ..shared.causes import death_words
 from ..shared.logs import log_tail, signal_name
@@ -66,8 +66,9 @@ class Launcher(Protocol):
     def probe(self) -> Optional[str]:
         """Why this launcher cannot run here, or None: asked before any work."""
 
-    def start(self, args: Sequence[str], log: Any, fresh: bool = False) -> Child:
-        """One cell-side command (``python -m harness.cell <args>``), stdout+stderr to ``log``."""
+    def start(self, args: Sequence[str], log: Any, fresh: bool = False, preload: Optional[str] = None) -> Child:
+        """One cell-side command (``python -m harness.cell <args>``), stdout+stderr to ``log``;
+        ``preload``: the key of the suite the child imports (``CellSpec.preload_key``), a hint."""
 
     def stop(self, child: Any) -> None:
         """Kill it and everything it started."""
@@ -84,7 +85,7 @@ class Launcher(Protocol):
     def reclaim(self, folder: Path) -> None:
         """Give the folder back to the caller afterwards."""
 
-    def describe(self, fresh: bool = False) -> dict:
+    def describe(self, fresh: bool = False, preload: Optional[str] = None, preloaded: bool = False) -> dict:
         """The record's ``runner`` fields."""
 
 
@@ -99,6 +100,7 @@ class Outcome:
     # User+system CPU of the child and what it waited for, where the launcher can know it (a forked
     # child: the fork server's wait4); None for a fresh interpreter or a container.
     cpu_seconds: Optional[float] = None
+    preloaded: Optional[str] = None  # the suite its fork server had imported (a preload key), if any
 
     @property
     def ok(self) -> bool:
@@ -138,6 +140,11 @@ class LocalLauncher:
     Children are forked from a fork server that imported Paddle once (``forkserver.py``), unless
     the caller asks for a fresh interpreter (a mode that must import something before Paddle) or
     ``HARNESS_FORK=0`` says so; a fork server that cannot start falls back to fresh interpreters.
+    A cell of a model family (``CellSpec.preload_key``) forks from a server of its own that also
+    imported what an earlier build of the family imported (``learn_imports``, measured by the cell:
+    its suite), so the suite is imported once per environment, not once per cell; such a server
+    whose imports started a thread is not forked from (the family's cells fork from the plain one,
+    and their records say why).
     """
 
     kind = "local"
@@ -150,21 +157,62 @@ class LocalLauncher:
             self._env.setdefault(name, value)
         self._env.update(FORK_SAFE_ENVIRONMENT)  # whatever the caller's (scikit-learn's import sets it FALSE)
         self.fork = os.environ.get("HARNESS_FORK", "1") != "0" if fork is None else fork
-        self._server = None
+        self._servers: Dict[Optional[str], Any] = {}  # preload key (None: Paddle alone) -> server
         self._server_lock = threading.Lock()
         self.fork_problem: Optional[str] = None
+        # What builds of this run imported, per preload key: learned by the run, not kept across runs
+        # (a suite reinstalled between runs must not be preloaded from an old list; a run pays one
+        # import per family and environment to learn it).
+        self._imports: Dict[str, List[str]] = {}
+        self.preload = os.environ.get("HARNESS_PRELOAD", "1") != "0"
+        self._not_preloaded: Dict[str, str] = {}  # preload key -> why its server is not forked from
 
-    def _fork_server(self):
+    def learn_imports(self, key: Optional[str], modules: Sequence[str]) -> None:
+        """What a build of ``key``'s model imported; the next server of ``key`` preloads it."""
+        if not key or not modules:
+            return
+        with self._server_lock:
+            known = self._imports.setdefault(key, [])
+            seen = set(known)
+            added = [m for m in modules if m not in seen]
+            if not added:
+                return
+            known.extend(added)
+
+    def _fork_server(self, key: Optional[str] = None):
+        with self._server_lock:
+            if key is not None and (not self.preload or key not in self._imports or key in self._not_preloaded):
+                key = None
+            for candidate in ((key, None) if key is not None else (None,)):
+                server = self._servers.get(candidate)
+                if server is None or not server.alive():
+                    server = self._start_server(candidate)
+                if server is not None:
+                    return server
+            return None
+
+    def _start_server(self, key: Optional[str]):
+        """A server preloading ``key``'s imports (None: Paddle alone), or None when it cannot serve:
+        a preloading one then leaves its family to the plain server, with why."""
         from .forkserver import ForkServer
 
-        with self._server_lock:
-            if self._server is None or not self._server.alive():
-                try:
-                    self._server = ForkServer(self.python, self._env)
-                except (OSError, RuntimeError, ValueError) as exc:
-                    self.fork, self.fork_problem = False, f"fork server did not start ({exc}): fresh interpreters"
-                    return None
-            return self._server
+        try:
+            server = ForkServer(self.python, self._env, preload=self._imports[key] if key else None)
+        except (OSError, RuntimeError, ValueError) as exc:
+            if key is not None:
+                self._not_preloaded[key] = f"not preloaded: its preloading server did not start ({exc})"
+            else:
+                self.fork, self.fork_problem = False, f"fork server did not start ({exc}): fresh interpreters"
+            return None
+        threads = server.ready.get("threads") or [0, 0]
+        if key is not None and threads[1] > threads[0]:
+            server.close()
+            self._not_preloaded[key] = (f"not preloaded: importing its suite started {threads[1] - threads[0]} "
+                                        f"thread(s), which a forked child would not have")
+            return None
+        server.key = key
+        self._servers[key] = server
+        return server
 
     def probe(self) -> Optional[str]:
         if os.path.sep in self.python and not Path(self.python).exists():
@@ -180,18 +228,32 @@ class LocalLauncher:
     def reclaim(self, folder: Path) -> None:
         """Nothing to give back."""
 
-    def describe(self, fresh: bool = False) -> dict:
-        """The record's runner fields; ``fresh``: what ``start`` was asked for this cell's children."""
+    def describe(self, fresh: bool = False, preload: Optional[str] = None, preloaded: bool = False) -> dict:
+        """The record's runner fields; ``fresh``: what ``start`` was asked for this cell's children;
+        ``preload``: the cell's preload key (its family's suite); ``preloaded``: whether its first
+        child forked from the server that imported it (``Outcome.preloaded``)."""
         if not self.fork:
             start = self.fork_problem or "a fresh interpreter per child"
         elif fresh:
             start = "a fresh interpreter per child (its mode imports a package before paddle)"
         else:
             start = "fork server: one import of paddle per environment, a forked process per child"
-        return {"kind": self.kind, "python": self.python, "start": start}
+        out = {"kind": self.kind, "python": self.python, "start": start}
+        if self.fork and not fresh and preload and self.preload:
+            server = self._servers.get(preload)
+            if preload in self._not_preloaded:
+                out["preload"] = f"{preload}: {self._not_preloaded[preload]}"
+            elif server is not None and preloaded:
+                said = server.ready
+                out["preload"] = (f"{preload}: {said.get('preloaded')} module(s) an earlier build imported, imported by the "
+                                  f"fork server in {said.get('seconds')} s" + (f"; {len(said['failed'])} failed to import "
+                                                                             f"there" if said.get("failed") else ""))
+            else:
+                out["preload"] = f"{preload}: not preloaded (its family's first build here imported it)"
+        return out
 
-    def start(self, args: Sequence[str], log, fresh: bool = False):
-        server = self._fork_server() if self.fork and not fresh else None
+    def start(self, args: Sequence[str], log, fresh: bool = False, preload: Optional[str] = None):
+        server = self._fork_server(preload) if self.fork and not fresh else None
         if server is not None:
             return server.start(list(args), log.name)
         return subprocess.Popen(cell_command(self.python, list(args)), stdout=log, stderr=subprocess.STDOUT,
@@ -212,14 +274,15 @@ class LocalLauncher:
 
 def supervise(launcher: Launcher, args: Sequence[str], log_path: Path,
               overdue: Callable[[], bool] = lambda: False, timeout: Optional[float] = None,
-              fresh: bool = False) -> Outcome:
+              fresh: bool = False, preload: Optional[str] = None) -> Outcome:
     """Start one child and wait for it; stop it when ``overdue()`` says so or after ``timeout``.
-    ``fresh``: the child needs an interpreter of its own (no fork server)."""
+    ``fresh``: the child needs an interpreter of its own (no fork server); ``preload``: the
+    child's suite, which a launcher may have imported already (``LocalLauncher``)."""
     started = time.monotonic()
     with open(log_path, "ab") as log:
         if INTERRUPT.is_set():
             return Outcome(None, log=log_path, interrupted=True)
-        proc = launcher.start(list(args), log, fresh=fresh)
+        proc = launcher.start(list(args), log, fresh=fresh, preload=preload)
         try:
             while proc.poll() is None:
                 if INTERRUPT.is_set():
@@ -228,14 +291,16 @@ def supervise(launcher: Launcher, args: Sequence[str], log_path: Path,
                 if overdue() or (timeout is not None and time.monotonic() - started > timeout):
                     launcher.stop(proc)
                     return Outcome(proc.returncode, timed_out=True, log=log_path,
-                                   cpu_seconds=getattr(proc, "cpu_seconds", None))
+                                   cpu_seconds=getattr(proc, "cpu_seconds", None),
+                                   preloaded=getattr(proc, "preloaded", None))
                 time.sleep(POLL_SECONDS)
         except BaseException:  # an interrupt in this thread: the child goes with it
             launcher.stop(proc)
             raise
         finally:
             launcher.cleanup(proc)
-    return Outcome(proc.returncode, log=log_path, cpu_seconds=getattr(proc, "cpu_seconds", None))
+    return Outcome(proc.returncode, log=log_path, cpu_seconds=getattr(proc, "cpu_seconds", None),
+                   preloaded=getattr(proc, "preloaded", None))
 
 
 def run_child(launcher: Launcher, args: List[str], log_path: Path, timeout: Optional[float] = None) -> Outcome:

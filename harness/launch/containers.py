@@ -158,13 +158,13 @@ class DockerLauncher:
         if self.user != self.caller:
             _chown_tree(Path(folder), *self.caller)
 
-    def describe(self, fresh: bool = True) -> Dict[str, Any]:  # every container is a fresh interpreter
+    def describe(self, fresh: bool = True, preload: Optional[str] = None, preloaded: bool = False) -> Dict[str, Any]:  # every container is a fresh interpreter
         image = self.client.images.get(self.image)
         return {"kind": self.kind, "image": self.image, "image_id": image.id,
                 "digests": list(image.attrs.get("RepoDigests") or []), "gpu": self.gpu,
                 "user": f"{self.user[0]}:{self.user[1]}", "network": "none"}
 
-    def start(self, args: Sequence[str], log: Any, fresh: bool = True) -> ContainerChild:
+    def start(self, args: Sequence[str], log: Any, fresh: bool = True, preload: Optional[str] = None) -> ContainerChild:
         # every container is a fresh interpreter
         docker = sdk()
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
+import tempfile
 import threading
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..shared.protocol import FORK_SERVER_MODULE
 
@@ -25,6 +27,7 @@ class ForkedProcess:
         self.pid: Optional[int] = None
         self.returncode: Optional[int] = None
         self.cpu_seconds: Optional[float] = None  # user+system, from the server's wait4
+        self.preloaded: Optional[str] = None  # the preload key of the server it was forked from
         self._started = threading.Event()
         self._ended = threading.Event()
 
@@ -44,23 +47,50 @@ class ForkedProcess:
                 pass
 
 
-class ForkServer:
-    """One fork server per Python; started on first use, ended with the host process (the end
-    of its stdin, when the host exits, ends it)."""
+# How long a server may take to import Paddle and what it preloads before it says it is ready.
+READY_SECONDS = 600.0
 
-    def __init__(self, python: str, env: Dict[str, str]):
-        self._proc = subprocess.Popen([python, "-m", FORK_SERVER_MODULE], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                      start_new_session=True)
+
+class ForkServer:
+    """One fork server per Python (and per preloaded suite); started on first use, ended with the
+    host process (the end of its stdin, when the host exits, ends it). ``preload``: modules it
+    imports before serving; ``ready`` then says what the imports did (``cell.forkserve.preload``)."""
+
+    def __init__(self, python: str, env: Dict[str, str], preload: Optional[List[str]] = None):
+        args = [python, "-m", FORK_SERVER_MODULE]
+        listed = None
+        if preload:
+            handle, listed = tempfile.mkstemp(prefix="harness-preload-", suffix=".json")
+            with os.fdopen(handle, "w", encoding="utf-8") as fh:
+                json.dump(list(preload), fh)
+            args += ["--preload", listed]
+        self.key = None
+        self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      env=env, start_new_session=True)
         self._lock = threading.Lock()
         self._children: Dict[int, ForkedProcess] = {}
         self._next = 0
-        first = self._proc.stdout.readline()
-        if not first or not json.loads(first).get("ready"):
-            self._proc.kill()
-            raise RuntimeError("the fork server did not start")
+        try:
+            ready, _, _ = select.select([self._proc.stdout], [], [], READY_SECONDS)
+            first = self._proc.stdout.readline() if ready else b""
+        finally:
+            if listed:
+                os.unlink(listed)
+        self.ready: Dict[str, Any] = json.loads(first) if first else {}
+        if not self.ready.get("ready"):
+            self.close()
+            raise RuntimeError("the fork server did not start" if ready else
+                               f"the fork server was not ready within {READY_SECONDS:g} s")
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+
+    def close(self) -> None:
+        """End the server (and, by their death signal, any child of it still running)."""
+        try:
+            os.killpg(self._proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            self._proc.kill()
+        self._proc.wait()
 
     def _read(self) -> None:
         for line in self._proc.stdout:
@@ -90,6 +120,7 @@ class ForkServer:
         with self._lock:
             self._next += 1
             child = ForkedProcess()
+            child.preloaded = self.key
             self._children[self._next] = child
             self._proc.stdin.write((json.dumps({"id": self._next, "args": list(args), "log": log}) + "\n").encode())
             self._proc.stdin.flush()

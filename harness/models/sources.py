@@ -11,16 +11,39 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import sys
+import time
 from typing import Any, Dict, List, Tuple
 
 from ..shared.errors import UserError
 from .construction import recording_construction
 
 
+# What the last ``build`` of this process imported, measured: the modules new in ``sys.modules``
+# after it (a suite's package and what it pulls in) and the seconds the import and the build took.
+# The fork server of the environment preloads them for the family's next cells (``cell.forkserve``).
+LAST_BUILD: Dict[str, Any] = {}
+
+
+def imported_since(before: "set[str]") -> List[str]:
+    """Modules imported since ``before`` that an import can load again by name: those with a file
+    (not the modules a converter or dy2static makes in memory)."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name in before or module is None:
+            continue
+        spec = getattr(module, "__spec__", None)
+        origin = getattr(spec, "origin", None) if spec is not None else None
+        if spec is not None and spec.name == name and origin and origin not in ("built-in", "frozen"):
+            found.append(name)
+    return found  # in the order they were first imported: the order a preload imports them again
+
+
 def build(factory_path: str, paddle: Any, seed: int, where: str) -> Tuple[Any, List[Any]]:
     """Import the factory, seed Paddle, build; a factory that cannot be imported or returns the
     wrong thing is the matrix's fault: one line naming ``where``."""
     module_name, _, attr = factory_path.partition(":")
+    before, started = set(sys.modules), time.perf_counter()
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -35,6 +58,8 @@ def build(factory_path: str, paddle: Any, seed: int, where: str) -> Tuple[Any, L
     except Exception as exc:
         exc.phase = "build"  # type: ignore[attr-defined]
         raise
+    LAST_BUILD.clear()
+    LAST_BUILD.update(factory=factory_path, modules=imported_since(before), seconds=round(time.perf_counter() - started, 3))
     if not (isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], paddle.nn.Layer)
             and isinstance(built[1], (list, tuple))):
         raise UserError(f"{where}: {factory_path} must return (paddle.nn.Layer, [InputSpec or dict of InputSpec]).")

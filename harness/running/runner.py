@@ -31,7 +31,7 @@ from . import provenance
 from .prune import prune
 from ..matrix import Matrix
 from ..launch import INTERRUPT, Interrupted, Launcher, LocalLauncher, Outcome, run_child, supervise
-from ..shared.protocol import ANALYSIS_PROGRESS
+from ..shared.protocol import ANALYSIS_PROGRESS, BUILD_IMPORTS
 from ..shared.vocab import IMPORT_ORDER_MODES
 from ..shared.errors import UserError
 from ..shared.record_model import Analyses, CellRecord, StageRecord, Verdict
@@ -72,22 +72,23 @@ def run_cell(spec: CellSpec, results: Path, launcher: Launcher) -> CellRecord:
     spec_path = work / "spec.json"
     atomic_write_json(spec_path, spec.to_dict())
     journal = Journal(work / "journal.jsonl")
-    shared = [work, Path(spec.checkpoint).parent] if spec.checkpoint else [work]
+    shared = [work] + [Path(path).parent for path in (spec.checkpoint, spec.program) if path]
     for folder in shared:
         folder.mkdir(parents=True, exist_ok=True)
         launcher.grant(folder)
     try:
-        launches, cpu = _supervise_cell(spec, work, spec_path, journal, launcher)
+        launches, cpu, preloaded = _supervise_cell(spec, work, spec_path, journal, launcher)
     finally:
         for folder in shared:
             launcher.reclaim(folder)
-    return build_record(spec, journal.finished(), launches, time.time() - started, launcher, cpu)
+    return build_record(spec, journal.finished(), launches, time.time() - started, launcher, cpu, preloaded)
 
 
 def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journal,
-                    launcher: Launcher) -> Tuple[int, Optional[float]]:
-    """Start the worker, restart it after each crash or timeout; the number of launches and their
-    CPU seconds (None when a launch's is unknown: a fresh interpreter, a container)."""
+                    launcher: Launcher) -> Tuple[int, Optional[float], bool]:
+    """Start the worker, restart it after each crash or timeout; the number of launches, their
+    CPU seconds (None when a launch's is unknown: a fresh interpreter, a container) and whether the
+    first forked from a server that had imported the model's suite."""
     timeout = float(spec.stage_timeout)
     args = ["cell", "--spec", launcher.path(spec_path), "--work", launcher.path(work)]
 
@@ -95,10 +96,13 @@ def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journa
         running = journal.running()
         return bool(running) and time.time() - running[1] > timeout
 
-    launches, cpu = 0, 0.0
+    launches, cpu, preloaded = 0, 0.0, False
     while True:
         launches += 1
-        outcome = supervise(launcher, args, work / "worker.log", overdue, fresh=_imports_before_paddle(spec))
+        outcome = supervise(launcher, args, work / "worker.log", overdue, fresh=_imports_before_paddle(spec),
+                            preload=spec.preload_key)
+        preloaded = preloaded or (launches == 1 and outcome.preloaded is not None)
+        _learn_imports(launcher, work)
         cpu = None if cpu is None or outcome.cpu_seconds is None else cpu + outcome.cpu_seconds
         if outcome.interrupted:
             raise Interrupted(spec.id)  # no record: the cell is redone from scratch next time
@@ -122,7 +126,20 @@ def _supervise_cell(spec: CellSpec, work: Path, spec_path: Path, journal: Journa
             break
         # Restart: the worker resumes after the stage that killed it, and exits at once when
         # nothing is left.
-    return launches, (round(cpu, 3) if cpu is not None else None)
+    return launches, (round(cpu, 3) if cpu is not None else None), preloaded
+
+
+def _learn_imports(launcher: Launcher, work: Path) -> None:
+    """What the worker's build imported (``BUILD_IMPORTS``), handed to a launcher that preloads."""
+    learn = getattr(launcher, "learn_imports", None)
+    path = work / BUILD_IMPORTS
+    if learn is None or not path.is_file():
+        return
+    try:
+        said = json.loads(path.read_text(encoding="utf-8"))
+        learn(said.get("preload_key"), [str(m) for m in said.get("modules") or []])
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _training_death_to_reproduce(spec: CellSpec, ended: Dict[str, Any]) -> bool:
@@ -162,7 +179,8 @@ def _progress_left(work: Path, step: str) -> Dict[str, Any]:
 
 
 def build_record(spec: CellSpec, finished: Dict[str, Dict[str, Any]], launches: int,
-                 seconds: float, launcher: Launcher, cpu_seconds: Optional[float] = None) -> CellRecord:
+                 seconds: float, launcher: Launcher, cpu_seconds: Optional[float] = None,
+                 preloaded: bool = False) -> CellRecord:
     setup = finished.get(SETUP, {"status": Status.CRASH, "message": "the worker never reported"})
     stages = [dict(result, name=name) for name, result in finished.items()
               if name != SETUP and not name.startswith(ANALYSIS_PREFIX)]
@@ -183,7 +201,8 @@ def build_record(spec: CellSpec, finished: Dict[str, Dict[str, Any]], launches: 
         paddle=setup.get("paddle") or analysis.get(Analysis.REPRODUCER.value, {}).get("paddle") or {},
         machine=_machine(setup, stages),
         inputs={"seed": spec.seed, "arrays": setup.get("inputs")}, harness=__version__, launches=launches,
-        launcher=launcher.kind, runner=launcher.describe(fresh=_imports_before_paddle(spec)),
+        launcher=launcher.kind, runner=launcher.describe(fresh=_imports_before_paddle(spec), preload=spec.preload_key,
+                                                                  preloaded=preloaded),
         seconds=round(seconds, 3), finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         cpu_seconds=cpu_seconds)
 
@@ -338,7 +357,12 @@ def session_cells(matrix: Matrix, session: str, version: str, results: Path, roo
     """The specs of one session's cells at one Paddle version, as this run runs them."""
     # One version-neutral checkpoint per (mode, model) and run: every session and Paddle version
     # of the run computes with the same weights.
-    return [spec.replace(checkpoint=str(RunFolder(Path(results)).checkpoint(spec.mode, spec.model_name)),
+    # One setup per (version, mode, model): the sessions reading the same program share its export
+    # (``HARNESS_SHARED_SETUP=0``: each cell makes its own, as before; the benchmark's baseline).
+    folder = RunFolder(Path(results))
+    share = os.environ.get("HARNESS_SHARED_SETUP", "1") != "0"
+    return [spec.replace(checkpoint=str(folder.checkpoint(spec.mode, spec.model_name)),
+                         program=str(folder.program(spec.paddle, spec.mode, spec.model_name)) if share else None,
                          root_cause=root_cause) for spec in matrix.expand(session, version, modes=modes, models=models)]
 
 

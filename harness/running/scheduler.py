@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Set
 
 from ..shared.records import atomic_write_json
+from ..shared.runfolder import PROGRAM_ENTRY
 from ..shared.spec import CellSpec
 
 # Every job's last seconds on this machine, across runs and results folders, kept beside the
@@ -46,10 +47,17 @@ class Job:
     def checkpoint(self) -> Optional[str]:
         return self.spec.checkpoint if self.spec is not None else None
 
+    @property
+    def program(self) -> Optional[str]:
+        """The entry of its program's shared setup (``cell.shared_setup``): made by one cell."""
+        return str(Path(self.spec.program) / PROGRAM_ENTRY) if self.spec is not None and self.spec.program else None
+
 
 class Scheduler:
-    """Hands each free slot the longest job that may start: its cell (a load's) has finished, and
-    its model's weights exist or it is the cell ``nox -t`` would train them with."""
+    """Hands each free slot the longest job that may start: its cell (a load's) has finished, its
+    model's weights exist or it is the cell ``nox -t`` would train them with, and its program's
+    setup exists or it is the cell that makes it (the other sessions' cells of the program reuse
+    it instead of exporting again; one whose maker's setup failed makes its own)."""
 
     def __init__(self, jobs: List[Job]):
         self.pending = sorted(jobs, key=lambda j: (-j.estimate, j.order))
@@ -61,10 +69,13 @@ class Scheduler:
     def _may_start(self, job: Job) -> bool:
         if job.after and job.after not in self.finished and any(j.key == job.after for j in self.pending + list(self.running.values())):
             return False
-        if job.checkpoint and not Path(job.checkpoint).exists():
-            if any(j.checkpoint == job.checkpoint for j in self.running.values()):
-                return False  # its weights are being trained
-            return job.order == min(j.order for j in self.pending if j.checkpoint == job.checkpoint)
+        for made_once in ("checkpoint", "program"):
+            path = getattr(job, made_once)
+            if path and not Path(path).exists():
+                if any(getattr(j, made_once) == path for j in self.running.values()):
+                    return False  # its weights are being trained, its program exported
+                if job.order != min(j.order for j in self.pending if getattr(j, made_once) == path):
+                    return False
         return True
 
     def take(self) -> Optional[Job]:

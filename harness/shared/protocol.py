@@ -36,6 +36,9 @@ ANALYSIS_PROGRESS = "analysis-progress.jsonl"
 CELL_ENVIRONMENT = {"OMP_NUM_THREADS": "1"}
 FORK_SAFE_ENVIRONMENT = {"KMP_INIT_AT_FORK": "true"}
 FORK_SERVER_MODULE = "harness.cell.forkserve"
+# What a cell's build imported (``models.sources.LAST_BUILD``), in its work folder: the host hands
+# it to the launcher, whose fork server of that environment preloads it for the family's next cells.
+BUILD_IMPORTS = "imports.json"
 
 
 def cell_command(python: str, args: List[str]) -> List[str]:

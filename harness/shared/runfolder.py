@@ -7,6 +7,7 @@
       <session>/<paddle>/<mode>/<model>/       its work folder     (work)
       versions/<paddle>/hazards-<device>.json  hazard probes       (hazards)
       checkpoints/<mode>/<model>.npz           shared weights      (checkpoint)
+      programs/<paddle>/<mode>/<model>/        shared setup: export, inputs, dygraph outputs (program)
       portability/<exporter>/<loader>/<session>/<mode>/<model>.json   loads of other versions' exports
       tipc/                                    TIPC chains' logs
       summary-<session>-<paddle>.md, summary.md, report.{md,xml,html}, regression.md
@@ -23,7 +24,9 @@ from pathlib import Path
 from typing import List, Optional
 
 # Folders of a run that hold other things than cell records.
-NOT_SESSION_FOLDERS = frozenset({"checkpoints", "portability", "tipc", "diff", "versions"})
+# The entry of a program's shared setup, written last: the folder is ready once it exists.
+PROGRAM_ENTRY = "setup.json"
+NOT_SESSION_FOLDERS = frozenset({"checkpoints", "programs", "portability", "tipc", "diff", "versions"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +55,10 @@ class RunFolder:
 
     def checkpoint(self, mode: str, model: str) -> Path:
         return self.checkpoints / mode / f"{model}.npz"
+
+    def program(self, version: str, mode: str, model: str) -> Path:
+        """The setup every session of one (Paddle version, mode, model) reads: made once."""
+        return self.root / "programs" / version / mode / model
 
     @property
     def portability(self) -> Path:
@@ -85,4 +92,4 @@ class RunFolder:
         return self.root / ".lock"
 
 
-__all__ = ["RunFolder", "NOT_SESSION_FOLDERS"]
+__all__ = ["RunFolder", "NOT_SESSION_FOLDERS", "PROGRAM_ENTRY"]

@@ -107,6 +107,9 @@ class CellSpec:
     matrix: Optional[str] = None
     matrix_fingerprint: Optional[str] = None
     checkpoint: Optional[str] = None  # the run's shared weights of this (mode, model)
+    # The run's shared setup of this (Paddle, mode, model): the export, inputs and dygraph outputs
+    # the first cell of the program made, reused by the other sessions' cells (``cell.shared_setup``).
+    program: Optional[str] = None
     root_cause: bool = True
     tipc: Optional[JsonObject] = None  # the TIPC command a captured export came from
     # what produces the record, part by part (``harness.running.provenance``): a rerun compares it
@@ -116,9 +119,9 @@ class CellSpec:
     _ORDER = ("id", "session", "stages", "paddle", "mode", "mode_requires_device", "mode_packages", "model",
               "tolerances", "output_tolerances", "seed", "train_steps", "reference_threads", "deploy_threads",
               "stage_timeout", "trt_workspace_mb", "trt_min_subgraph_size", "matrix", "matrix_fingerprint",
-              "tipc", "checkpoint", "root_cause", "produced_by")
+              "tipc", "checkpoint", "program", "root_cause", "produced_by")
     # Keys written only when set (a spec without them reads back the same).
-    _OPTIONAL = ("tipc", "checkpoint", "produced_by")
+    _OPTIONAL = ("tipc", "checkpoint", "program", "produced_by")
 
     def to_dict(self) -> JsonObject:
         out: JsonObject = {}
@@ -148,6 +151,16 @@ class CellSpec:
     @property
     def captured(self) -> bool:
         return bool(self.model.get("capture"))
+
+    @property
+    def preload_key(self) -> Optional[str]:
+        """Which fork server preloads what this model's build imports: its family's (every model of
+        a family imports its suite, the costly part of a zoo cell); None for a model of no family
+        (the built-in models, a user's own factory: no second server for them) and captures."""
+        family = self.model.get("family")
+        if self.captured or not isinstance(family, dict) or not family.get("name"):
+            return None
+        return f"family:{family['name']}"
 
     @property
     def session_stage(self) -> str:

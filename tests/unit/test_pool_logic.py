@@ -40,15 +40,16 @@ def test_sessions_with_equal_packages_share_an_environment(shipped):
     assert len(set(env.values())) == 15  # 5 versions x (Paddle, +ONNX Runtime, +OpenVINO)
 
 
-def _job(key, estimate=1.0, order=0, checkpoint=None, after=None):
+def _job(key, estimate=1.0, order=0, checkpoint=None, after=None, program=None):
     from harness.shared.spec import CellSpec, SessionSpec
     from harness.shared.vocab import Device, Precision
 
     spec = None
-    if checkpoint:
+    if checkpoint or program:
         spec = CellSpec(id=key, session=SessionSpec(key.split("/")[0], Device.CPU, "native", Precision.FP32), stages=[], paddle="3.3.1", mode="normal",
                         model={"name": key.split("/")[-1]}, tolerances={}, output_tolerances={}, seed=0, train_steps=1,
-                        reference_threads=1, deploy_threads=1, checkpoint=str(checkpoint))
+                        reference_threads=1, deploy_threads=1, checkpoint=str(checkpoint) if checkpoint else None,
+                        program=str(program) if program else None)
     return Job(key, JobKind.LOAD if after else JobKind.CELL, "env", order, estimate, spec=spec, after=after)
 
 
@@ -112,3 +113,26 @@ def test_on_a_terminal_progress_is_one_line_and_only_what_did_not_pass_stays():
     kept = [line.rsplit("\r\x1b[K", 1)[-1] for line in stream.getvalue().split("\n") if line]
     assert kept[:2] == ["[harness] cpu_fp32/3.3.1/normal/b: fail in 2.0 s", "[harness] said by a job"]
     assert kept[-1].startswith("[harness] [2/3, ") and len(kept) == 3  # the one line, left at the end
+
+
+def test_the_sessions_of_one_program_wait_for_the_cell_that_exports_it(tmp_path):
+    """One export per program: the first cell (nox's order) of a (version, mode, model) makes its
+    setup; the other sessions' cells of it start once its entry exists; a maker whose setup failed
+    (no entry) hands the making to the next."""
+    from harness.shared.runfolder import PROGRAM_ENTRY
+
+    program = tmp_path / "programs" / "3.3.1" / "normal" / "m"
+    maker = _job("cpu_fp32/3.3.1/normal/m", estimate=1, order=0, program=program)
+    reader = _job("cpu_ort_fp32/3.3.1/normal/m", estimate=9, order=1, program=program)
+    third = _job("cpu_openvino_fp32/3.3.1/normal/m", estimate=8, order=2, program=program)
+    other = _job("cpu_fp32/3.3.1/normal/x", estimate=5, order=3)
+    scheduler = Scheduler([reader, third, other, maker])
+    assert scheduler.take() is other  # the longest that may start: the readers wait for the maker
+    assert scheduler.take() is maker
+    scheduler.done(maker)  # its setup did not pass: nothing published
+    assert scheduler.take() is reader  # the next in nox's order makes it instead
+    scheduler.done(other)
+    program.mkdir(parents=True)
+    (program / PROGRAM_ENTRY).write_text("{}")
+    assert scheduler.take() is third  # published: it reads it (the reader is still running)
+    assert scheduler.take() is None

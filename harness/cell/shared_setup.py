@@ -1,0 +1,156 @@
+"""One setup per program (cell side): the sessions that read one exported program share its setup.
+
+Every session of one (Paddle version, train mode, model) would build the model, load the run's
+shared weights, export and run dygraph again, to get the same files: four exports of one program
+over the four fp32 CPU sessions, and four imports of the model's suite (the import alone costs a
+zoo cell 15-41 s, its stages under 1 s). The first cell of a program whose setup passed
+**publishes** it in the run folder (``RunFolder.program``: the export, the inputs and the dygraph
+outputs at every shape, and its setup entry); the other cells **reuse** it: their work folders get
+hard links to those files (a copy where the file system refuses links) and their setup entry is
+the publisher's with its paths moved to their own folder and ``program`` saying which cell made it.
+
+A published setup is reused only when it was made from the same inputs, checked here and not
+assumed: the same key (every part of the cell's provenance that setup reads — model source and
+entry, mode, run settings, tolerances, Paddle and harness versions — but the session), the same
+Paddle build and numpy in this environment, and the same weights (the checkpoint's sha256 now).
+Anything else, or a folder that cannot be read, and the cell makes its own setup, as before.
+Setups that did not pass are not published: each cell meets the failure itself and analyses it
+with the instance it built. A reused setup has no trained instance in the process: a later step
+that takes the model apart rebuilds it from its source with the exported weights (what a
+restarted worker does), and says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from ..shared.records import atomic_write_json
+from ..shared.runfolder import PROGRAM_ENTRY as ENTRY
+from ..shared.vocab import Status
+
+# The provenance parts a setup does not read: the session (which stages run on the program).
+_NOT_READ_BY_SETUP = ("session",)
+
+
+def program_key(cell: Any, paddle_info: Dict[str, Any]) -> Optional[str]:
+    """What a setup is made from, as one digest; None when the cell's provenance is unknown."""
+    produced_by = cell.produced_by
+    if not isinstance(produced_by, dict) or cell.captured:
+        return None
+    import numpy
+
+    parts = {k: v for k, v in produced_by.items() if k not in _NOT_READ_BY_SETUP}
+    parts.update(mode=cell.mode, model=cell.model_name, seed=cell.seed, numpy=numpy.__version__,
+                 paddle_build={k: paddle_info.get(k) for k in ("version", "commit")})
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def _weights_now(result: Dict[str, Any]) -> Optional[str]:
+    from .setup import sha256
+
+    path = (result.get("weights") or {}).get("path")
+    try:
+        return sha256(Path(path)) if path else None
+    except OSError:
+        return None
+
+
+def reuse(ctx: Any, paddle_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The published setup of this cell's program, brought into its work folder; None when there is
+    none this cell may use (then it makes its own)."""
+    folder = Path(ctx.cell.program) if ctx.cell.program else None
+    key = program_key(ctx.cell, paddle_info)
+    if folder is None or key is None:
+        return None
+    started = time.perf_counter()
+    try:
+        published = json.loads((folder / ENTRY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    result = published.get("setup") if isinstance(published, dict) else None
+    if published.get("key") != key or not isinstance(result, dict) or result.get("status") != Status.PASS.value:
+        return None
+    if (result.get("weights") or {}).get("sha256") != _weights_now(result):
+        return None  # the run's weights were trained again since
+    try:
+        _bring(folder, ctx.work, published["files"])
+    except (OSError, KeyError, TypeError):
+        for name in published.get("files") or []:
+            (ctx.work / name).unlink(missing_ok=True)
+        return None
+    moved = _moved(result, str(folder), str(ctx.work))
+    # The timings are this cell's own (what bringing the files took); the maker's stay with its name.
+    moved["program"] = {"made_by": published.get("made_by"), "key": key, "folder": str(folder),
+                        "maker_timings": moved.get("timings") or {},
+                        "words": f"setup of {published.get('made_by')} reused: one export per program"}
+    moved["timings"] = {"reused": round(time.perf_counter() - started, 4)}
+    return moved
+
+
+def publish(ctx: Any, result: Dict[str, Any]) -> Optional[str]:
+    """Make this cell's passing setup the program's: its files linked (or copied) into the run's
+    program folder, its entry written last (the folder is not reusable before). Returns why not,
+    or None. Never fails the cell: sharing only saves work."""
+    folder = Path(ctx.cell.program) if ctx.cell.program else None
+    key = program_key(ctx.cell, result.get("paddle") or {})
+    if folder is None or key is None or result.get("status") != Status.PASS:
+        return "not shared"
+    files = sorted(str(p.relative_to(ctx.work)) for p in ctx.work.rglob("*") if p.is_file() and _setup_file(p, ctx.work))
+    staging = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+        _bring(ctx.work, staging, files)
+        atomic_write_json(staging / ENTRY, {"key": key, "made_by": ctx.cell.id, "files": files,
+                                            "setup": _moved(_plain(result), str(ctx.work), str(folder))})
+        if folder.exists():
+            shutil.rmtree(folder)  # made from other inputs (the cell was redone): replaced whole
+        os.replace(staging, folder)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        return f"not shared: {exc}"
+    return None
+
+
+def _setup_file(path: Path, work: Path) -> bool:
+    """What setup wrote that the stages read: the export, the inputs and dygraph outputs per shape."""
+    rel = path.relative_to(work)
+    if rel.parts[0] == "export":
+        return True
+    return len(rel.parts) == 1 and rel.suffix == ".npz" and rel.name.startswith(("inputs", "dygraph"))
+
+
+def _bring(source: Path, target: Path, files: Any) -> None:
+    for name in files:
+        src, dst = source / name, target / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if dst.exists():
+            dst.unlink()
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+
+def _plain(value: Any) -> Any:
+    """The setup entry as the journal writes it (statuses as their words)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _moved(value: Any, old: str, new: str) -> Any:
+    """``value`` with every path under ``old`` moved under ``new``."""
+    if isinstance(value, dict):
+        return {k: _moved(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_moved(v, old, new) for v in value]
+    if isinstance(value, str) and (value == old or value.startswith(old + os.sep)):
+        return new + value[len(old):]
+    return value
+
+
+__all__ = ["program_key", "reuse", "publish"]
