@@ -286,7 +286,9 @@ def qualification(s: nox.Session) -> None:
     the sessions in one pool, then releases, workarounds, report --zoo and qualify --known, published as
     ``qualification-<version>.md`` beside ``zoo.md`` and the known-issues file."""
     s.install(*HOST_SIDE, "pip", "uv", silent=True)
-    _run_harness(s, "qualification", *s.posargs)
+    # The matrix every session reads ($HARNESS_MATRIX or the default), unless the arguments name one.
+    matrix = [] if any(a == "--matrix" or a.startswith("--matrix=") for a in s.posargs) else ["--matrix", str(MATRIX_PATH)]
+    _run_harness(s, "qualification", *matrix, *s.posargs)
 
 
 @nox.session(python=HOST_PYTHON)
@@ -315,6 +317,7 @@ def bench(s: nox.Session) -> None:
     s.run("python", "-m", "harness.bench.tipc")  # a TIPC chain: the harness against a bash driver
     s.run("python", "-m", "harness.bench.releases")  # placing causes among the releases: envs once, runs per cause
     s.run("python", "-m", "harness.bench.qualification")  # the one command against its steps typed; the pool's floor
+    s.run("python", "-m", "harness.bench.zoo_pool")  # suites imported and programs exported once, against per cell
     # Needs DOCKER_HOST and the image (`nox -s images`); says why it skips otherwise.
     s.run("python", "-m", "harness.bench.containers")
     s.run("python", "-m", "harness.bench.report")  # the records of results/default (e.g. after nox -t cpu)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..shared import shapes
 from ..shared.causes import paddle_message
-from ..shared.errors import UserError
+from ..shared.errors import HarnessFailure, UserError
 from ..shared.inputs import InputSpec, synthesize
 from ..shared.vocab import SETUP, Status
 from .context import CellContext
@@ -128,7 +128,15 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     # for paddle_api's settings (glog level, zlib); at module level it came first in a fresh interpreter.
     from ..models import sources
 
-    layer, input_spec = sources.build(cell.model["factory"], paddle, cell.seed, f"{ctx.where}.factory")
+    try:
+        layer, input_spec = sources.build(cell.model["factory"], paddle, cell.seed, f"{ctx.where}.factory")
+    except ModuleNotFoundError as exc:
+        if not family or str(exc.name or "").partition(".")[0] == "paddle":
+            raise
+        # The family's packages do not hold what its suite imports: the matrix's to fix, no finding.
+        raise HarnessFailure(f"model family {family['name']} cannot build {cell.model['name']} in this environment: "
+                             f"its code imports {exc.name!r}, which is not installed (No module named {exc.name!r}); "
+                             f"add it to families.{family['name']}.packages") from exc
     timings["build"] = sources.LAST_BUILD.get("seconds", 0.0)
     _write_build_imports(ctx)
     specs = input_specs(input_spec, cell.model.get("inputs", {}), ctx.where)

@@ -90,6 +90,8 @@ def reuse(ctx: Any, paddle_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                         "maker_timings": moved.get("timings") or {},
                         "words": f"setup of {published.get('made_by')} reused: one export per program"}
     moved["timings"] = {"reused": round(time.perf_counter() - started, 4)}
+    if isinstance(moved.get("weights"), dict) and moved["weights"].get("source") == "trained":
+        moved["weights"] = dict(moved["weights"], source="checkpoint")  # the maker trained them; this cell read them
     return moved
 
 

@@ -119,10 +119,10 @@ def command(args: Any) -> int:
     out.mkdir(parents=True, exist_ok=True)
     timings: List[str] = []
     for name, argv in _steps(args, out):
-        started = time.monotonic()
+        started, began = time.monotonic(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         print(f"[qualification] {name}: python -m harness {' '.join(argv)}", flush=True)
         code = _harness(argv).returncode
-        timings.append(f"{name} {time.monotonic() - started:.0f} s")
+        timings.append(f"{name} {time.monotonic() - started:.0f} s" + (_pool_floor(run, began, args.jobs) if name == "pool" else ""))
         if code not in ENDED_WELL[name]:
             print(f"[qualification] stopped: `{name}` exited {code}", file=sys.stderr)
             return code
@@ -153,6 +153,19 @@ def command(args: Any) -> int:
     target.write_text(text, encoding="utf-8")
     print(f"[qualification] {target}: {first}; with the known issues: {(verdict.stdout.strip().splitlines() or [''])[0]}")
     return verdict.returncode
+
+
+def _pool_floor(run: Path, began: str, jobs: Any) -> str:
+    """The pool's work floor: the seconds of the cells it ran (their records finished after it began)
+    over its slots, what a perfect scheduler with nothing waiting would take."""
+    from ..shared.records import load_records
+    from .runner import default_jobs
+
+    slots = jobs or default_jobs(1)
+    ran = [r.seconds for r in load_records(run) if r.finished_at >= began] if run.is_dir() else []
+    if not ran:
+        return ""
+    return f" for {len(ran)} cells (their work floor {sum(ran) / slots:.0f} s: {sum(ran):.0f} cell-seconds over {slots} slots)"
 
 
 def _scope(args: Any, version: str) -> List[str]:

@@ -35,7 +35,7 @@ from ..matrix.sessions import CELL_SIDE_EXTRAS, Environment
 from ..shared.causes import shareable_words, shown_apart
 from ..shared.errors import UserError
 from ..shared.record_model import AnalysisEntry, Analyses, CellRecord
-from ..shared.records import load_records, write_record
+from ..shared.records import scan_records, write_record
 from ..shared.releases import ReleaseRun, ReleaseSpan, RunOutcome, SpanOutcome, outcome as run_outcome
 from ..shared.spec import at_least, version_order
 from . import envs
@@ -356,11 +356,14 @@ def run(results: Path, options: Options, say: Say = print) -> int:
 
 
 def _run_locked(results: Path, options: Options, say: Say) -> int:
-    records = load_records(results)
+    records, unreadable = scan_records(results)
+    for item in unreadable:  # as every reader of a run says them: named, never dropped in silence
+        say(f"[releases] unreadable record {item.path}: {item.reason}")
     causes, without = causes_of(records)
     if not causes:
         failing = sum(1 for r in records if not r.verdict.passed)
-        detail = (f"no failing cell among {len(records)} records" if not failing else
+        detail = (f"no failing cell among {len(records)} readable records"
+                  + (f" ({len(unreadable)} unreadable, named above)" if unreadable else "") if not failing else
                   f"{failing} failing cell(s), none with a verified source reproducer ({'; '.join(without)[:300]})")
         say(f"[releases] {results}: nothing to place: {detail}")
         return 0
