@@ -355,3 +355,33 @@ def pytest_xdist_make_scheduler(config, log):
             return module if module in SHARING_MODULES else nodeid
 
     return SharedFixtureScheduling(config, log)
+
+# -- where the process tier's time goes ------------------------------------------------------------
+# Each unit of work (a sharing module, or one test) is run by one worker from its setup to its last
+# teardown: the longest of them bounds the tier whatever the other workers do. Summed here from the
+# reports the workers send (setup + call + teardown), with each worker's busy seconds.
+_UNIT_SECONDS: Dict[str, float] = {}
+_WORKER_SECONDS: Dict[str, float] = {}
+
+
+def _unit_of(nodeid: str) -> str:
+    module = nodeid.split("::", 1)[0]
+    return module if module in SHARING_MODULES else nodeid
+
+
+def pytest_runtest_logreport(report):
+    _UNIT_SECONDS[_unit_of(report.nodeid)] = _UNIT_SECONDS.get(_unit_of(report.nodeid), 0.0) + report.duration
+    node = getattr(report, "node", None)
+    worker = getattr(getattr(node, "gateway", None), "id", None)
+    if worker:
+        _WORKER_SECONDS[worker] = _WORKER_SECONDS.get(worker, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _WORKER_SECONDS:  # one process: no worker waits on another
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("longest units of work (one worker each, setup to teardown)")
+    for unit, seconds in sorted(_UNIT_SECONDS.items(), key=lambda kv: -kv[1])[:6]:
+        write(f"{seconds:8.1f}s  {unit}")
+    write("busy per worker: " + ", ".join(f"{w} {s:.0f} s" for w, s in sorted(_WORKER_SECONDS.items())))

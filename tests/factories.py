@@ -1176,3 +1176,9 @@ def threaded_suite_net():
     from tests.suites.threaded_suite import ThreadedNet
 
     return ThreadedNet(), _image_spec()
+
+
+def incomplete_suite_net():
+    from tests.suites.incomplete_suite import SuiteNet  # noqa: F401  - its import raises first
+
+    return SuiteNet(4), _image_spec()

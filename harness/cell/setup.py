@@ -11,7 +11,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -22,6 +22,8 @@ from ..shared.inputs import InputSpec, synthesize
 from ..shared.vocab import SETUP, Status
 from .context import CellContext
 from .modes import ModeUnsupported
+from . import shared_setup
+from .shared_setup import sha256
 from .structure import build_call_args, flatten_outputs, flatten_spec
 
 
@@ -106,20 +108,9 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     timings["import"] = time.perf_counter() - t0
     info = api.paddle_info()
 
-    reason = ctx.mode.unsupported(api)
-    if reason is None and cell.mode_requires_device == "gpu" and not api.gpu_available():
-        reason = f"train mode {cell.mode} needs a GPU"
-    family = cell.model.get("family")
-    if reason is None and family and not api.at_least(family.get("requires_paddle")):
-        reason = (f"model family {family['name']} ({', '.join(family['packages'])}) needs Paddle >= "
-                  f"{family['requires_paddle']}; this environment has {paddle.__version__}")
-    if reason is None and family:
-        check_packages(ctx, family["packages"], f"families.{family['name']}.packages",
-                       "nox installs a family's packages in its zoo sessions")
+    reason = _skip_reason(ctx, api)
     if reason:
         return {"status": Status.SKIP, "paddle": info, "message": reason}
-    from . import shared_setup
-
     reused = shared_setup.reuse(ctx, info)  # another session's cell made this program's setup already
     if reused is not None:
         return dict(reused, paddle=info)
@@ -128,15 +119,7 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     # for paddle_api's settings (glog level, zlib); at module level it came first in a fresh interpreter.
     from ..models import sources
 
-    try:
-        layer, input_spec = sources.build(cell.model["factory"], paddle, cell.seed, f"{ctx.where}.factory")
-    except ModuleNotFoundError as exc:
-        if not family or str(exc.name or "").partition(".")[0] == "paddle":
-            raise
-        # The family's packages do not hold what its suite imports: the matrix's to fix, no finding.
-        raise HarnessFailure(f"model family {family['name']} cannot build {cell.model['name']} in this environment: "
-                             f"its code imports {exc.name!r}, which is not installed (No module named {exc.name!r}); "
-                             f"add it to families.{family['name']}.packages") from exc
+    layer, input_spec = _build(ctx, sources)
     timings["build"] = sources.LAST_BUILD.get("seconds", 0.0)
     _write_build_imports(ctx)
     specs = input_specs(input_spec, cell.model.get("inputs", {}), ctx.where)
@@ -191,6 +174,37 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
     not_shared = shared_setup.publish(ctx, result)
     result["program"] = {"made_by": ctx.cell.id, "words": not_shared or "made here; published for the program's other sessions"}
     return result
+
+
+def _skip_reason(ctx: CellContext, api: Any) -> Optional[str]:
+    """Why this cell does not run here (its mode, device or family), or None; a family's packages
+    must be installed (the matrix's fault otherwise, in one line)."""
+    cell = ctx.cell
+    reason = ctx.mode.unsupported(api)
+    if reason is None and cell.mode_requires_device == "gpu" and not api.gpu_available():
+        reason = f"train mode {cell.mode} needs a GPU"
+    family = cell.model.get("family")
+    if reason is None and family and not api.at_least(family.get("requires_paddle")):
+        reason = (f"model family {family['name']} ({', '.join(family['packages'])}) needs Paddle >= "
+                  f"{family['requires_paddle']}; this environment has {ctx.paddle.__version__}")
+    if reason is None and family:
+        check_packages(ctx, family["packages"], f"families.{family['name']}.packages",
+                       "nox installs a family's packages in its zoo sessions")
+    return reason
+
+
+def _build(ctx: CellContext, sources: Any) -> Tuple[Any, List[Any]]:
+    """The model from its factory. A family whose packages lack what its suite imports cannot build
+    it here: the matrix's to fix (the harness's, untestable), never a finding about Paddle."""
+    cell, family = ctx.cell, ctx.cell.model.get("family")
+    try:
+        return sources.build(cell.model["factory"], ctx.paddle, cell.seed, f"{ctx.where}.factory")
+    except ModuleNotFoundError as exc:
+        if not family or str(exc.name or "").partition(".")[0] == "paddle":
+            raise
+        raise HarnessFailure(f"model family {family['name']} cannot build {cell.model['name']} in this environment: "
+                             f"its code imports {exc.name!r}, which is not installed (No module named {exc.name!r}); "
+                             f"add it to families.{family['name']}.packages") from exc
 
 
 def _write_build_imports(ctx: CellContext) -> None:
@@ -401,16 +415,6 @@ def _signature_specs(input_spec: List[Any]) -> List[Any]:
         else:
             out.append(item)
     return out
-
-
-def sha256(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def phase(ctx: CellContext, name: str, fn):

@@ -51,9 +51,16 @@ def program_key(cell: Any, paddle_info: Dict[str, Any]) -> Optional[str]:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-def _weights_now(result: Dict[str, Any]) -> Optional[str]:
-    from .setup import sha256
+def sha256(path: Path) -> str:
+    """A file's sha256 (the run's weights are compared by it)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
+
+def _weights_now(result: Dict[str, Any]) -> Optional[str]:
     path = (result.get("weights") or {}).get("path")
     try:
         return sha256(Path(path)) if path else None

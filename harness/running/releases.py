@@ -362,7 +362,7 @@ def _run_locked(results: Path, options: Options, say: Say) -> int:
     causes, without = causes_of(records)
     if not causes:
         failing = sum(1 for r in records if not r.verdict.passed)
-        detail = (f"no failing cell among {len(records)} readable records"
+        detail = (f"no failing cell among {len(records)} records"
                   + (f" ({len(unreadable)} unreadable, named above)" if unreadable else "") if not failing else
                   f"{failing} failing cell(s), none with a verified source reproducer ({'; '.join(without)[:300]})")
         say(f"[releases] {results}: nothing to place: {detail}")
