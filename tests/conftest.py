@@ -340,6 +340,22 @@ SHARING_MODULES = frozenset(f"tests/{p.name}" for p in Path(__file__).parent.glo
                             if _SHARED_FIXTURE.search(p.read_text(encoding="utf-8")))
 
 
+# Units that wait on something else than the CPU and take longest go to the workers first (the
+# scheduler hands units out in collection order): the container tests' engine, debootstrap and
+# image build, then the other modules that share one run. A long unit started last is the tier's tail.
+FIRST_UNITS = ("tests/test_containers.py", "tests/test_crossversion.py", "tests/test_modes.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item) -> int:
+        module = item.nodeid.split("::", 1)[0]
+        if module in FIRST_UNITS:
+            return FIRST_UNITS.index(module)
+        return len(FIRST_UNITS) + (0 if module in SHARING_MODULES else 1)
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
+
+
 def pytest_xdist_make_scheduler(config, log):
     """The process tier's scheduling (``--dist loadscope``): a module that shares a fixture is one unit
     of work, every other test its own — a module of independent slow tests is no longer one long

@@ -98,6 +98,7 @@ class Cell:
             ctx.journal.finish(plan.name, result)
             done.add(plan.name, result)
         analysis.analyse(ctx, done)
+        setup.write_build_imports(ctx)  # an analysis that rebuilt the model (a reader of a shared setup) measured it too
         return EXIT_OK
 
 

@@ -121,7 +121,7 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
 
     layer, input_spec = _build(ctx, sources)
     timings["build"] = sources.LAST_BUILD.get("seconds", 0.0)
-    _write_build_imports(ctx)
+    write_build_imports(ctx)
     specs = input_specs(input_spec, cell.model.get("inputs", {}), ctx.where)
     arrays = synthesize(specs, cell.seed)
     np.savez(ctx.work / "inputs.npz", **arrays)
@@ -207,10 +207,15 @@ def _build(ctx: CellContext, sources: Any) -> Tuple[Any, List[Any]]:
                              f"add it to families.{family['name']}.packages") from exc
 
 
-def _write_build_imports(ctx: CellContext) -> None:
-    """What building the model imported, for the environment's fork server to preload (the host
-    reads it: ``BUILD_IMPORTS``); a file that cannot be written only costs the next cells an import."""
-    from ..models import sources
+def write_build_imports(ctx: CellContext) -> None:
+    """What building the model imported (in setup, or when an analysis rebuilt it), for the
+    environment's fork server to preload (the host reads it: ``BUILD_IMPORTS``); nothing when this
+    process built nothing; a file that cannot be written only costs the next cells an import."""
+    import sys
+
+    sources = sys.modules.get("harness.models.sources")
+    if sources is None or not sources.LAST_BUILD or not ctx.cell.preload_key:
+        return
     from ..shared.protocol import BUILD_IMPORTS
 
     try:

@@ -247,7 +247,10 @@ class LocalLauncher:
                 said = server.ready
                 out["preload"] = (f"{preload}: {said.get('preloaded')} module(s) an earlier build imported, imported by the "
                                   f"fork server in {said.get('seconds')} s" + (f"; {len(said['failed'])} failed to import "
-                                                                             f"there" if said.get("failed") else ""))
+                                                                             f"there" if said.get("failed") else "")
+                                  + (f"; the imports left {len(said['open_files'])} file(s) open, which each child shares "
+                                     f"({', '.join(Path(f).name for f in said['open_files'][:3])})"
+                                     if said.get("open_files") else ""))
             else:
                 out["preload"] = f"{preload}: not preloaded (its family's first build here imported it)"
         return out
