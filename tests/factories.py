@@ -1182,3 +1182,20 @@ def incomplete_suite_net():
     from tests.suites.incomplete_suite import SuiteNet  # noqa: F401  - its import raises first
 
     return SuiteNet(4), _image_spec()
+
+
+class ScaledInTheProgram(nn.Layer):
+    """Wrong only in the exported program, the same way in every session (no state, no randomness)."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.first = nn.Linear(dim, dim)
+        self.scaled = ExportedOtherwise(dim, dim)
+        self.head = nn.Linear(dim, 3)
+
+    def forward(self, x):
+        return self.head(nn.functional.relu(self.scaled(nn.functional.relu(self.first(x)))))
+
+
+def scaled_in_the_program():
+    return ScaledInTheProgram(), [InputSpec([None, 8], "float32", "x")]

@@ -22,7 +22,10 @@ SLOW = {"slow_narrow": "tests.factories:slow_suite_narrow", "slow_wide": "tests.
 
 
 def _matrix(version: str) -> str:
-    models = ""
+    # A model of no family wrong only in its program: its baseline fails in every session alike,
+    # with the whole root cause.
+    models = ('\n[models.scaled]\nfactory = "tests.factories:scaled_in_the_program"\n'
+              'inputs.x = { shape = [2, 8] }\nderive_shapes = false\n')
     for name, factory in {**SLOW, "threaded": "tests.factories:threaded_suite_net"}.items():
         family = "threaded" if name == "threaded" else "slow"
         models += (f'\n[models.{name}]\nfactory = "{factory}"\nfamily = "{family}"\n'
@@ -65,7 +68,7 @@ def test_a_suite_is_imported_once_per_environment_and_a_program_exported_once(bo
     assert _imports(tmp / "once-imports.log") == 2
     run = tmp / "once" / "default"
     once = {r.id: r for r in load_records(run)}
-    assert len(once) == 8
+    assert len(once) == 10
     for record in once.values():
         made_by = record.setup.get("program")["made_by"]
         maker = made_by.replace(record.session, "cpu_fp32", 1)
@@ -84,6 +87,18 @@ def test_a_suite_is_imported_once_per_environment_and_a_program_exported_once(bo
     first = {r.id for r in once.values() if r.model in SLOW} - preloaded
     assert len(first) == 1 and next(iter(first)).startswith("cpu_fp32/"), (first, preloaded)
     assert "not preloaded (its family's first build here imported it)" in once[next(iter(first))].runner["preload"]
+    # The stages every session runs alike on the program, and their analyses, are the maker's: the
+    # failing baseline of `state` is analysed once (its triage, reduction and reproducer reused).
+    for record in once.values():
+        if record.session == "cpu_onednn_fp32":
+            maker = record.setup.get("program")["made_by"]
+            assert [s.name for s in record.stages if s.extra.get("reused_from") == maker] == ["baseline", "memory", "ir"]
+            assert record.stages[-1].extra.get("reused_from") is None  # its own backend stage ran here
+    state = once[next(k for k in once if k.startswith("cpu_onednn_fp32/") and k.endswith("/scaled"))]
+    assert state.to_dict()["verdict"]["first_failing_stage"] == "baseline"
+    reused = state.to_dict()["analysis"]
+    assert {k for k, v in reused.items() if v.get("reused_from")} >= {"triage", "reduce", "reproducer"}, reused.keys()
+    assert reused["reproducer"]["script"].startswith(state.id.replace("cpu_onednn_fp32", "cpu_fp32", 1) + "/")
     # The numbers, statuses and evidence are those of cells that made everything themselves.
     assert compare(fingerprint(tmp / "once" / "default"), fingerprint(tmp / "every" / "default")) == []
 

@@ -81,6 +81,12 @@ def analyse(ctx: CellContext, done: Ledger) -> None:
     for kind, plan, fn in steps:
         if kind.journal_key in done:
             continue
+        kept = ctx.reused.analysis(kind.journal_key, plan.name) if ctx.reused is not None else None
+        if kept is not None:  # the maker analysed this very stage: the same failure, the same answer
+            ctx.journal.start(kind.journal_key)
+            ctx.journal.finish(kind.journal_key, kept)
+            done.add(kind.journal_key, kept)
+            continue
         ctx.journal.start(kind.journal_key)
         progress.begin(ctx.work, kind.value, plan.name)
         started = time.perf_counter()

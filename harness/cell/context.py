@@ -35,6 +35,9 @@ class CellContext:
         # The model rebuilt from its source with the exported weights, in a process where it was not
         # built (a restarted worker): kept, so that a second analysis step does not build it again.
         self.rebuilt: Optional[Tuple[Any, List[Any]]] = None
+        # What this cell takes from its program's maker (``shared_setup.Reused``): the stages its
+        # ladder runs alike and their analyses; None in a cell that made its own.
+        self.reused: Any = None
 
     # Paddle is imported lazily so that a resumed worker whose stages are all done costs
     # nothing, and so that import failures are recorded like any other error.

@@ -26,6 +26,13 @@ class Ledger:
     def __contains__(self, name: str) -> bool:
         return name in self._entries
 
+    def entry(self, name: str) -> Mapping[str, Any]:
+        """An entry as the journal keeps it (the JSON its record holds)."""
+        return self._entries[name]
+
+    def entries(self) -> Dict[str, Mapping[str, Any]]:
+        return dict(self._entries)
+
     @property
     def setup(self) -> StageRecord:
         return self._stage(SETUP)

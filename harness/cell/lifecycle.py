@@ -28,7 +28,7 @@ from ..shared.errors import UserError
 from ..shared.protocol import EXIT_OK, EXIT_USER_ERROR
 from ..shared.spec import CellSpec
 from ..shared.vocab import SETUP, Analysis, Status
-from . import analysis, export_loss, setup, setup_repro, stages
+from . import analysis, export_loss, setup, setup_repro, shared_setup, stages
 from .context import CellContext
 from .ledger import Ledger
 from .modes import TrainMode
@@ -49,6 +49,22 @@ class Cell:
             return dict(describe(None), onednn={"isa": None, "error": paddle_message(exc)})
 
     def run(self) -> int:
+        try:
+            return self._run()
+        finally:
+            self._publish_work()
+
+    def _publish_work(self) -> None:
+        """A program's maker writes what it ran for the program's readers, however it ended."""
+        ctx = self.ctx
+        try:
+            done = Ledger(ctx.journal.finished())
+            plans = ctx.plan(done.setup) if SETUP in done and done.setup.passed else []
+            shared_setup.publish_work(ctx, done, plans)
+        except Exception:  # noqa: BLE001 - sharing only saves work: the readers then make their own
+            traceback.print_exc()
+
+    def _run(self) -> int:
         ctx = self.ctx
         done = Ledger(ctx.journal.finished())
         if SETUP not in done:
@@ -83,8 +99,16 @@ class Cell:
                 print(f"error: {done.setup.get('user_error')}", file=sys.stderr)
                 return EXIT_USER_ERROR
             return EXIT_OK
+        ctx.reused = reused = shared_setup.Reused(ctx, done.setup)
         for plan in ctx.plan(done.setup):
             if plan.name in done:
+                reused.seen(plan, done.entry(plan.name))  # a restarted worker: what the ladder took so far
+                continue
+            kept = reused.stage(plan)  # the maker ran this very stage on this very program
+            if kept is not None:
+                ctx.journal.start(plan.name)
+                ctx.journal.finish(plan.name, kept)
+                done.add(plan.name, kept)
                 continue
             ctx.journal.start(plan.name)
             started = time.perf_counter()

@@ -172,7 +172,8 @@ def setup(ctx: CellContext) -> Dict[str, Any]:
         "findings": ctx.mode.findings,
     }
     not_shared = shared_setup.publish(ctx, result)
-    result["program"] = {"made_by": ctx.cell.id, "words": not_shared or "made here; published for the program's other sessions"}
+    result["program"] = {"made_by": ctx.cell.id, "reused": False,
+                         "words": not_shared or "made here; published for the program's other sessions"}
     return result
 
 

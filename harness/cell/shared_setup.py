@@ -32,7 +32,8 @@ from typing import Any, Dict, Optional
 
 from ..shared.records import atomic_write_json
 from ..shared.runfolder import PROGRAM_ENTRY as ENTRY
-from ..shared.vocab import Status
+from ..shared.runfolder import PROGRAM_WORK as WORK
+from ..shared.vocab import ANALYSIS_PREFIX, SETUP, Status
 
 # The provenance parts a setup does not read: the session (which stages run on the program).
 _NOT_READ_BY_SETUP = ("session",)
@@ -93,7 +94,7 @@ def reuse(ctx: Any, paddle_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         return None
     moved = _moved(result, str(folder), str(ctx.work))
     # The timings are this cell's own (what bringing the files took); the maker's stay with its name.
-    moved["program"] = {"made_by": published.get("made_by"), "key": key, "folder": str(folder),
+    moved["program"] = {"made_by": published.get("made_by"), "reused": True, "key": key, "folder": str(folder),
                         "maker_timings": moved.get("timings") or {},
                         "words": f"setup of {published.get('made_by')} reused: one export per program"}
     moved["timings"] = {"reused": round(time.perf_counter() - started, 4)}
@@ -162,4 +163,98 @@ def _moved(value: Any, old: str, new: str) -> Any:
     return value
 
 
-__all__ = ["program_key", "reuse", "publish"]
+# -- the stages and analyses every session runs alike ---------------------------------------------
+# A reader of a program runs the same stages as its maker up to where the sessions differ (the
+# baseline, and the Paddle stages before a session's backend): the same program, inputs, Paddle and
+# config give the same result, and a failure there gets the same analysis. The maker writes what it
+# ran when it ends (``WORK``); a reader takes the longest prefix of its ladder whose plans are the
+# maker's, plan for plan (a digest of the whole StagePlan: runtime, config, precision, reference),
+# and the analyses of those stages. Files those entries name stay in the maker's work folder (the
+# reader's record names them from the run folder, as every record names files); the baseline's
+# outputs, which the reader's own later stages compare with, are linked into its folder.
+
+
+def plan_digest(plan: Any) -> str:
+    return hashlib.sha256(repr(plan).encode()).hexdigest()[:20]
+
+
+def made_here(setup_entry: Any) -> bool:
+    """Whether this cell made its setup (no shared one was reused): it is its program's maker."""
+    program = setup_entry.get("program") if setup_entry is not None else None
+    return not (isinstance(program, dict) and program.get("reused"))
+
+
+def publish_work(ctx: Any, done: Any, plans: Any) -> None:
+    """The maker's stages and analyses, for the program's readers; written when the cell ends, in
+    every case (an empty one when its setup was not shared: the readers then make their own)."""
+    folder = Path(ctx.cell.program) if ctx.cell.program else None
+    setup = done.setup if SETUP in done else None
+    if folder is None or not made_here(setup):
+        return
+    stages, analyses, files = {}, {}, []
+    try:
+        published = json.loads((folder / ENTRY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        published = {}
+    key = published.get("key") if published.get("made_by") == ctx.cell.id else None
+    if key is not None:
+        for plan in plans:
+            if plan.name in done:
+                stages[plan.name] = {"plan": plan_digest(plan), "entry": _plain(done.entry(plan.name))}
+        analyses = {k: _plain(v) for k, v in done.entries().items() if k.startswith(ANALYSIS_PREFIX)}
+        files = sorted(p.name for p in ctx.work.glob("baseline*.npz"))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(folder / WORK, {"key": key, "made_by": ctx.cell.id, "work": str(ctx.work), "stages": stages,
+                                          "analysis": analyses, "files": files})
+    except OSError:
+        pass  # the readers wait for the maker to end, then make their own
+
+
+class Reused:
+    """What a reader takes from its program's maker: the ladder's common prefix and its analyses."""
+
+    def __init__(self, ctx: Any, setup_entry: Any):
+        self.ctx, self.made_by, self.stages, self.analyses, self.names = ctx, None, {}, {}, set()
+        program = setup_entry.get("program") if setup_entry is not None else None
+        if not (isinstance(program, dict) and program.get("reused") and ctx.cell.program):
+            return
+        try:
+            work = json.loads((Path(ctx.cell.program) / WORK).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if work.get("made_by") != program.get("made_by") or work.get("key") != program.get("key") or not work.get("key"):
+            return
+        self.made_by, self.stages, self.analyses, self.maker_work = work["made_by"], work["stages"], work["analysis"], work["work"]
+        self.files = work.get("files") or []
+        self.open = True  # the prefix goes on while every plan so far was the maker's
+
+    def seen(self, plan: Any, entry: Any) -> None:
+        """A stage an earlier worker of this cell journalled: taken from the maker, or its own."""
+        if isinstance(entry, dict) and entry.get("reused_from") and self.made_by is not None and self.open:
+            self.names.add(plan.name)
+        else:
+            self.open = False
+
+    def stage(self, plan: Any) -> "Dict[str, Any] | None":
+        """The maker's entry of ``plan`` when the ladder so far is the maker's, else None (and never again)."""
+        if self.made_by is None or not self.open:
+            return None
+        kept = self.stages.get(plan.name)
+        if kept is None or kept.get("plan") != plan_digest(plan):
+            self.open = False
+            return None
+        if not self.names:
+            _bring(Path(self.maker_work), self.ctx.work, self.files)
+        self.names.add(plan.name)
+        return dict(kept["entry"], reused_from=self.made_by)
+
+    def analysis(self, journal_key: str, stage: str) -> "Dict[str, Any] | None":
+        """The maker's analysis step of a stage this reader took from it, else None."""
+        kept = self.analyses.get(journal_key)
+        if stage not in self.names or not isinstance(kept, dict) or kept.get("stage") != stage:
+            return None
+        return dict(kept, reused_from=self.made_by)
+
+
+__all__ = ["program_key", "reuse", "publish", "publish_work", "Reused", "made_here", "plan_digest"]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Set
 
 from ..shared.records import atomic_write_json
-from ..shared.runfolder import PROGRAM_ENTRY
+from ..shared.runfolder import PROGRAM_WORK
 from ..shared.spec import CellSpec
 
 # Every job's last seconds on this machine, across runs and results folders, kept beside the
@@ -49,20 +49,23 @@ class Job:
 
     @property
     def program(self) -> Optional[str]:
-        """The entry of its program's shared setup (``cell.shared_setup``): made by one cell."""
-        return str(Path(self.spec.program) / PROGRAM_ENTRY) if self.spec is not None and self.spec.program else None
+        """What the maker of its program wrote when it ended (``cell.shared_setup``): the setup and the
+        stages every session runs alike are made by one cell, the others read them."""
+        return str(Path(self.spec.program) / PROGRAM_WORK) if self.spec is not None and self.spec.program else None
 
 
 class Scheduler:
     """Hands each free slot the longest job that may start: its cell (a load's) has finished, its
     model's weights exist or it is the cell ``nox -t`` would train them with, and its program's
-    setup exists or it is the cell that makes it (the other sessions' cells of the program reuse
-    it instead of exporting again; one whose maker's setup failed makes its own)."""
+    maker has ended or it is the maker (the other sessions' cells of the program reuse its setup and
+    the stages they run alike instead of making them again; when the maker ended without writing
+    what it made, the next cell in nox's order makes it)."""
 
     def __init__(self, jobs: List[Job]):
         self.pending = sorted(jobs, key=lambda j: (-j.estimate, j.order))
         self.running: Dict[str, Job] = {}
         self.finished: Set[str] = set()
+        self.ended_programs: Set[str] = set()  # programs whose maker (the first of their cells) ended
         self._cond = threading.Condition()
         self.stopped = False
 
@@ -72,8 +75,10 @@ class Scheduler:
         for made_once in ("checkpoint", "program"):
             path = getattr(job, made_once)
             if path and not Path(path).exists():
+                if made_once == "program" and path in self.ended_programs:
+                    continue  # its maker ended without writing what it made: each reader makes its own
                 if any(getattr(j, made_once) == path for j in self.running.values()):
-                    return False  # its weights are being trained, its program exported
+                    return False  # its weights are being trained, its program made
                 if job.order != min(j.order for j in self.pending if getattr(j, made_once) == path):
                     return False
         return True
@@ -93,6 +98,8 @@ class Scheduler:
         with self._cond:
             self.running.pop(job.key, None)
             self.finished.add(job.key)
+            if job.program:
+                self.ended_programs.add(job.program)
             self._cond.notify_all()
 
     def stop(self) -> None:

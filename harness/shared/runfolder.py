@@ -7,7 +7,8 @@
       <session>/<paddle>/<mode>/<model>/       its work folder     (work)
       versions/<paddle>/hazards-<device>.json  hazard probes       (hazards)
       checkpoints/<mode>/<model>.npz           shared weights      (checkpoint)
-      programs/<paddle>/<mode>/<model>/        shared setup: export, inputs, dygraph outputs (program)
+      programs/<paddle>/<mode>/<model>/        shared setup: export, inputs, dygraph outputs (program);
+                                               work.json: the stages and analyses its maker ran
       portability/<exporter>/<loader>/<session>/<mode>/<model>.json   loads of other versions' exports
       tipc/                                    TIPC chains' logs
       summary-<session>-<paddle>.md, summary.md, report.{md,xml,html}, regression.md
@@ -24,8 +25,11 @@ from pathlib import Path
 from typing import List, Optional
 
 # Folders of a run that hold other things than cell records.
-# The entry of a program's shared setup, written last: the folder is ready once it exists.
+# The entry of a program's shared setup, written last: the folder is ready once it exists; and what
+# its maker cell ran on it (its stages and analyses), written when that cell ended: its readers start
+# after it (the scheduler waits for this file).
 PROGRAM_ENTRY = "setup.json"
+PROGRAM_WORK = "work.json"
 NOT_SESSION_FOLDERS = frozenset({"checkpoints", "programs", "portability", "tipc", "diff", "versions"})
 
 
@@ -92,4 +96,4 @@ class RunFolder:
         return self.root / ".lock"
 
 
-__all__ = ["RunFolder", "NOT_SESSION_FOLDERS", "PROGRAM_ENTRY"]
+__all__ = ["RunFolder", "NOT_SESSION_FOLDERS", "PROGRAM_ENTRY", "PROGRAM_WORK"]

@@ -115,11 +115,11 @@ def test_on_a_terminal_progress_is_one_line_and_only_what_did_not_pass_stays():
     assert kept[-1].startswith("[harness] [2/3, ") and len(kept) == 3  # the one line, left at the end
 
 
-def test_the_sessions_of_one_program_wait_for_the_cell_that_exports_it(tmp_path):
+def test_the_sessions_of_one_program_wait_for_the_cell_that_makes_it(tmp_path):
     """One export per program: the first cell (nox's order) of a (version, mode, model) makes its
-    setup; the other sessions' cells of it start once its entry exists; a maker whose setup failed
-    (no entry) hands the making to the next."""
-    from harness.shared.runfolder import PROGRAM_ENTRY
+    setup and the stages all sessions run alike; the other sessions' cells of it start once it wrote
+    what it made, or once it ended without writing it (then each makes its own)."""
+    from harness.shared.runfolder import PROGRAM_WORK
 
     program = tmp_path / "programs" / "3.3.1" / "normal" / "m"
     maker = _job("cpu_fp32/3.3.1/normal/m", estimate=1, order=0, program=program)
@@ -129,10 +129,21 @@ def test_the_sessions_of_one_program_wait_for_the_cell_that_exports_it(tmp_path)
     scheduler = Scheduler([reader, third, other, maker])
     assert scheduler.take() is other  # the longest that may start: the readers wait for the maker
     assert scheduler.take() is maker
-    scheduler.done(maker)  # its setup did not pass: nothing published
-    assert scheduler.take() is reader  # the next in nox's order makes it instead
     scheduler.done(other)
+    assert [j for j in scheduler.pending if scheduler._may_start(j)] == []
     program.mkdir(parents=True)
-    (program / PROGRAM_ENTRY).write_text("{}")
-    assert scheduler.take() is third  # published: it reads it (the reader is still running)
+    (program / PROGRAM_WORK).write_text("{}")
+    scheduler.done(maker)
+    assert scheduler.take() is reader and scheduler.take() is third  # longest first, both at once
     assert scheduler.take() is None
+
+
+def test_readers_of_a_maker_that_wrote_nothing_start_together(tmp_path):
+    program = tmp_path / "p"
+    maker = _job("cpu_fp32/3.3.1/normal/m", order=0, program=program)
+    a = _job("cpu_ort_fp32/3.3.1/normal/m", order=1, program=program)
+    b = _job("cpu_openvino_fp32/3.3.1/normal/m", order=2, program=program)
+    scheduler = Scheduler([a, b, maker])
+    assert scheduler.take() is maker and [j for j in scheduler.pending if scheduler._may_start(j)] == []
+    scheduler.done(maker)  # died in its setup: no work.json
+    assert {scheduler.take().key, scheduler.take().key} == {a.key, b.key}
