@@ -401,6 +401,8 @@ def recorded_or_todo(cells: List[CellSpec], results: Path, force: bool,
         else:
             if why:
                 progress(f"[harness] {spec.id}: redone: {why}")
+            if force and spec.program:  # redone means made anew: not read from the program's last making
+                shutil.rmtree(spec.program, ignore_errors=True)
             todo.append(spec)
     return records, todo
 

@@ -147,3 +147,18 @@ def test_readers_of_a_maker_that_wrote_nothing_start_together(tmp_path):
     assert scheduler.take() is maker and [j for j in scheduler.pending if scheduler._may_start(j)] == []
     scheduler.done(maker)  # died in its setup: no work.json
     assert {scheduler.take().key, scheduler.take().key} == {a.key, b.key}
+
+
+def test_a_forced_rerun_makes_its_programs_anew(tmp_path):
+    """``--force`` redoes cells: their program's setup and stages are made again, not read from the last run."""
+    from harness.running.runner import recorded_or_todo
+    from harness.shared.runfolder import PROGRAM_WORK
+
+    program = tmp_path / "programs" / "3.3.1" / "normal" / "m"
+    program.mkdir(parents=True)
+    (program / PROGRAM_WORK).write_text("{}")
+    job = _job("cpu_fp32/3.3.1/normal/m", program=program)
+    _, todo = recorded_or_todo([job.spec], tmp_path, force=False, progress=lambda line: None)
+    assert todo and program.is_dir()
+    _, todo = recorded_or_todo([job.spec], tmp_path, force=True, progress=lambda line: None)
+    assert todo and not program.exists()
