@@ -82,6 +82,8 @@ def reuse(ctx: Any, paddle_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     except (OSError, ValueError):
         return None
     result = published.get("setup") if isinstance(published, dict) else None
+    if published.get("made_by") == ctx.cell.id:
+        return None  # this cell made it, in a run that ended before its record: it is redone whole
     if published.get("key") != key or not isinstance(result, dict) or result.get("status") != Status.PASS.value:
         return None
     if (result.get("weights") or {}).get("sha256") != _weights_now(result):
@@ -136,6 +138,8 @@ def _setup_file(path: Path, work: Path) -> bool:
 
 
 def _bring(source: Path, target: Path, files: Any) -> None:
+    if Path(source).resolve() == Path(target).resolve():
+        return  # nothing to bring: the files are where they are
     for name in files:
         src, dst = source / name, target / name
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -223,7 +227,8 @@ class Reused:
             work = json.loads((Path(ctx.cell.program) / WORK).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return
-        if work.get("made_by") != program.get("made_by") or work.get("key") != program.get("key") or not work.get("key"):
+        if work.get("made_by") != program.get("made_by") or work.get("key") != program.get("key") or not work.get("key") \
+                or work.get("made_by") == ctx.cell.id:
             return
         self.made_by, self.stages, self.analyses, self.maker_work = work["made_by"], work["stages"], work["analysis"], work["work"]
         self.files = work.get("files") or []
