@@ -129,3 +129,56 @@ inputs.image = { shape = [1, 3, 16, 16] }
     assert repro["verified"] is True
     assert "paddle2onnx.export(" in Path(repro["script"]).read_text()
     assert record["analysis"]["reduce"]["path"] == "decoder"
+
+
+def test_a_conversion_both_onnx_runtimes_read_fails_alike_and_is_analysed_once(tmp_path, paddle_version):
+    """ONNX Runtime and OpenVINO read one paddle2onnx conversion of the program. paddle2onnx 2.1.0
+    aborts on cumprod: both sessions' stages raise its words from the same step (the converter, its
+    options, the program's bytes), and the reduction and reproducer of that failure are made once —
+    the second session's say whose they are — and are those it makes alone, without sharing. Its
+    workaround, verified on its own runtime, stays its own."""
+    pytest.importorskip("openvino")
+    pytest.importorskip("paddle2onnx")
+    if not paddle_version.startswith("3."):
+        pytest.skip("paddle2onnx 2.x needs Paddle 3")
+    import sys
+
+    from .conftest import ORT_SESSION
+
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(matrix_text(paddle_version, {"unconv": "tests.factories:unconvertible"})
+                      + ORT_SESSION + OPENVINO_SESSION)
+
+    def pool(results, *sessions, **env):
+        proc = run_harness("pool", "--matrix", str(matrix), *[a for s in sessions for a in ("--session", s)],
+                           "--results", str(results), "--jobs", "2", "--python", sys.executable, env_extra=env)
+        assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+        return results / "default"
+
+    shared = pool(tmp_path / "shared", "cpu_ort_fp32", "cpu_openvino_fp32")
+    alone = pool(tmp_path / "alone", "cpu_openvino_fp32", HARNESS_SHARED_SETUP="0")
+    records = {s: load_record(shared, f"{s}/{paddle_version}/normal/unconv") for s in ("cpu_ort_fp32", "cpu_openvino_fp32")}
+    stage_of = {"cpu_ort_fp32": "ort_convert", "cpu_openvino_fp32": "openvino_convert"}
+    entries = {s: stages_by_name(r)[stage_of[s]] for s, r in records.items()}
+    assert {e["status"] for e in entries.values()} == {"error"}
+    assert entries["cpu_ort_fp32"]["message"] == entries["cpu_openvino_fp32"]["message"]
+    assert "cumprod" in entries["cpu_ort_fp32"]["message"]
+    step = entries["cpu_ort_fp32"]["shared_step"]
+    assert step.startswith("paddle2onnx ") and entries["cpu_openvino_fp32"]["shared_step"] == step
+    takers = [s for s, r in records.items() if r["analysis"]["reduce"].get("reused_from")]
+    assert len(takers) == 1, {s: r["analysis"]["reduce"] for s, r in records.items()}
+    taker, = takers
+    maker, = set(records) - {taker}
+    for kind in ("reduce", "reproducer"):
+        taken, made = records[taker]["analysis"][kind], records[maker]["analysis"][kind]
+        assert taken["reused_from"] == records[maker]["id"] and made.get("reused_from") is None
+        assert taken["stage"] == stage_of[taker] and taken["reused_stage"] == stage_of[maker]
+    assert records[taker]["analysis"]["reproducer"]["verified"] is True
+    assert records[taker]["analysis"]["workaround"].get("reused_from") is None  # verified on its own runtime
+    # What the OpenVINO cell finds by itself is what it took.
+    own = load_record(alone, f"cpu_openvino_fp32/{paddle_version}/normal/unconv")
+    assert stages_by_name(own)["openvino_convert"]["message"] == entries["cpu_ort_fp32"]["message"]
+    assert own["analysis"]["reduce"].get("reused_from") is None
+    assert own["analysis"]["reduce"]["path"] == records[taker]["analysis"]["reduce"]["path"]
+    mine, taken = own["analysis"]["reproducer"], records[taker]["analysis"]["reproducer"]
+    assert mine["verified"] is True and (mine["program"], mine["path"]) == (taken["program"], taken["path"])

@@ -36,7 +36,7 @@ from ..shared.errors import HarnessFailure, UserError, raised_at
 from ..shared.search import build_budget, find_alternatives, find_culprits
 from ..shared.record_model import Outcome
 from ..shared.vocab import Analysis, Precision, Probe, Reference, Stage, Status
-from . import export_loss, fp32_ops, progress, reduction, reproducer, sandbox, workaround
+from . import export_loss, fp32_ops, progress, reduction, reproducer, sandbox, shared_setup, workaround
 from .context import CellContext
 from .ledger import Ledger
 from .registry import runtime
@@ -82,6 +82,8 @@ def analyse(ctx: CellContext, done: Ledger) -> None:
         if kind.journal_key in done:
             continue
         kept = ctx.reused.analysis(kind.journal_key, plan.name) if ctx.reused is not None else None
+        if kept is None:  # another session met this very failure in a step both run (the conversion)
+            kept = shared_setup.step_analysis(ctx, kind.journal_key, plan, done)
         if kept is not None:  # the maker analysed this very stage: the same failure, the same answer
             ctx.journal.start(kind.journal_key)
             ctx.journal.finish(kind.journal_key, kept)

@@ -61,6 +61,7 @@ class Cell:
             done = Ledger(ctx.journal.finished())
             plans = ctx.plan(done.setup) if SETUP in done and done.setup.passed else []
             shared_setup.publish_work(ctx, done, plans)
+            shared_setup.publish_steps(ctx, done, plans)
         except Exception:  # noqa: BLE001 - sharing only saves work: the readers then make their own
             traceback.print_exc()
 
@@ -117,7 +118,7 @@ class Cell:
             except Exception as exc:
                 traceback.print_exc()
                 status, message = raised_status(exc, under=plan.name)
-                result = stages.planned(plan, status=status, message=message)
+                result = stages.planned(plan, status=status, message=message, **stages.shared_step(exc))
             result.setdefault("seconds", round(time.perf_counter() - started, 4))
             ctx.journal.finish(plan.name, result)
             done.add(plan.name, result)

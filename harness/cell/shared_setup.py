@@ -33,7 +33,7 @@ from typing import Any, Dict, Optional
 from ..shared.records import atomic_write_json
 from ..shared.runfolder import PROGRAM_ENTRY as ENTRY
 from ..shared.runfolder import PROGRAM_WORK as WORK
-from ..shared.vocab import ANALYSIS_PREFIX, SETUP, Status
+from ..shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status
 
 # The provenance parts a setup does not read: the session (which stages run on the program).
 _NOT_READ_BY_SETUP = ("session",)
@@ -262,4 +262,81 @@ class Reused:
         return dict(kept, reused_from=self.made_by)
 
 
-__all__ = ["program_key", "reuse", "publish", "publish_work", "Reused", "made_here", "plan_digest"]
+# -- a failing step other sessions run alike -------------------------------------------------------
+# ONNX Runtime and OpenVINO read one ONNX: the paddle2onnx conversion of the program, run alike in
+# both sessions. When it raises (the converter aborts, or its output depends on memory it never
+# wrote), the stage of each session raises the same words from the same step (``Finding.shared_step``:
+# the converter, its options, the program's and weights' bytes), and the reduction and reproducer of
+# that failure are the converter's, whatever runtime would have read the file (their predicate is
+# the converter's words). The first cell to analyse it publishes those analyses under the step's key;
+# a later cell of the program whose stage raised the same words from the same step takes them
+# (``reused_from``, ``reused_stage``). What depends on the runtime — the culprit search, the
+# workaround, whose verification runs the runtime once a converter option converts — stays each
+# cell's own. The pool runs the first cell of a program's converting sessions before the others.
+
+SHARED_ANALYSES = (Analysis.REDUCE, Analysis.REPRODUCER)
+STEPS = "steps"
+
+
+def _step_file(ctx: Any, step: str) -> Optional[Path]:
+    if not ctx.cell.program:
+        return None
+    return Path(ctx.cell.program) / STEPS / f"{hashlib.sha256(step.encode()).hexdigest()[:20]}.json"
+
+
+def _failing_shared_step(done: Any, plans: Any) -> "tuple[Any, Any] | None":
+    """The first stage that raised from a shared step, and its entry."""
+    for plan in plans:
+        if plan.name in done:
+            entry = done.entry(plan.name)
+            if isinstance(entry, dict) and entry.get("shared_step") and Status.of(entry.get("status")) is not Status.PASS:
+                return plan, entry
+    return None
+
+
+def publish_steps(ctx: Any, done: Any, plans: Any) -> None:
+    """This cell's own analyses of a stage that raised from a shared step, for the program's other
+    sessions; the first publication of a step stays (a later one would say the same)."""
+    found = _failing_shared_step(done, plans)
+    if found is None:
+        return
+    plan, entry = found
+    path = _step_file(ctx, entry["shared_step"])
+    analyses = {}
+    for kind in SHARED_ANALYSES:
+        kept = done.entries().get(kind.journal_key)
+        if isinstance(kept, dict) and kept.get("stage") == plan.name and not kept.get("reused_from"):
+            analyses[kind.journal_key] = _plain(kept)
+    if path is None or path.exists() or not analyses:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, {"step": entry["shared_step"], "message": entry.get("message"), "made_by": ctx.cell.id,
+                                 "stage": plan.name, "analysis": analyses})
+    except OSError:
+        pass  # the others analyse it themselves
+
+
+def step_analysis(ctx: Any, journal_key: str, plan: Any, done: Any) -> "Dict[str, Any] | None":
+    """Another session's analysis of the very failure this cell's stage met in a shared step (the
+    same step key and words), else None."""
+    entry = done.entry(plan.name) if plan.name in done else None
+    if not isinstance(entry, dict) or not entry.get("shared_step") \
+            or journal_key not in {k.journal_key for k in SHARED_ANALYSES}:
+        return None
+    path = _step_file(ctx, entry["shared_step"])
+    try:
+        published = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(published, dict) or published.get("step") != entry["shared_step"] \
+            or published.get("message") != entry.get("message") or published.get("made_by") == ctx.cell.id:
+        return None
+    kept = (published.get("analysis") or {}).get(journal_key)
+    if not isinstance(kept, dict):
+        return None
+    return dict(kept, stage=plan.name, reused_from=published["made_by"], reused_stage=published.get("stage"))
+
+
+__all__ = ["program_key", "reuse", "publish", "publish_work", "publish_steps", "step_analysis", "Reused",
+           "made_here", "plan_digest"]

@@ -52,6 +52,12 @@ def unmet(plan: StagePlan) -> Optional[str]:
     return None
 
 
+def shared_step(exc: BaseException) -> Dict[str, str]:
+    """The step other sessions run alike that raised ``exc`` (``Finding.shared_step``), for the stage's entry."""
+    step = getattr(exc, "shared_step", None)
+    return {"shared_step": step} if isinstance(step, str) else {}
+
+
 def run_stage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
     reason = unmet(plan)
     if reason:
@@ -72,7 +78,7 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]
     except Exception as exc:  # built, then raised running: what the build ran is the search's space
         status, message = raised_status(exc, under=plan.name)
         return planned(plan, status=status, message=message, evidence=session.build_evidence,
-                       timings={"build": round(build_s, 4)})
+                       timings={"build": round(build_s, 4)}, **shared_step(exc))
     run_s = time.perf_counter() - t
     evidence = dict(session.build_evidence, **ran)
     result = planned(plan, reference=reference_name, evidence=evidence, feed_order=session.input_names(),

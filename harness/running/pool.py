@@ -39,6 +39,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 from .envs import ensure
 from ..matrix import ZOO, Matrix
 from ..matrix.sessions import Environment, NoxSession, SessionKind, cell_environment, nox_sessions, select
+from ..shared.backends import shared_step
 from ..shared.errors import UserError
 from .runner import Progress
 from .scheduler import Job, JobKind, Scheduler, estimate, read_times, write_times
@@ -104,7 +105,9 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
     jobs = [Job(f"hazards/{version}/cpu", JobKind.HAZARDS, key, -1, version=version) for version, key in versions.items()
             if _made_for(kept_probe(hazards_path(results, version, "cpu"))) != hazards_made_for(matrix, version)]
     order = {spec.id: i for i, spec in enumerate(cells)}
-    jobs += [Job(spec.id, JobKind.CELL, env_of[spec.id], order[spec.id], spec=spec, version=spec.paddle) for spec in todo]
+    jobs += [Job(spec.id, JobKind.CELL, env_of[spec.id], order[spec.id], spec=spec, version=spec.paddle,
+                 shared_step=shared_step(spec.session.device.value, spec.session.backend, spec.session.precision.value))
+             for spec in todo]
     jobs += _loads(loaders, cells, results, options)
     return Plan(jobs, environments, labels, cells, recorded, left_out, list(loaders))
 

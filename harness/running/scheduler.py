@@ -42,6 +42,10 @@ class Job:
     after: Optional[str] = None  # a load: the cell whose export it loads
     version: str = ""
     device: str = "cpu"
+    # A step of its program other sessions run alike (the ONNX conversion: ``shared.backends.shared_step``):
+    # the first of the program's cells that run it goes before the others, which take its analyses
+    # of a failure there (``cell.shared_setup``).
+    shared_step: Optional[str] = None
 
     @property
     def checkpoint(self) -> Optional[str]:
@@ -53,30 +57,36 @@ class Job:
         stages every session runs alike are made by one cell, the others read them."""
         return str(Path(self.spec.program) / PROGRAM_WORK) if self.spec is not None and self.spec.program else None
 
+    @property
+    def step(self) -> Optional[str]:
+        """Its program's shared step, as the key the pool orders the step's cells by (never a file)."""
+        return f"{self.spec.program}#{self.shared_step}" if self.shared_step and self.spec and self.spec.program else None
+
 
 class Scheduler:
     """Hands each free slot the longest job that may start: its cell (a load's) has finished, its
     model's weights exist or it is the cell ``nox -t`` would train them with, and its program's
     maker has ended or it is the maker (the other sessions' cells of the program reuse its setup and
     the stages they run alike instead of making them again; when the maker ended without writing
-    what it made, the next cell in nox's order makes it)."""
+    what it made, the next cell in nox's order makes it), and the first cell of its program's shared
+    step (the conversion) has ended or it is that cell."""
 
     def __init__(self, jobs: List[Job]):
         self.pending = sorted(jobs, key=lambda j: (-j.estimate, j.order))
         self.running: Dict[str, Job] = {}
         self.finished: Set[str] = set()
-        self.ended_programs: Set[str] = set()  # programs whose maker (the first of their cells) ended
+        self.ended: Set[str] = set()  # programs and shared steps whose first cell ended
         self._cond = threading.Condition()
         self.stopped = False
 
     def _may_start(self, job: Job) -> bool:
         if job.after and job.after not in self.finished and any(j.key == job.after for j in self.pending + list(self.running.values())):
             return False
-        for made_once in ("checkpoint", "program"):
+        for made_once in ("checkpoint", "program", "step"):
             path = getattr(job, made_once)
             if path and not Path(path).exists():
-                if made_once == "program" and path in self.ended_programs:
-                    continue  # its maker ended without writing what it made: each reader makes its own
+                if made_once != "checkpoint" and path in self.ended:
+                    continue  # its first cell ended (without writing what it made: each of the others makes its own)
                 if any(getattr(j, made_once) == path for j in self.running.values()):
                     return False  # its weights are being trained, its program made
                 if job.order != min(j.order for j in self.pending if getattr(j, made_once) == path):
@@ -98,8 +108,7 @@ class Scheduler:
         with self._cond:
             self.running.pop(job.key, None)
             self.finished.add(job.key)
-            if job.program:
-                self.ended_programs.add(job.program)
+            self.ended.update(p for p in (job.program, job.step) if p)
             self._cond.notify_all()
 
     def stop(self) -> None:

@@ -4,7 +4,7 @@ descriptor, found by ``harness.runtimes``). Plain code, testable without Paddle.
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..runtimes import REGISTRY
 from ..runtimes.paddle_inference import PaddleBackend, baseline_plan
@@ -22,6 +22,18 @@ def program_format(program: "str | object") -> str:
 
 def backend_for(device: str, word: str, fmt: str) -> Backend:
     return REGISTRY.backend(device, word, fmt)
+
+
+def shared_step(device: str, word: str, precision: str) -> Optional[str]:
+    """The step a backend's stages run that other backends run alike on the same program (a conversion
+    into a format they all read: its requirement says so), in either program format, or None. Cells
+    of one program whose sessions share it meet its failures alike: the pool runs the first of them
+    before the others, which then take its analyses of such a failure (``cell.shared_setup``)."""
+    for fmt in (PIR, LEGACY):
+        for requirement in backend_for(device, word, fmt).requires(ProgramFormat(fmt), Precision(precision)):
+            if requirement.shared_step:
+                return requirement.key
+    return None
 
 
 def devices() -> Dict[str, Tuple[str, ...]]:

@@ -57,7 +57,14 @@ class UserError(Exception):
 
 
 class Finding(RuntimeError):
-    """What Paddle, a runtime or a converter did, raised by harness code in their words."""
+    """What Paddle, a runtime or a converter did, raised by harness code in their words.
+
+    ``shared_step``: for a finding of a step several sessions run alike on the same inputs (the
+    conversion into a format two runtimes read), that step and its inputs as one
+    key: the stages of other sessions that met the same key and words met the same finding, and
+    the analyses made of it for one of them answer for all (``cell.shared_setup``)."""
+
+    shared_step: Optional[str] = None
 
 
 class HarnessFailure(Exception):

@@ -36,6 +36,9 @@ class Requirement:
 
     key: str
     words: str  # what is needed, as the skip reason says it
+    # A step several backends run alike on one program before their own (a conversion into a format
+    # they all read): its failures are met alike by each backend's session (``shared.backends.shared_step``).
+    shared_step: bool = False
 
     def __str__(self) -> str:
         return self.words

@@ -40,7 +40,7 @@ def test_sessions_with_equal_packages_share_an_environment(shipped):
     assert len(set(env.values())) == 15  # 5 versions x (Paddle, +ONNX Runtime, +OpenVINO)
 
 
-def _job(key, estimate=1.0, order=0, checkpoint=None, after=None, program=None):
+def _job(key, estimate=1.0, order=0, checkpoint=None, after=None, program=None, shared_step=None):
     from harness.shared.spec import CellSpec, SessionSpec
     from harness.shared.vocab import Device, Precision
 
@@ -50,7 +50,8 @@ def _job(key, estimate=1.0, order=0, checkpoint=None, after=None, program=None):
                         model={"name": key.split("/")[-1]}, tolerances={}, output_tolerances={}, seed=0, train_steps=1,
                         reference_threads=1, deploy_threads=1, checkpoint=str(checkpoint) if checkpoint else None,
                         program=str(program) if program else None)
-    return Job(key, JobKind.LOAD if after else JobKind.CELL, "env", order, estimate, spec=spec, after=after)
+    return Job(key, JobKind.LOAD if after else JobKind.CELL, "env", order, estimate, spec=spec, after=after,
+               shared_step=shared_step)
 
 
 def test_longest_first_weights_trained_by_nox_first_cell_and_loads_after_their_cell(tmp_path):
@@ -136,6 +137,35 @@ def test_the_sessions_of_one_program_wait_for_the_cell_that_makes_it(tmp_path):
     scheduler.done(maker)
     assert scheduler.take() is reader and scheduler.take() is third  # longest first, both at once
     assert scheduler.take() is None
+
+
+def test_the_sessions_that_convert_one_program_alike_run_one_after_the_first(tmp_path):
+    """ONNX Runtime and OpenVINO read one conversion of the program: the first of their cells (nox's
+    order) runs before the other, which then takes its analyses of a failure there; a session that
+    does not convert does not wait for it."""
+    from harness.shared.backends import shared_step
+    from harness.shared.runfolder import PROGRAM_WORK
+
+    converter = shared_step("cpu", "ort", "fp32")
+    assert converter == shared_step("cpu", "openvino", "fp32") and converter is not None
+    assert shared_step("cpu", "native", "fp32") is None and shared_step("cpu", "onednn", "fp32") is None
+    program = tmp_path / "programs" / "3.3.1" / "normal" / "m"
+    maker = _job("cpu_fp32/3.3.1/normal/m", estimate=1, order=0, program=program)
+    onednn = _job("cpu_onednn_fp32/3.3.1/normal/m", estimate=2, order=1, program=program)
+    ort = _job("cpu_ort_fp32/3.3.1/normal/m", estimate=3, order=2, program=program, shared_step=converter)
+    openvino = _job("cpu_openvino_fp32/3.3.1/normal/m", estimate=9, order=3, program=program, shared_step=converter)
+    scheduler = Scheduler([openvino, ort, onednn, maker])
+    assert scheduler.take() is maker
+    program.mkdir(parents=True)
+    (program / PROGRAM_WORK).write_text("{}")
+    scheduler.done(maker)
+    # The longest (OpenVINO) waits for the first converting cell; the others start.
+    assert scheduler.take() is ort and scheduler.take() is onednn
+    assert not scheduler._may_start(openvino)
+    scheduler.done(onednn)
+    assert not scheduler._may_start(openvino)
+    scheduler.done(ort)
+    assert scheduler.take() is openvino and scheduler.take() is None
 
 
 def test_readers_of_a_maker_that_wrote_nothing_start_together(tmp_path):

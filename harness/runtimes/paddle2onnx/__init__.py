@@ -9,4 +9,4 @@ from ...shared.runtime import Requirement
 
 PADDLE2ONNX = Requirement("paddle2onnx", "paddle2onnx and what its optimizer imports (onnx, onnx-graphsurgeon, "
                                          "sympy) in the environment (paddle2onnx 2.x for Paddle 3's PIR programs, "
-                                         "1.x for 2.6's .pdmodel)")
+                                         "1.x for 2.6's .pdmodel)", shared_step=True)

@@ -266,6 +266,22 @@ sandbox.before_children(lambda: ready_for_children(_fork_conversion))
 class ConversionError(Finding):
     """paddle2onnx could not convert the program: its words and the op types it does not list."""
 
+    def __init__(self, words: str, program: Path, options: "ExportOptions") -> None:
+        super().__init__(words)
+        self.shared_step = conversion_step(program, options)
+
+
+def conversion_step(program: Path, options: "ExportOptions") -> str:
+    """The conversion as a step other sessions run alike: the converter's version, its options and
+    the program's and weights' bytes (sha256). ONNX Runtime and OpenVINO convert one program so."""
+    import paddle2onnx
+
+    from ...cell.shared_setup import sha256 as file_sha256
+
+    params = program.with_suffix(".pdiparams")
+    weights = file_sha256(params)[:16] if params.is_file() else "-"
+    return f"paddle2onnx {paddle2onnx.__version__}{options.suffix()} {file_sha256(program)[:16]} {weights}"
+
 
 class Converter:
     """Conversions of this process, by program and options: done, failed (a finding), or the
@@ -315,7 +331,8 @@ class Converter:
             code = plain.wait(deadline)
             if code != 0 or not target.exists():
                 self.settle(program, options, compare=False)
-                raise ConversionError(self._why_not(program, code, report.read_text(encoding="utf-8", errors="replace")))
+                raise ConversionError(self._why_not(program, code, report.read_text(encoding="utf-8", errors="replace")),
+                                      program, options)
         said = [ln for ln in report.read_text(encoding="utf-8").splitlines() if ln.strip()] if report.exists() else []
         model = onnx.load(str(target))
         import paddle2onnx
@@ -339,7 +356,8 @@ class Converter:
         key = str(program) + options.suffix()
         if key in self._pending:
             second, deadline, plain, perturbed = self._pending.pop(key)
-            code = second.wait(deadline)
+            # Nothing to compare with when the conversion users get failed: the second is stopped, not awaited.
+            code = second.wait(deadline if compare else time.monotonic())
             if compare and code == 0 and perturbed.exists():
                 differs = memory_dependent_values(onnx.load(str(plain)), onnx.load(str(perturbed)))
                 if differs:
@@ -348,7 +366,7 @@ class Converter:
                         f"M_PERTURB filling fresh memory with 0x{PERTURB_BYTE:02x} ^ 0xff): {'; '.join(differs)}")
         if key in self._failed:
             self._converted.pop(key, None)
-            raise ConversionError(self._failed[key])
+            raise ConversionError(self._failed[key], program, options)
 
     @staticmethod
     def _why_not(program: Path, code: int, output: str) -> str:
