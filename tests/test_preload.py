@@ -26,6 +26,9 @@ def _matrix(version: str) -> str:
     # with the whole root cause.
     models = ('\n[models.scaled]\nfactory = "tests.factories:scaled_in_the_program"\n'
               'inputs.x = { shape = [2, 8] }\nderive_shapes = false\n')
+    # One whose export raises (Paddle 3's to_static): the same failure in every session.
+    models += ('\n[models.raising]\nfactory = "tests.factories:doubled_after_its_first_call"\n'
+               'inputs.x = { shape = [4, 8] }\nderive_shapes = false\n')
     for name, factory in {**SLOW, "threaded": "tests.factories:threaded_suite_net"}.items():
         family = "threaded" if name == "threaded" else "slow"
         models += (f'\n[models.{name}]\nfactory = "{factory}"\nfamily = "{family}"\n'
@@ -68,8 +71,10 @@ def test_a_suite_is_imported_once_per_environment_and_a_program_exported_once(bo
     assert _imports(tmp / "once-imports.log") == 2
     run = tmp / "once" / "default"
     once = {r.id: r for r in load_records(run)}
-    assert len(once) == 10
+    assert len(once) == 12
     for record in once.values():
+        if record.model == "raising":
+            continue  # below
         made_by = record.setup.get("program")["made_by"]
         maker = made_by.replace(record.session, "cpu_fp32", 1)
         assert made_by == maker, (record.id, made_by)  # nox's first session makes the program
@@ -90,7 +95,7 @@ def test_a_suite_is_imported_once_per_environment_and_a_program_exported_once(bo
     # The stages every session runs alike on the program, and their analyses, are the maker's: the
     # failing baseline of `state` is analysed once (its triage, reduction and reproducer reused).
     for record in once.values():
-        if record.session == "cpu_onednn_fp32":
+        if record.session == "cpu_onednn_fp32" and record.model != "raising":
             maker = record.setup.get("program")["made_by"]
             assert [s.name for s in record.stages if s.extra.get("reused_from") == maker] == ["baseline", "memory", "ir"]
             assert record.stages[-1].extra.get("reused_from") is None  # its own backend stage ran here
@@ -99,6 +104,15 @@ def test_a_suite_is_imported_once_per_environment_and_a_program_exported_once(bo
     reused = state.to_dict()["analysis"]
     assert {k for k, v in reused.items() if v.get("reused_from")} >= {"triage", "reduce", "reproducer"}, reused.keys()
     assert reused["reproducer"]["script"].startswith(state.id.replace("cpu_onednn_fp32", "cpu_fp32", 1) + "/")
+    # An export that raised is the same failure for every session: taken with its reproducer.
+    maker, reader = (once[f"{s}/{state.version}/normal/raising"].to_dict() for s in SESSIONS)
+    assert maker["setup"].get("phase") == "export" or not state.version.startswith("3."), maker["setup"]
+    if maker["setup"].get("phase") == "export":
+        assert maker["setup"]["status"] == "error" and "program" not in maker["setup"]
+        assert reader["setup"]["status"] == "error" and reader["setup"]["message"] == maker["setup"]["message"]
+        assert reader["setup"]["program"]["made_by"] == maker["id"] and "export raised" in reader["setup"]["program"]["words"]
+        taken = reader["analysis"]["reproducer"]
+        assert taken["reused_from"] == maker["id"] and taken["script"] == maker["analysis"]["reproducer"]["script"]
     # The numbers, statuses and evidence are those of cells that made everything themselves.
     assert compare(fingerprint(tmp / "once" / "default"), fingerprint(tmp / "every" / "default")) == []
 

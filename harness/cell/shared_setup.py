@@ -14,8 +14,8 @@ assumed: the same key (every part of the cell's provenance that setup reads — 
 entry, mode, run settings, tolerances, Paddle and harness versions — but the session), the same
 Paddle build and numpy in this environment, and the same weights (the checkpoint's sha256 now).
 Anything else, or a folder that cannot be read, and the cell makes its own setup, as before.
-Setups that did not pass are not published: each cell meets the failure itself and analyses it
-with the instance it built. A reused setup has no trained instance in the process: a later step
+Of the setups that did not pass, only an export that raised is shared (with its reproducer): setup
+reads no session, so every session meets it alike; other failures each cell meets itself. A reused setup has no trained instance in the process: a later step
 that takes the model apart rebuilds it from its source with the exported weights (what a
 restarted worker does), and says so.
 """
@@ -28,7 +28,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from ..shared.records import atomic_write_json
 from ..shared.runfolder import PROGRAM_ENTRY as ENTRY
@@ -80,7 +80,7 @@ def reuse(ctx: Any, paddle_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     try:
         published = json.loads((folder / ENTRY).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
+        return _failed_export(ctx, folder, key, started)
     result = published.get("setup") if isinstance(published, dict) else None
     if published.get("made_by") == ctx.cell.id:
         return None  # this cell made it, in a run that ended before its record: it is redone whole
@@ -103,6 +103,49 @@ def reuse(ctx: Any, paddle_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     if isinstance(moved.get("weights"), dict) and moved["weights"].get("source") == "trained":
         moved["weights"] = dict(moved["weights"], source="checkpoint")  # the maker trained them; this cell read them
     return moved
+
+
+# A setup whose export raised is the same failure for every session of the program (setup reads no
+# session): the maker's entry and its setup reproducer are taken by the others, like a passing
+# setup, from what it wrote when it ended (``WORK``'s ``failed_export``).
+
+
+def _shareable_failure(entry: Any) -> bool:
+    return isinstance(entry, Mapping) and Status.of(entry.get("status")) is Status.ERROR and entry.get("phase") == "export"
+
+
+def _failed_export(ctx: Any, folder: Path, key: str, started: float) -> Optional[Dict[str, Any]]:
+    try:
+        work = json.loads((folder / WORK).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    failed = work.get("failed_export") if isinstance(work, dict) else None
+    if not isinstance(failed, dict) or failed.get("key") != key or work.get("made_by") == ctx.cell.id \
+            or not _shareable_failure(failed.get("setup")):
+        return None
+    entry = dict(failed["setup"], status=Status.ERROR)
+    entry.pop("machine", None)  # this cell's, as every record's
+    entry["program"] = {"made_by": work["made_by"], "reused": True, "key": key, "folder": str(folder),
+                        "maker_timings": entry.get("timings") or {},
+                        "words": f"setup of {work['made_by']} reused: its export raised, the same for every session"}
+    entry["timings"] = {"reused": round(time.perf_counter() - started, 4)}
+    return entry
+
+
+def failed_export_reproducer(ctx: Any, setup_entry: Any) -> "Dict[str, Any] | None":
+    """The maker's reproducer of the export failure this cell's setup took from it, else None."""
+    program = setup_entry.get("program") if setup_entry is not None else None
+    if not (isinstance(program, dict) and program.get("reused") and ctx.cell.program):
+        return None
+    try:
+        work = json.loads((Path(ctx.cell.program) / WORK).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    failed = work.get("failed_export") or {}
+    kept = failed.get("reproducer")
+    if work.get("made_by") != program.get("made_by") or failed.get("key") != program.get("key") or not isinstance(kept, dict):
+        return None
+    return dict(kept, reused_from=work["made_by"])
 
 
 def publish(ctx: Any, result: Dict[str, Any]) -> Optional[str]:
@@ -207,10 +250,16 @@ def publish_work(ctx: Any, done: Any, plans: Any) -> None:
                 stages[plan.name] = {"plan": plan_digest(plan), "entry": _plain(done.entry(plan.name))}
         analyses = {k: _plain(v) for k, v in done.entries().items() if k.startswith(ANALYSIS_PREFIX)}
         files = sorted(p.name for p in ctx.work.glob("baseline*.npz"))
+    failed = None
+    raw = done.entry(SETUP) if SETUP in done else None
+    if _shareable_failure(raw) and ctx.cell.root_cause:
+        reproducer = done.entries().get(Analysis.REPRODUCER.journal_key)
+        failed = {"key": program_key(ctx.cell, raw.get("paddle") or {}), "setup": _plain(raw),
+                  "reproducer": _plain(reproducer) if isinstance(reproducer, dict) and reproducer.get("stage") == SETUP else None}
     try:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(folder / WORK, {"key": key, "made_by": ctx.cell.id, "work": str(ctx.work), "stages": stages,
-                                          "analysis": analyses, "files": files})
+                                          "analysis": analyses, "files": files, "failed_export": failed})
     except OSError:
         pass  # the readers wait for the maker to end, then make their own
 
@@ -338,5 +387,5 @@ def step_analysis(ctx: Any, journal_key: str, plan: Any, done: Any) -> "Dict[str
     return dict(kept, stage=plan.name, reused_from=published["made_by"], reused_stage=published.get("stage"))
 
 
-__all__ = ["program_key", "reuse", "publish", "publish_work", "publish_steps", "step_analysis", "Reused",
+__all__ = ["program_key", "reuse", "failed_export_reproducer", "publish", "publish_work", "publish_steps", "step_analysis", "Reused",
            "made_here", "plan_digest"]
