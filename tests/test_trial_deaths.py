@@ -4,6 +4,7 @@ calls the public API the model called."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -148,8 +149,12 @@ def test_a_worker_killed_in_lite_training_leaves_a_training_reproducer_that_dies
     training, planted): the setup's crash says the phase it died in, a second worker writes the model
     as source with the lite training after it, and that script dies by the same signal in the same
     Paddle frame — a verified reproducer of the setup, and an issue draft that says training."""
-    results, proc = _run(write_matrix, tmp_path, "warped", "tests.factories:warped_by_its_own_grid",
-                         "image = { shape = [2, 3, 16, 16] }")
+    # Two sessions of one program, in one pool: the second takes the first's failed setup and reproducer.
+    matrix = write_matrix({"warped": "tests.factories:warped_by_its_own_grid"},
+                          inputs={"warped": "image = { shape = [2, 3, 16, 16] }"})
+    proc = run_harness("pool", "--matrix", str(matrix), "--session", "cpu_fp32", "--session", "cpu_onednn_fp32",
+                       "--results", str(tmp_path / "r"), "--jobs", "2", "--python", sys.executable)
+    results = tmp_path / "r" / "default"
     record = load_record(results, f"cpu_fp32/{paddle_version}/normal/warped")
     setup = record["setup"]
     if setup["status"] == "pass":
@@ -164,6 +169,12 @@ def test_a_worker_killed_in_lite_training_leaves_a_training_reproducer_that_dies
     assert source["cause_words"] == setup["message"].removeprefix("worker "), source
     script = Path(source["script"]).read_text()
     assert "optimizer.step()" in script and "class WarpedByItsOwnGrid" in script, script[:2000]
+    other = load_record(results, f"cpu_onednn_fp32/{paddle_version}/normal/warped")
+    assert other["setup"]["status"] == "crash" and other["setup"]["message"] == setup["message"], other["setup"]
+    assert other["setup"]["program"]["made_by"] == record["id"], other["setup"]["program"]
+    assert "its lite training died" in other["setup"]["program"]["words"]
+    assert other["analysis"]["reproducer"]["reused_from"] == record["id"]
+    assert other["analysis"]["reproducer"]["source"]["script"] == source["script"]
     run_harness("report", "--results", str(results))
     draft = (Path(source["script"]).parent / "issue.md").read_text()
     assert draft.startswith("# [cpu_fp32] the model's lite training in dygraph dies with SIGSEGV"), draft[:300]

@@ -147,7 +147,7 @@ def _setup_reproducer(ctx: Any, done: Any, write: Any) -> None:
     if key in done:
         return
     ctx.journal.start(key)
-    kept = shared_setup.failed_export_reproducer(ctx, done.setup)
+    kept = shared_setup.failed_setup_reproducer(ctx, done.setup)
     if kept is not None:  # the program's maker met this very export failure and reproduced it
         ctx.journal.finish(key, kept)
         done.add(key, kept)

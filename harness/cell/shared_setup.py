@@ -14,8 +14,9 @@ assumed: the same key (every part of the cell's provenance that setup reads — 
 entry, mode, run settings, tolerances, Paddle and harness versions — but the session), the same
 Paddle build and numpy in this environment, and the same weights (the checkpoint's sha256 now).
 Anything else, or a folder that cannot be read, and the cell makes its own setup, as before.
-Of the setups that did not pass, only an export that raised is shared (with its reproducer): setup
-reads no session, so every session meets it alike; other failures each cell meets itself. A reused setup has no trained instance in the process: a later step
+Of the setups that did not pass, an export that raised and a lite training that killed its worker
+are shared (with their reproducers): setup reads no session, so every session meets them alike;
+other failures each cell meets itself. A reused setup has no trained instance in the process: a later step
 that takes the model apart rebuilds it from its source with the exported weights (what a
 restarted worker does), and says so.
 """
@@ -80,7 +81,7 @@ def reuse(ctx: Any, paddle_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     try:
         published = json.loads((folder / ENTRY).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return _failed_export(ctx, folder, key, started)
+        return _failed_setup(ctx, folder, key, started)
     result = published.get("setup") if isinstance(published, dict) else None
     if published.get("made_by") == ctx.cell.id:
         return None  # this cell made it, in a run that ended before its record: it is redone whole
@@ -105,35 +106,39 @@ def reuse(ctx: Any, paddle_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return moved
 
 
-# A setup whose export raised is the same failure for every session of the program (setup reads no
-# session): the maker's entry and its setup reproducer are taken by the others, like a passing
-# setup, from what it wrote when it ended (``WORK``'s ``failed_export``).
+# A setup whose export raised, or whose lite training killed its worker, is the same failure for
+# every session of the program (setup reads no session): the maker's entry and its setup reproducer
+# are taken by the others, like a passing setup, from what it wrote when it ended (``WORK``'s
+# ``failed_setup``). Its words say it was taken, from whom.
+SHARED_FAILURES = {(Status.ERROR, "export"): "its export raised", (Status.CRASH, "train"): "its lite training died"}
 
 
 def _shareable_failure(entry: Any) -> bool:
-    return isinstance(entry, Mapping) and Status.of(entry.get("status")) is Status.ERROR and entry.get("phase") == "export"
+    return isinstance(entry, Mapping) and (Status.of(entry.get("status")), entry.get("phase")) in SHARED_FAILURES
 
 
-def _failed_export(ctx: Any, folder: Path, key: str, started: float) -> Optional[Dict[str, Any]]:
+def _failed_setup(ctx: Any, folder: Path, key: str, started: float) -> Optional[Dict[str, Any]]:
     try:
         work = json.loads((folder / WORK).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    failed = work.get("failed_export") if isinstance(work, dict) else None
+    failed = work.get("failed_setup") if isinstance(work, dict) else None
     if not isinstance(failed, dict) or failed.get("key") != key or work.get("made_by") == ctx.cell.id \
             or not _shareable_failure(failed.get("setup")):
         return None
-    entry = dict(failed["setup"], status=Status.ERROR)
+    status = Status.of(failed["setup"]["status"])
+    entry = dict(failed["setup"], status=status)
     entry.pop("machine", None)  # this cell's, as every record's
+    how = SHARED_FAILURES[(status, entry.get("phase"))]
     entry["program"] = {"made_by": work["made_by"], "reused": True, "key": key, "folder": str(folder),
                         "maker_timings": entry.get("timings") or {},
-                        "words": f"setup of {work['made_by']} reused: its export raised, the same for every session"}
+                        "words": f"setup of {work['made_by']} reused: {how}, the same for every session"}
     entry["timings"] = {"reused": round(time.perf_counter() - started, 4)}
     return entry
 
 
-def failed_export_reproducer(ctx: Any, setup_entry: Any) -> "Dict[str, Any] | None":
-    """The maker's reproducer of the export failure this cell's setup took from it, else None."""
+def failed_setup_reproducer(ctx: Any, setup_entry: Any) -> "Dict[str, Any] | None":
+    """The maker's reproducer of the setup failure this cell's setup took from it, else None."""
     program = setup_entry.get("program") if setup_entry is not None else None
     if not (isinstance(program, dict) and program.get("reused") and ctx.cell.program):
         return None
@@ -141,7 +146,7 @@ def failed_export_reproducer(ctx: Any, setup_entry: Any) -> "Dict[str, Any] | No
         work = json.loads((Path(ctx.cell.program) / WORK).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    failed = work.get("failed_export") or {}
+    failed = work.get("failed_setup") or {}
     kept = failed.get("reproducer")
     if work.get("made_by") != program.get("made_by") or failed.get("key") != program.get("key") or not isinstance(kept, dict):
         return None
@@ -254,12 +259,14 @@ def publish_work(ctx: Any, done: Any, plans: Any) -> None:
     raw = done.entry(SETUP) if SETUP in done else None
     if _shareable_failure(raw) and ctx.cell.root_cause:
         reproducer = done.entries().get(Analysis.REPRODUCER.journal_key)
-        failed = {"key": program_key(ctx.cell, raw.get("paddle") or {}), "setup": _plain(raw),
+        # A worker that died has no Paddle in its entry (the host wrote it): this worker's Paddle is the same.
+        paddle_info = raw.get("paddle") or ctx.paddle_api.paddle_info()
+        failed = {"key": program_key(ctx.cell, paddle_info), "setup": _plain(raw),
                   "reproducer": _plain(reproducer) if isinstance(reproducer, dict) and reproducer.get("stage") == SETUP else None}
     try:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(folder / WORK, {"key": key, "made_by": ctx.cell.id, "work": str(ctx.work), "stages": stages,
-                                          "analysis": analyses, "files": files, "failed_export": failed})
+                                          "analysis": analyses, "files": files, "failed_setup": failed})
     except OSError:
         pass  # the readers wait for the maker to end, then make their own
 
@@ -387,5 +394,5 @@ def step_analysis(ctx: Any, journal_key: str, plan: Any, done: Any) -> "Dict[str
     return dict(kept, stage=plan.name, reused_from=published["made_by"], reused_stage=published.get("stage"))
 
 
-__all__ = ["program_key", "reuse", "failed_export_reproducer", "publish", "publish_work", "publish_steps", "step_analysis", "Reused",
+__all__ = ["program_key", "reuse", "failed_setup_reproducer", "publish", "publish_work", "publish_steps", "step_analysis", "Reused",
            "made_here", "plan_digest"]
