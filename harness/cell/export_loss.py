@@ -232,7 +232,7 @@ def _fresh_instance_exported(ctx: Any, then: Any, weights: Any = None) -> Any:
 def fresh_export(ctx: Any, setup: Any, shape: int, reference: List[Any], labels: List[str], plan: Any) -> JsonObject:
     """A new instance (the factory again, the exported weights, no eager call) exported as the cell
     exports, run by Paddle's executor at ``shape`` and compared with dygraph, in a child."""
-    from .reduction import read_weights
+    from .rebuild import read_weights
 
     def judged(files: Any) -> JsonObject:
         got = ctx.saved.run_saved_program(files, ctx.feeds(shape), setup.get("signature_order"))
@@ -345,7 +345,7 @@ def first_parting(ctx: Any, plan: Any, setup: Any, shape: int, calls: Sequence[i
 def explain(ctx: Any, plan: Any, setup: Any, shape: int, program: Path, reference: List[Any]) -> JsonObject:
     """The readings (the module's docstring) for the cell's model and its exported program."""
     from .paddle_api.export import program_op_types
-    from .reduction import model_and_args
+    from .rebuild import model_and_args
 
     paddle = ctx.paddle
     model, args, _ = model_and_args(ctx, setup, shape)

@@ -18,7 +18,7 @@ from .precision_floor import FORMATS, K, METHOD, rounded, rounded_run
 def floor_outputs(ctx: Any, setup: Any, fmt: str, shapes: Sequence[int]) -> Dict[int, List[np.ndarray]]:
     """The model's outputs at each of ``shapes`` with the format's rounding everywhere (run in the
     calling process: ``measure`` runs it in a child)."""
-    from .reduction import model_and_spec
+    from .rebuild import model_and_spec
     from .structure import build_call_args, flatten_outputs
 
     paddle = ctx.paddle

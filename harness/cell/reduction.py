@@ -25,8 +25,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from ..shared.backends import PIR, program_format
-from ..shared.causes import paddle_message
-from ..shared.errors import HarnessFailure, UserError, raised_at
 from ..shared.runtime import StagePlan
 from ..shared.spec import OUTPUTS
 from ..shared.record_model import Outcome, StageRecord
@@ -39,8 +37,6 @@ from .descent import Found, Trial, budget, descend
 from .pieces import Call, capture, source_path
 from .public_api import written_public
 from .registry import runtime
-from .setup import read_weights, weights_differ
-from .structure import build_call_args
 from .trials import PieceTrials, Sought, bookkeeping
 
 def own_op_types(node_types: Dict[str, int], below: Sequence[Trial]) -> List[str]:
@@ -346,52 +342,4 @@ def _replayable(answer: Trial, failed: Status) -> Dict[str, Any]:
             "outputs": len(answer.expected or [])}
 
 
-def model_and_args(ctx: CellContext, setup: StageRecord, shape: int) -> Tuple[Any, List[Any], str]:
-    """The model that was exported, and the dygraph arguments at ``shape``; how it was obtained.
-
-    The instance this process trained and exported when it is still here (a factory may not
-    build twice in one process: a suite's layer appending to a mutable default argument asserts
-    the second time); else (a worker restarted after a crash, a process where the factory has not
-    run) rebuilt from its source with the weights it was exported with. Either way it is checked
-    against those weights, every name and shape: a model that differs is not reduced, and one line
-    says what differs. A factory that raises when rebuilt is said with its exception's type,
-    message and the file:line it was raised at."""
-    layer, input_spec, how = model_and_spec(ctx, setup)
-    return layer, build_call_args(ctx.paddle, input_spec, ctx.feeds(shape)), how
-
-
-def model_and_spec(ctx: CellContext, setup: StageRecord) -> Tuple[Any, List[Any], str]:
-    """``model_and_args``' model with its InputSpecs instead of arguments."""
-    from ..models import sources
-
-    paddle = ctx.paddle
-    factory = f"{ctx.where}.factory ({ctx.cell.model['factory']})"
-    weights = read_weights(setup.get("weights")["path"])
-    rebuilt_how = "rebuilt from its source in a process where its factory had not run, with the exported weights"
-    if ctx.built is not None:
-        layer, input_spec = ctx.built
-        how = "the instance this process trained and exported"
-    elif ctx.rebuilt is not None:  # an earlier step of this process rebuilt it: a factory may not build twice
-        layer, input_spec = ctx.rebuilt
-        how = rebuilt_how
-    else:
-        try:
-            layer, input_spec = sources.build(ctx.cell.model["factory"], paddle, ctx.cell.seed, f"{ctx.where}.factory")
-            layer = ctx.mode.prepare(paddle, layer)
-        except UserError:
-            raise
-        except Exception as exc:
-            raise HarnessFailure(f"{factory} raised {paddle_message(exc)} at {raised_at(exc)} when the reduction "
-                                 f"rebuilt the model in a fresh process; the exported model cannot be taken apart") from exc
-        how = rebuilt_how
-    differs = weights_differ(layer.state_dict(), weights)
-    if differs:
-        raise HarnessFailure(f"{factory} built something else than the exported model ({how}): {differs}")
-    if ctx.built is None:
-        layer.set_state_dict({k: paddle.to_tensor(v) for k, v in weights.items()})
-        ctx.rebuilt = (layer, input_spec)
-    layer.eval()
-    return layer, list(input_spec), how
-
-
-__all__ = ["reduce_failure", "model_and_args", "model_and_spec", "own_op_types"]
+__all__ = ["reduce_failure", "own_op_types"]

@@ -321,7 +321,7 @@ def _larger(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path, reduc
 
 def _source_of_piece_or_model(ctx: CellContext, plan: StagePlan, done: Ledger, reduced: Any):
     """The reduction's piece (else the whole model) rebuilt from its classes, and its tolerances."""
-    from .reduction import model_and_spec
+    from .rebuild import model_and_spec
 
     setup, stage = done.setup, done.stage(plan.name)
     chosen = reduced.get("source_piece") if reduced is not None else None

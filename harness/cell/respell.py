@@ -114,7 +114,7 @@ def for_ops(ops: str) -> List[Respelling]:
 def exported(ctx: CellContext, setup: StageRecord, respelling: Respelling, folder: Path) -> Tuple[Dict[str, str], int]:
     """In this process (a child's): the model exported with ``respelling`` in place of its function;
     the files, and how many calls the export respelled."""
-    from .reduction import model_and_spec
+    from .rebuild import model_and_spec
 
     module = importlib.import_module(respelling.module)
     original = getattr(module, respelling.name)

@@ -23,6 +23,7 @@ from ..shared.vocab import SETUP, Status
 from .context import CellContext
 from .modes import ModeUnsupported
 from . import shared_setup
+from .rebuild import read_weights, weights_differ
 from .shared_setup import sha256
 from .structure import build_call_args, flatten_outputs, flatten_spec
 
@@ -376,28 +377,6 @@ def load_checkpoint(ctx: CellContext, layer: Any) -> Optional[Dict[str, Any]]:
         raise RuntimeError(f"checkpoint {path} does not fit this Paddle's model: {differs}")
     layer.set_state_dict({k: ctx.paddle.to_tensor(v) for k, v in state.items()})
     return {"source": "checkpoint", "path": str(path), "sha256": sha256(Path(path))}
-
-
-def read_weights(path: "str | Path") -> Dict[str, np.ndarray]:
-    """A checkpoint's weights by name (without its ``__meta__``)."""
-    with np.load(path) as data:
-        return {k: data[k] for k in data.files if k != "__meta__"}
-
-
-def weights_differ(state: Dict[str, Any], saved: Dict[str, np.ndarray], what: str = "exported") -> str:
-    """What differs between a model's weights and saved ones (names and shapes), or ''; ``what``
-    names the saved ones (the exported model's, a checkpoint's)."""
-    missing, extra = sorted(set(saved) - set(state)), sorted(set(state) - set(saved))
-    shapes = [f"{k} {list(state[k].shape)} vs {what} {list(saved[k].shape)}"
-              for k in sorted(set(state) & set(saved)) if list(state[k].shape) != list(saved[k].shape)]
-    said = []
-    if missing:
-        said.append(f"{len(missing)} {what} weight(s) it does not have ({', '.join(missing[:3])})")
-    if extra:
-        said.append(f"{len(extra)} weight(s) the {what} model does not have ({', '.join(extra[:3])})")
-    if shapes:
-        said.append(f"{len(shapes)} of other shape ({'; '.join(shapes[:3])})")
-    return "; ".join(said)
 
 
 def save_checkpoint(ctx: CellContext, layer: Any) -> Dict[str, Any]:
