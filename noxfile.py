@@ -108,7 +108,7 @@ def _compile_bytecode(s: nox.Session, env: _sessions.Environment, *imports: str)
         key = hashlib.sha256(json.dumps([env.to_dict(), imports], sort_keys=True).encode()).hexdigest()[:16]
         # Only a speed-up: a process that dies importing Paddle here is not this step's to report (the
         # cell meets the same import and records it as a finding), so no exit code fails the session.
-        s.run_install("python", "-m", "harness.cell.bytecode", "--stamp", key, *imports, env={"PYTHONPATH": str(ROOT)},
+        s.run_install("python", "-m", "harness.cell.worker.bytecode", "--stamp", key, *imports, env={"PYTHONPATH": str(ROOT)},
                       silent=True, success_codes=list(range(-64, 256)))
 
 

@@ -15,7 +15,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
-from harness.cell.reproducer import judge_script  # noqa: E402
+from harness.cell.handover.reproducer import judge_script  # noqa: E402
 from harness.runtimes.paddle2onnx.reference import ConversionJudge  # noqa: E402
 from harness.shared.vocab import Owner  # noqa: E402
 

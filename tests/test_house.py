@@ -21,7 +21,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from .conftest import ROOT
 
@@ -78,7 +78,7 @@ def _cell_modules() -> Dict[str, Set[str]]:
     from harness.runtimes import REGISTRY
 
     named = {backend.cell.partition(":")[0] for backend in REGISTRY.runtimes().values()}
-    return {"harness.cell.registry": named}
+    return {"harness.cell.base.registry": named}
 
 
 def tier(name: str) -> str:
@@ -161,18 +161,54 @@ def test_no_module_reaches_itself_through_others():
     graph = _graph()
     # The dynamic arrows are read: the runtimes' discovery and the seam's cell modules are in it.
     assert {"harness.runtimes.paddle_inference", "harness.runtimes.onnxruntime"} <= graph["harness.runtimes"]
-    assert "harness.runtimes.paddle_inference.session" in graph["harness.cell.registry"]
+    assert "harness.runtimes.paddle_inference.session" in graph["harness.cell.base.registry"]
     assert circles(graph) == []
 
 
 def test_the_checks_can_fail_on_a_planted_circle_and_a_planted_upward_arrow():
     graph = {"harness.a": {"harness.b"}, "harness.b": {"harness.c"}, "harness.c": {"harness.a"},
              "harness.shared.x": {"harness.running.runner"}, "harness.cell.y": {"harness.report.html"},
-             "harness.running.runner": {"harness.cell.stages"}}
+             "harness.running.runner": {"harness.cell.stages.ladder"}}
     assert circles(graph) == [["harness.a", "harness.b", "harness.c"]]
     assert wrong_arrows(graph) == ["harness.cell.y (cell) -> harness.report.html (host)",
-                                   "harness.running.runner (host) -> harness.cell.stages (cell)",
+                                   "harness.running.runner (host) -> harness.cell.stages.ladder (cell)",
                                    "harness.shared.x (shared) -> harness.running.runner (host)"]
+
+
+def cell_steps() -> List[str]:
+    """The cell side's packages in the order its ``__init__`` lists them: the steps of one cell."""
+    import harness.cell
+
+    listed = re.findall(r"^    (\w+) {2,}", harness.cell.__doc__ or "", re.MULTILINE)
+    return listed
+
+
+def steps_backwards(graph: Dict[str, Set[str]], steps: List[str]) -> List[str]:
+    """Arrows from a package of the cell side to one listed after it (a step reaching ahead)."""
+    def step(name: str) -> Optional[str]:
+        parts = name.split(".")
+        return parts[2] if len(parts) > 2 and parts[:2] == ["harness", "cell"] and parts[2] in steps else None
+
+    return [f"{module} -> {target}" for module, targets in sorted(graph.items()) for target in sorted(targets)
+            if step(module) and step(target) and steps.index(step(target)) > steps.index(step(module))]
+
+
+def test_the_cell_side_is_its_steps_and_each_imports_only_those_before_it():
+    """``harness/cell/`` holds its steps as packages (and ``paddle_api``, the one place that knows
+    Paddle versions); a package imports only the packages listed before it, so the tree reads in the
+    order a cell runs. Checked on every static and dynamic import, and able to fail."""
+    steps = cell_steps()
+    assert steps[0] == "base" and steps[-1] == "worker" and len(steps) == len(set(steps)) >= 8, steps
+    packages = sorted(p.name for p in (ROOT / "harness" / "cell").iterdir() if (p / "__init__.py").is_file())
+    assert packages == sorted(steps + ["paddle_api"]), packages
+    loose = sorted(p.name for p in (ROOT / "harness" / "cell").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert loose == [], loose
+    graph = _graph()
+    assert steps_backwards(graph, steps) == []
+    assert not [t for t in graph["harness.cell.paddle_api"] if t.startswith("harness.cell.") and
+                t.split(".")[2] in steps], "paddle_api takes from no step"
+    planted = {"harness.cell.setup.build": {"harness.cell.rootcause.reduction"}}
+    assert steps_backwards(planted, steps) == ["harness.cell.setup.build -> harness.cell.rootcause.reduction"]
 
 
 def test_shared_and_host_tiers_import_without_paddle_docker_or_jinja2():
@@ -297,6 +333,6 @@ def test_the_cell_side_imports_paddle_only_when_a_cell_asks():
     asks for it, after its train mode's ``before_paddle`` (an import order some modes need) and after
     ``harness.cell.paddle_api`` set what must precede Paddle (glog level, zlib)."""
     code = ("import sys\nsys.modules['paddle'] = None\n"
-            "import harness.cell.__main__, harness.cell.lifecycle, harness.cell.analysis\nprint('ok')\n")
+            "import harness.cell.__main__, harness.cell.worker.lifecycle, harness.cell.worker.analysis\nprint('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]

@@ -6,7 +6,8 @@ import json
 
 import numpy as np
 
-from harness.cell.layerwise import _first_divergence, _mark_suspects, key_name, match, normalized_op, to_plain_layout
+from harness.cell.anatomy.layerwise import (
+    _first_divergence, _mark_suspects, key_name, match, normalized_op, to_plain_layout)
 from harness.shared.tensor_diff import DumpedTensor, TensorDiff, TensorRow
 from harness.shared.vocab import Status
 

@@ -299,7 +299,7 @@ def test_a_conversion_process_compiles_nothing_of_the_environment_once_it_is_com
     and converts compiles no module of the environment."""
     if not paddle_version.startswith("3."):
         pytest.skip("paddle2onnx 2.x needs Paddle 3")
-    from harness.cell import bytecode
+    from harness.cell.worker import bytecode
 
     if not (Path(sys.prefix) / bytecode.STAMP).is_file():
         pytest.skip(f"{sys.prefix}: its bytecode step has not run (`nox -s tests` runs it before the tests)")

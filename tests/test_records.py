@@ -36,7 +36,7 @@ def test_a_dead_worker_is_recorded_before_the_journal_is_written(tmp_path):
     # An analysis that died says so: which stage it analysed is unknown when it left nothing (None)...
     assert _ended_badly(Outcome(-9, log=log), "analysis:bisect", 300, tmp_path)["stage"] is None
     # ... and read from what it left (``cell/progress.py``) when it did, with the trials that had ended.
-    from harness.cell import progress
+    from harness.cell.base import progress
 
     progress.begin(tmp_path, "reduce", "ort_convert")
     progress.ended(tmp_path, {"members": ["conv"], "reproduces": False, "note": "within tolerance"})
@@ -80,7 +80,7 @@ def test_a_setup_entry_reads_as_a_stage_result_and_writes_back_as_it_was():
 
 
 def test_a_low_precision_stage_whose_ops_ran_in_float_is_noop_not_pass():
-    from harness.cell.stages import stage_status
+    from harness.cell.stages.ladder import stage_status
     from harness.shared.backends import DeployOptions, plan_by_name, plan_stages
 
     plan = plan_by_name(plan_stages("cpu", "onednn", "int8", "legacy", DeployOptions(), quantized=True))["onednn_int8"]

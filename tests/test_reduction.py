@@ -19,8 +19,8 @@ from typing import Dict, List
 
 import pytest
 
-from harness.cell.descent import FINE_LIMIT, Trial, budget, descend
-from harness.cell.pieces import Call
+from harness.cell.rootcause.descent import FINE_LIMIT, Trial, budget, descend
+from harness.cell.anatomy.pieces import Call
 
 from .conftest import load_record, run_harness, stages_by_name
 from .conftest import CHROMIUM, chromium

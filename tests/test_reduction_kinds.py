@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.cell.trials import empty_program
+from harness.cell.rootcause.trials import empty_program
 from harness.shared.compare import NothingCompared, Tolerance, compare_all
 from harness.shared.vocab import Analysis
 
@@ -156,7 +156,7 @@ def test_a_piece_whose_program_is_empty_says_nothing(tmp_path):
     import paddle
 
     from harness.cell.paddle_api import export
-    from harness.cell.registry import runtime
+    from harness.cell.base.registry import runtime
     from harness.runtimes.paddle_inference import baseline_plan
     from harness.shared.backends import DeployOptions
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cell.sandbox import Death, in_child
+from harness.cell.base.sandbox import Death, in_child
 from harness.shared.vocab import Analysis
 
 from .conftest import load_record, run_harness, stages_by_name
@@ -83,7 +83,7 @@ def test_a_death_reads_paddles_report_and_the_phase_it_was_in(tmp_path):
     import os
     import signal
 
-    from harness.cell.sandbox import phase
+    from harness.cell.base.sandbox import phase
     from harness.shared.causes import last_words
 
     def dies():

@@ -62,7 +62,7 @@ def test_pir_ir_stage_runs_more_passes_and_fewer_ops_than_its_baseline(pir_mobil
 def test_a_lever_that_changes_nothing_makes_the_stage_noop(pir_mobilenet):
     """Under PIR, switch_ir_optim is not what selects passes: a stage built on it runs the
     baseline's program again, and its pass says nothing."""
-    from harness.cell.stages import same_program, stage_status
+    from harness.cell.stages.ladder import same_program, stage_status
     from harness.shared.compare import Comparison
     from harness.shared.vocab import Status
 

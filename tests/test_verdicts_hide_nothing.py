@@ -88,7 +88,7 @@ def test_a_session_whose_own_stage_did_not_run_reads_skip_and_does_not_qualify(m
     stage = stages_by_name(bf16)["onednn_bf16"]
     if "avx512_bf16" in bf16["machine"]["flags"] or "amx_bf16" in bf16["machine"]["flags"]:
         assert stage["status"] != "skip" and bf16["verdict"]["status"] != "skip", stage
-        from harness.cell.stages import LOW_PRECISION_DTYPES
+        from harness.cell.stages.ladder import LOW_PRECISION_DTYPES
 
         ran = set(stage["evidence"]["output_dtypes"])
         assert ran & set(LOW_PRECISION_DTYPES["bf16"]) or stage["status"] == "noop", stage["evidence"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import ROOT, timed
 
-PLAIN = Path(__file__).resolve().parents[1] / "cell" / "plain_cell.py"
+PLAIN = Path(__file__).resolve().parents[1] / "cell" / "worker" / "plain_cell.py"
 
 
 def main(argv=None) -> int:

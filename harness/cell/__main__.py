@@ -53,18 +53,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "cell":
-            from .lifecycle import main as run_cell
+            from .worker.lifecycle import main as run_cell
 
             return run_cell(args.spec, args.work)
         if args.command == "load":
-            from . import load
+            from .worker import load
 
             return load.main(args.program, args.params, args.inputs, args.out)
         if args.command == "hazards":
-            from . import hazards
+            from .worker import hazards
 
             return hazards.main(args.device, args.out)
-        from . import diff_worker
+        from .worker import diff_worker
 
         return diff_worker.main(args.request, args.out)
     except UserError as exc:

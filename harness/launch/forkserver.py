@@ -1,10 +1,10 @@
 """The host half of the fork server: start one per environment's Python, hand out its children.
 
-``ForkServer`` starts ``python -m harness.cell.forkserve`` (the serving half, cell side: it
+``ForkServer`` starts ``python -m harness.cell.worker.forkserve`` (the serving half, cell side: it
 imports Paddle once and forks a child per cell-side command) and hands out ``ForkedProcess``
 handles with the ``poll``/``wait``/``pid``/``returncode`` of a ``Popen``, so ``supervise`` and
 ``LocalLauncher.stop`` (``killpg`` of the child's group) work unchanged. The two halves share
-only the line protocol described in ``harness.cell.forkserve``; neither imports the other.
+only the line protocol described in ``harness.cell.worker.forkserve``; neither imports the other.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from ..shared.vocab import Precision, session_name
 
 PRECISIONS = tuple(p.value for p in Precision)
 
-# Modes the schema knows; which of them a cell side can run is decided there (harness.cell.modes).
+# Modes the schema knows; which of them a cell side can run is decided there (harness.cell.base.modes).
 MODES = ("normal", "amp_o1", "amp_o2", "qat", "pact")
 
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([.\-+]?[0-9A-Za-z.]+)?$")

@@ -1,4 +1,4 @@
-"""Host side: render a per-tensor diff (rows from ``harness.cell.layerwise``) as a terminal
+"""Host side: render a per-tensor diff (rows from ``harness.cell.anatomy.layerwise``) as a terminal
 table, CSV, xlsx, markdown and a PNG plot of the error relative to the tolerance along the execution order.
 
 openpyxl and matplotlib are imported only when their file is written.

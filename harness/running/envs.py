@@ -83,7 +83,7 @@ def _make(venv: Path, env: Environment, say: Callable[[str], Any]) -> Path:
             raise UserError(f"cannot make the environment {venv.name}: `{' '.join(step[len(uv):])}` failed "
                             f"({tail[0]}); fix the matrix's packages or Python for this version.")
     # Every process of the environment imports Paddle: compiled once here, not by each of them.
-    subprocess.run([str(python_of(venv)), "-m", "harness.cell.bytecode"], capture_output=True,
+    subprocess.run([str(python_of(venv)), "-m", "harness.cell.worker.bytecode"], capture_output=True,
                    env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
     atomic_write_json(venv / STAMP, env.to_dict())
     return python_of(venv)

@@ -9,7 +9,7 @@ once the cell is over, so a run killed at any moment loses no finished cell, and
 cells that have a record.
 
 Before the cells, the config hazards of the Paddle version are probed once for every session of
-it (``harness.cell.hazards``) and kept in ``versions/<paddle>/hazards-<device>.json``, with what the
+it (``harness.cell.worker.hazards``) and kept in ``versions/<paddle>/hazards-<device>.json``, with what the
 probe was made for (the version's packages, the machine): findings about Paddle, not verdicts of
 cells.
 """

@@ -35,7 +35,7 @@ ANALYSIS_PROGRESS = "analysis-progress.jsonl"
 # scikit-learn sets it FALSE at import when unset (suites' models import it): set before, it stays.
 CELL_ENVIRONMENT = {"OMP_NUM_THREADS": "1"}
 FORK_SAFE_ENVIRONMENT = {"KMP_INIT_AT_FORK": "true"}
-FORK_SERVER_MODULE = "harness.cell.forkserve"
+FORK_SERVER_MODULE = "harness.cell.worker.forkserve"
 # What a cell's build imported (``models.sources.LAST_BUILD``), in its work folder: the host hands
 # it to the launcher, whose fork server of that environment preloads it for the family's next cells.
 BUILD_IMPORTS = "imports.json"

@@ -65,6 +65,17 @@ def _read_umask() -> int:
 UMASK = _read_umask()
 
 
+def file_sha256(path: Path) -> str:
+    """A file's sha256 (weights and programs are compared by it)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False, default=_jsonable) + "\n")
 

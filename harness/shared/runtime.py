@@ -6,7 +6,7 @@ word, the precisions it runs, the type of its stages' configs (``Backend.config`
 ``StageConfig`` of its own, Paddle Inference's being ``PredictorConfig``), how it plans its stages for a program format and precision, what it
 requires, the search spaces the culprit search may vary and how its evidence reads in one line.
 Its **cell module** (named by ``Backend.cell``, imported only inside a cell) builds and runs
-sessions (``harness.cell.runtime.Runtime``).
+sessions (``harness.cell.base.runtime.Runtime``).
 
 Every runtime, Paddle Inference included, is a package ``harness/runtimes/<name>/``: its
 ``__init__`` is the descriptor and registers itself here, its other modules are its cell side.

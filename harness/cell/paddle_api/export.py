@@ -123,7 +123,7 @@ def run_saved_program(files: Dict[str, str], feeds: Dict[str, Any], order: List[
     """The saved program run by Paddle's own executor, not the inference engine: ``paddle.jit.load``
     (a TranslatedLayer; .pdmodel in 2.6, PIR .json in 3.x), inputs in the forward's order, outputs
     flattened as ``jit.save`` flattens them."""
-    from ..structure import flatten_outputs
+    from ..base.structure import flatten_outputs
 
     prefix = str(Path(files["program"]).with_suffix(""))
     if Path(files["program"]).suffix == ".pdmodel" and at_least("3.0.0"):

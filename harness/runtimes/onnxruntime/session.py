@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...cell.runtime import Runtime, Session, unimportable
+from ...cell.base.runtime import Runtime, Session, unimportable
 from ...shared.compare import Tolerance
 from ...shared.errors import calling
 from ...shared.config import PredictorConfig, StageConfig

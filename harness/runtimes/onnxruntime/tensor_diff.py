@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from ...cell import layerwise
+from ...cell.anatomy import layerwise
 from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig, StageConfig
 from ...shared.errors import calling

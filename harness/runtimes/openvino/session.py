@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...cell.runtime import Runtime, Session, unimportable
+from ...cell.base.runtime import Runtime, Session, unimportable
 from ...shared.compare import Tolerance
 from ...shared.config import PredictorConfig, StageConfig
 from ...shared.errors import Finding, calling
@@ -206,7 +206,7 @@ class OpenVino(Runtime):
         converted PIR program. Extra outputs can keep the plugin from fusing across them: the
         marked run's final outputs are compared with a plain compile's, and a difference is said
         (``hooks_changed_output``)."""
-        from ...cell import layerwise
+        from ...cell.anatomy import layerwise
 
         marked = layerwise.OtherRuntime(dump=lambda folder: self._dump_marked(files, test, feeds, folder,
                                                                               out / "session"),
@@ -217,7 +217,7 @@ class OpenVino(Runtime):
                      out_dir: Path, scratch: Path) -> Dump:
         import openvino as ov
 
-        from ...cell import layerwise
+        from ...cell.anatomy import layerwise
 
         _, plain = self.session(files, config, feeds, scratch).run(feeds)
         core = ov.Core()

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...shared.errors import Finding, HarnessFailure
-from ...cell import sandbox
+from ...cell.base import sandbox
 from ...shared.protocol import forked
 from ...shared.tensor_diff import DumpedTensor
 from .launcher import Launched, launch, ready_for_children
@@ -276,7 +276,7 @@ def conversion_step(program: Path, options: "ExportOptions") -> str:
     the program's and weights' bytes (sha256). ONNX Runtime and OpenVINO convert one program so."""
     import paddle2onnx
 
-    from ...cell.shared_setup import sha256 as file_sha256
+    from ...shared.records import file_sha256
 
     params = program.with_suffix(".pdiparams")
     weights = file_sha256(params)[:16] if params.is_file() else "-"
@@ -438,7 +438,7 @@ def pairing(files: Dict[str, str]) -> Any:
     """How a converted graph's tensors pair with Paddle's predictor's (``layerwise``): paddle2onnx
     2.x names each value after the PIR op that made it and its occurrence in the program; 1.x (and
     OpenVINO's Paddle frontend) keep the legacy variable names."""
-    from ...cell import layerwise
+    from ...cell.anatomy import layerwise
 
     program = Path(files["program"])
     if program.suffix != ".json":

@@ -19,7 +19,7 @@ from ...shared.runtime import Requirement, StagePlan
 from ...shared.shapes import shape_range
 from ...shared.tensor_diff import TensorDiff
 from ...cell.paddle_api import config as paddle_config, predictor as paddle_predictor, unmet
-from ...cell.runtime import Runtime, Session
+from ...cell.base.runtime import Runtime, Session
 from ...shared.vocab import ProgramFormat
 from ..paddle_inference import PASSES, PIR_LOWEST_LEVEL, TENSORRT_OPS
 
@@ -118,7 +118,7 @@ class PaddleInference(Runtime):
 
     def tensor_diff(self, files: Dict[str, str], feeds: Dict[str, np.ndarray], base: PredictorConfig,
                     test: PredictorConfig, out: Path, tolerance: Tolerance) -> TensorDiff:
-        from ...cell import layerwise
+        from ...cell.anatomy import layerwise
 
         result = layerwise.run_diff(files, feeds, base, test, out / "dump", tolerance)
         layerwise.write_result(out / "result.json", result)

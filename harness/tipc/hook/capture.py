@@ -3,7 +3,7 @@
 Loaded by ``hook/sitecustomize.py`` by file path (the harness package is not importable in the
 user's process), so it imports only the standard library, numpy, Paddle (already imported by
 then) and two harness files loaded by path: ``shared/inputs.py`` (the one input synthesizer)
-and ``cell/structure.py`` (Paddle's flattening order).
+and ``cell/base/structure.py`` (Paddle's flattening order).
 
 For each save it writes ``<out>/<pid>-<n>/``: ``export/`` (a copy of the saved program and
 params: a later TIPC command may overwrite the folder), ``inputs.npz`` (seeded arrays from the
@@ -186,7 +186,7 @@ def _reference(paddle, layer, input_spec, folder, meta):
     named = _named(paddle, layer, specs, shapes)
     if named is None:
         return "the InputSpecs hold a non-tensor value: the saved program cannot be fed it"
-    structure = _load("_harness_structure", os.path.join("cell", "structure.py"))
+    structure = _load("_harness_structure", os.path.join("cell", "base", "structure.py"))
     inputs = _load("_harness_inputs", os.path.join("shared", "inputs.py"))
     flat = structure.flatten_spec(named)
     arrays = inputs.synthesize([inputs.InputSpec(s.name, list(s.shape), str(s.dtype).replace("paddle.", ""))

@@ -1,6 +1,6 @@
 """The coarser levers a workaround may try (``Runtime.coarser``), per program format and runtime."""
 
-from harness.cell.registry import runtime
+from harness.cell.base.registry import runtime
 from harness.shared.backends import plan_stages
 from harness.shared.runtime import DeployOptions
 

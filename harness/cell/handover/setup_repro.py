@@ -1,0 +1,139 @@
+"""Reproducers of a setup that failed: the model's export raised (``export_failure``) or the worker
+died in its lite training (``training_death``). Each is a source reproducer (``source_repro``): the
+model rebuilt from its classes with the weights it had, then the failing step done by whichever Paddle
+runs the script — what ``releases`` bisects. Verified once here, in a child, at the cell's release.
+
+A training death's script starts from the factory's untrained weights (the trained ones died with the
+worker; the factory builds at the cell's seed, so they are the ones the setup trained from) and trains
+as the cell did (``modes.lite_train``, plain mode): one train-mode pass with BatchNorm momentum 0,
+then Adam steps towards seeded unit-scale targets. Its reproduction is the script dying by the same
+signal in the same innermost Paddle frame (``causes.death_words``), the words the worker's death was
+said in.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ...shared.causes import cause_of, stage_cause
+from ...shared.errors import HarnessFailure
+from ...shared.json_types import JsonObject
+from ...shared.releases import BUILT, RunOutcome, outcome as run_outcome
+from ...shared.vocab import Status
+from . import source_repro
+from ..base.context import CellContext
+from .reproducer import run_script
+
+
+def export_failure(ctx: CellContext, message: str) -> JsonObject:
+    """The reproducer of an export that raised at setup (the model's ``jit.save``): the instance whose
+    export raised, as it was trained, run in dygraph, then exported: ``verified`` when it raises the
+    same cause. The one such cause has no program to replay."""
+
+    def built() -> source_repro.Source:
+        if ctx.built is None:
+            raise HarnessFailure("the trained instance is not in this process (its worker was restarted)")
+        layer, input_spec = ctx.built
+        return source_repro.whole_model(ctx.paddle, layer, input_spec, ctx.feeds(0))
+
+    return _written(ctx, built, _export_script, stage_cause(message)[:120])
+
+
+def training_death(ctx: CellContext, message: str) -> JsonObject:
+    """The reproducer of a worker that died in the lite training (run by the worker started after it):
+    the factory's model at the cell's seed, trained in the script as the cell trained it."""
+    from ...models import sources
+
+    def built() -> source_repro.Source:
+        layer, input_spec = sources.build(ctx.cell.model["factory"], ctx.paddle, ctx.cell.seed, f"{ctx.where}.factory")
+        return source_repro.whole_model(ctx.paddle, layer, input_spec, ctx.feeds(0))
+
+    def script(folder: Path, source: source_repro.Source) -> Path:
+        return _training_script(folder, source, ctx.cell.train_steps, ctx.cell.seed)
+
+    return _written(ctx, built, script, cause_of(message.removeprefix("worker ")))
+
+
+def _written(ctx: CellContext, build: Callable[[], source_repro.Source],
+             write: Callable[[Path, source_repro.Source], Path], key: str) -> JsonObject:
+    folder = ctx.work / "reproducer" / "source"
+    if folder.exists():
+        shutil.rmtree(folder)
+    try:
+        source = build()
+        source.setup = source_repro.factory_setup(ctx.paddle, ctx.cell.model["factory"])
+    except (source_repro.Unspellable, HarnessFailure) as why:
+        return {"status": Status.PASS, "stage": "setup", "verified": False, "source": {"why": f"not written: {why}"}}
+    script = write(folder, source)
+    run = run_script(folder, ctx.cell.stage_timeout, source_repro.SCRIPT)
+    outcome, line = run_outcome(run["exit"], run["output"], key, False)
+    verified = outcome is RunOutcome.REPRODUCED
+    entry = {"folder": str(folder), "script": str(script), "what": source.what, "verified": verified,
+             "outcome": outcome.value, "last_line": line, "cause_words": key, "numeric": False, "program": "model"}
+    return {"status": Status.PASS, "stage": "setup", "script": str(script), "folder": str(folder),
+            "program": "model", "verified": verified, "last_line": line, "source": entry,
+            "paddle": ctx.paddle_api.paddle_info()}
+
+
+def _header(source: source_repro.Source, does: str, lazy_annotations: bool = False) -> str:
+    """The script's docstring and imports, what the factory's module did to the suite, the model's
+    classes, and the lines that rebuild it with its weights and run it once in dygraph.
+    ``lazy_annotations``: the script holds the harness's own functions, annotated with its types."""
+    doc = textwrap.dedent(f'''\
+        """Source reproducer written by the Paddle qualification harness: {source.what}, {source.how},
+        run in dygraph, then {does} by the Paddle that runs this script: that failing is the bug. It runs
+        at any release that builds the model: python source_repro.py (exits non-zero when it reproduces;
+        "{BUILT}" is printed once the model built and ran in dygraph)."""
+        @FUTURE@import os
+        import sys
+        import tempfile
+
+        import numpy as np
+        import paddle
+        ''').replace("@FUTURE@", "from __future__ import annotations\n\n" if lazy_annotations else "")
+    return (doc + source.setup + source.writer.header() + "\n\n" + source.writer.body() + source_repro.rebuilt(source)
+            + f'print(f"{BUILT} Paddle {{paddle.__version__}}, the model built and ran in dygraph", flush=True)\n')
+
+
+def _saved(folder: Path, source: source_repro.Source, script: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    np.savez(folder / "weights.npz", **source.weights)
+    np.savez(folder / "inputs.npz", **source.inputs)
+    path = folder / source_repro.SCRIPT
+    path.write_text(script, encoding="utf-8")
+    return path
+
+
+def _export_script(folder: Path, source: source_repro.Source) -> Path:
+    """The export raising with Paddle's words is the reproduction; an export that passes exits 0."""
+    return _saved(folder, source, _header(source, "exported (paddle.jit.save)") + textwrap.dedent('''\
+        scratch = tempfile.TemporaryDirectory(prefix="source-repro-")  # removed when the script exits
+        paddle.jit.save(layer, os.path.join(scratch.name, "model"), input_spec=spec)
+        print("exported: not reproduced")
+        '''))
+
+
+def _training_script(folder: Path, source: source_repro.Source, steps: int, seed: int) -> Path:
+    """The process dying is the reproduction; a training that ends exits 0. The training is the
+    harness's own ``modes.lite_train`` (and the ``flatten_tensors`` it reads), copied in as written:
+    the script trains exactly as the cell did."""
+    import inspect
+
+    from ..base import modes, structure
+
+    train = inspect.getsource(modes.lite_train).replace("    from .structure import flatten_tensors\n", "")
+    code = "\n\n" + inspect.getsource(structure.flatten_tensors) + "\n\n" + train + textwrap.dedent(f'''
+
+        paddle.seed({seed})
+        losses = lite_train(paddle, layer, [paddle.to_tensor(inputs[name]) for name in feed_names], {steps}, {seed})
+        print(f"trained: not reproduced (losses {{losses}})")
+        ''')
+    return _saved(folder, source, _header(source, "trained as the harness's lite training trains it", True) + code)
+
+
+__all__ = ["export_failure", "training_death"]
