@@ -336,3 +336,16 @@ def test_the_cell_side_imports_paddle_only_when_a_cell_asks():
             "import harness.cell.__main__, harness.cell.worker.lifecycle, harness.cell.worker.analysis\nprint('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
+
+
+UNTYPED = re.compile(r"(Dict|dict|Mapping)\[str, *Any\]")
+
+
+def test_records_are_typed_at_the_json_edge():
+    """What crosses the JSON (or TOML) edge is named so (``JsonObject``, ``JsonMapping``, ``TomlTable``);
+    ``shared``'s signatures hold no untyped dictionary, and the rest of the harness fewer than 120."""
+    counts = {path.relative_to(ROOT): len(UNTYPED.findall(path.read_text(encoding="utf-8")))
+              for path in (ROOT / "harness").rglob("*.py")}
+    in_shared = {str(p): n for p, n in counts.items() if p.parts[1] == "shared" and n}
+    assert in_shared == {}, in_shared
+    assert sum(counts.values()) < 120, sorted(((n, str(p)) for p, n in counts.items() if n), reverse=True)[:10]

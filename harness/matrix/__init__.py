@@ -13,13 +13,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python < 3.11: the host side runs on any Python
     import tomli as tomllib  # type: ignore[no-redef]
 
+from ..shared.json_types import TomlTable
 from ..shared import vocab
 from ..shared.backends import DeployOptions, plan_stages
 from ..shared.vocab import QUANTIZED_MODES
@@ -55,18 +56,18 @@ class Session:
 @dataclasses.dataclass
 class Matrix:
     path: Path
-    data: Dict[str, Any]
+    data: TomlTable
 
     # -- accessors -------------------------------------------------------
     @property
-    def run(self) -> Dict[str, Any]:
+    def run(self) -> TomlTable:
         return self.data["run"]
 
     @property
     def versions(self) -> List[str]:
         return list(self.data["paddle"])
 
-    def version(self, version: str) -> Dict[str, Any]:
+    def version(self, version: str) -> TomlTable:
         if version not in self.data["paddle"]:
             known = ", ".join(self.versions)
             raise UserError(
@@ -132,7 +133,7 @@ class Matrix:
         return hashlib.sha256(json.dumps(self.data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     @property
-    def docker(self) -> Dict[str, Any]:
+    def docker(self) -> TomlTable:
         return self.data["docker"]
 
     def image(self, version: str, device: str) -> str:
@@ -221,7 +222,7 @@ class Matrix:
                            **self._family(raw_model.get("family"))},
                           raw_model.get("tolerances", {}), mode_table)
 
-    def _family(self, name: Optional[str]) -> Dict[str, Any]:
+    def _family(self, name: Optional[str]) -> TomlTable:
         """The model family's facts the cell side needs: its name, packages, the Paddle it needs."""
         if not name:
             return {}
@@ -236,8 +237,8 @@ class Matrix:
         return self._spec(self.session(session), version, mode, model, {"capture": str(capture), "inputs": {}},
                           {}, {})
 
-    def _spec(self, session: Session, version: str, mode: str, model: str, model_fields: Dict[str, Any],
-              tolerance_overrides: Dict[str, Any], mode_table: Dict[str, Any]) -> CellSpec:
+    def _spec(self, session: Session, version: str, mode: str, model: str, model_fields: TomlTable,
+              tolerance_overrides: TomlTable, mode_table: TomlTable) -> CellSpec:
         """``mode_table``: the mode's [modes.X] entry (the device it needs, its packages)."""
         precisions = sorted({Precision.FP32.value, session.precision.value,
                              *([Precision.INT8.value] if mode in QUANTIZED_MODES else [])})
@@ -269,7 +270,7 @@ class Matrix:
 
 # -- loading and validation ---------------------------------------------
 
-def session_runtime_packages(raw: Dict[str, Any], version: str) -> List[str]:
+def session_runtime_packages(raw: TomlTable, version: str) -> List[str]:
     """A session's runtime packages for Paddle ``version`` (pinned in the matrix: nothing installs
     itself at run time): ``packages_before."<V>"`` for versions below V (the lowest such V; ONNX
     Runtime's .pdmodel converter is paddle2onnx 1.x, its PIR one 2.x), else ``packages`` from

@@ -6,8 +6,9 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, List
 
+from ..shared.json_types import TomlTable
 from ..shared.backends import devices
 from ..shared.errors import UserError
 from ..shared.spec import DEFAULTS
@@ -80,7 +81,7 @@ def _check_keys(path: Path, where: str, table: Any, allowed: set) -> None:
                   f"unknown key; allowed here: {', '.join(sorted(allowed))}.")
 
 
-def _require(path: Path, where: str, table: Dict[str, Any], key: str, kind: type) -> Any:
+def _require(path: Path, where: str, table: TomlTable, key: str, kind: type) -> Any:
     if key not in table:
         _fail(path, f"{where}.{key}", "missing; add it.")
     value = table[key]
@@ -97,7 +98,7 @@ def _str_list(path: Path, where: str, value: Any) -> List[str]:
     return value
 
 
-def validate(path: Path, data: Dict[str, Any]) -> None:
+def validate(path: Path, data: TomlTable) -> None:
     _check_keys(path, "", data, _TOP_KEYS)
     for key in ("paddle", "sessions", "tolerances", "models"):
         if not data.get(key):
@@ -152,7 +153,7 @@ def validate(path: Path, data: Dict[str, Any]) -> None:
         _fail(path, f"models.{ZOO}", f"{ZOO!r} names the zoo's models; give the model another name.")
 
 
-def _validate_paddle(path: Path, versions: Dict[str, Any]) -> None:
+def _validate_paddle(path: Path, versions: TomlTable) -> None:
     for version, entry in versions.items():
         where = f'paddle."{version}"'
         if not _VERSION_RE.match(version):
@@ -168,7 +169,7 @@ def _validate_paddle(path: Path, versions: Dict[str, Any]) -> None:
                 _str_list(path, f"{where}.{key}", entry[key])
 
 
-def _validate_docker(path: Path, data: Dict[str, Any]) -> None:
+def _validate_docker(path: Path, data: TomlTable) -> None:
     docker = data.setdefault("docker", {})
     _check_keys(path, "docker", docker, _DOCKER_KEYS)
     for key, value in DOCKER_DEFAULTS.items():
@@ -183,7 +184,7 @@ def _validate_docker(path: Path, data: Dict[str, Any]) -> None:
             _require(path, f'paddle."{version}"', entry, "gpu_base", str)
 
 
-def _validate_run(path: Path, data: Dict[str, Any]) -> Dict[str, Any]:
+def _validate_run(path: Path, data: TomlTable) -> TomlTable:
     run = data.setdefault("run", {})
     _check_keys(path, "run", run, _RUN_KEYS)
     for key, value in RUN_DEFAULTS.items():
@@ -207,7 +208,7 @@ def _validate_run(path: Path, data: Dict[str, Any]) -> Dict[str, Any]:
     return run
 
 
-def _validate_modes(path: Path, data: Dict[str, Any], run: Dict[str, Any]) -> None:
+def _validate_modes(path: Path, data: TomlTable, run: TomlTable) -> None:
     modes = data.setdefault("modes", {"normal": {}})
     for mode, entry in modes.items():
         if mode not in MODES:
@@ -222,7 +223,7 @@ def _validate_modes(path: Path, data: Dict[str, Any], run: Dict[str, Any]) -> No
             _fail(path, "run.modes", f"{mode!r} is not declared in [modes].")
 
 
-def _validate_session(path: Path, data: Dict[str, Any], name: str, raw: Any) -> None:
+def _validate_session(path: Path, data: TomlTable, name: str, raw: Any) -> None:
     where = f"sessions.{name}"
     _check_keys(path, where, raw, _SESSION_KEYS)
     device = _require(path, where, raw, "device", str)

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..shared.json_types import JsonObject
 from .. import __version__
 from . import provenance
 from .prune import prune
@@ -35,7 +36,6 @@ from ..shared.protocol import ANALYSIS_PROGRESS, BUILD_IMPORTS
 from ..shared.vocab import IMPORT_ORDER_MODES
 from ..shared.errors import UserError
 from ..shared.record_model import Analyses, CellRecord, StageRecord, Verdict
-from ..shared.json_types import JsonObject
 from ..shared.run_records import HazardProbe
 from ..shared.tensor_diff import TensorDiff
 from ..shared.spec import DEFAULTS, CellSpec
@@ -142,16 +142,16 @@ def _learn_imports(launcher: Launcher, work: Path) -> None:
         pass
 
 
-def _training_death_to_reproduce(spec: CellSpec, ended: Dict[str, Any]) -> bool:
+def _training_death_to_reproduce(spec: CellSpec, ended: JsonObject) -> bool:
     """A worker killed in the lite training of a plainly trained model is started once more: it
     writes and runs the training's reproducer (``reproducer.training_death``) and exits."""
     return (ended.get("status") is Status.CRASH and ended.get("phase") == "train" and spec.root_cause
             and spec.mode == "normal" and not spec.tipc)
 
 
-def _ended_badly(outcome: Outcome, stage: str, timeout: float, work: Path) -> Dict[str, Any]:
+def _ended_badly(outcome: Outcome, stage: str, timeout: float, work: Path) -> JsonObject:
     if outcome.timed_out:
-        result: Dict[str, Any] = {"status": Status.TIMEOUT, "message": f"stage {stage} ran over {timeout:g} s and was killed"}
+        result: JsonObject = {"status": Status.TIMEOUT, "message": f"stage {stage} ran over {timeout:g} s and was killed"}
     else:
         result = outcome.describe()
     if stage.startswith(ANALYSIS_PREFIX):
@@ -159,7 +159,7 @@ def _ended_badly(outcome: Outcome, stage: str, timeout: float, work: Path) -> Di
     return result
 
 
-def _progress_left(work: Path, step: str) -> Dict[str, Any]:
+def _progress_left(work: Path, step: str) -> JsonObject:
     """What an analysis step that died with its worker had done (``cell/progress.py``): the stage it
     analysed and the trials that had ended, kept in its record; the stage unknown (None) without it."""
     lines = []
@@ -170,7 +170,7 @@ def _progress_left(work: Path, step: str) -> Dict[str, Any]:
     if not lines or lines[0].get("step") != step:
         return {"stage": None}
     trials = lines[1:]
-    said: Dict[str, Any] = {"stage": lines[0].get("stage"), "trials_before": trials}
+    said: JsonObject = {"stage": lines[0].get("stage"), "trials_before": trials}
     if trials:
         last = trials[-1]
         said["ended_before"] = (f"{len(trials)} trial(s) had ended before it (kept in the record); the last: "
@@ -178,7 +178,7 @@ def _progress_left(work: Path, step: str) -> Dict[str, Any]:
     return said
 
 
-def build_record(spec: CellSpec, finished: Dict[str, Dict[str, Any]], launches: int,
+def build_record(spec: CellSpec, finished: Dict[str, JsonObject], launches: int,
                  seconds: float, launcher: Launcher, cpu_seconds: Optional[float] = None,
                  preloaded: bool = False) -> CellRecord:
     setup = finished.get(SETUP, {"status": Status.CRASH, "message": "the worker never reported"})
@@ -207,7 +207,7 @@ def build_record(spec: CellSpec, finished: Dict[str, Dict[str, Any]], launches: 
         cpu_seconds=cpu_seconds)
 
 
-def _machine(setup: Dict[str, Any], stages: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _machine(setup: JsonObject, stages: List[JsonObject]) -> JsonObject:
     """The machine the cell side described (from inside its container); the host's own view,
     said so, when the worker died before describing it. With the math threads the stages used."""
     from ..shared.machine import describe
@@ -218,7 +218,7 @@ def _machine(setup: Dict[str, Any], stages: List[Dict[str, Any]]) -> Dict[str, A
     return machine
 
 
-def _render_tensor_report(analysis: Dict[str, Dict[str, Any]]) -> None:
+def _render_tensor_report(analysis: Dict[str, JsonObject]) -> None:
     """The cell side leaves the per-tensor diff as JSON; its tables and plot render here."""
     diff = analysis.get(Analysis.DIFF.value)
     if not diff or not diff.get("result") or not Path(diff["result"]).exists():

@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import HarnessFailure
 from .vocab import Judged, Status
-from .json_types import JsonObject
+from .json_types import JsonMapping, JsonObject
 
 __all__ = ["Comparison", "NothingCompared", "Tolerance", "compare_all", "compare_arrays", "compare_tol", "cosine",
            "describe_tolerance", "worst"]
@@ -53,10 +53,10 @@ class Tolerance:
                     ' + tol["rtol"] * np.abs(want)')
 
     @classmethod
-    def of(cls, table: Mapping[str, Any]) -> "Tolerance":
+    def of(cls, table: JsonMapping) -> "Tolerance":
         return cls(float(table["atol"]), float(table["rtol"]), float(table.get("scaled_atol", 0.0) or 0.0))
 
-    def overridden(self, table: Optional[Mapping[str, Any]]) -> "Tolerance":
+    def overridden(self, table: Optional[JsonMapping]) -> "Tolerance":
         """This tolerance with the keys a per-output override sets."""
         if not table:
             return self
@@ -136,7 +136,7 @@ class Comparison(Judged):
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Comparison":
+    def from_dict(cls, data: JsonMapping) -> "Comparison":
         shape, at_shape = data.get("shape"), data.get("at_shape")
         if isinstance(shape, str):  # schema 2 wrote the input shape's label over the tensor's shape
             shape, at_shape = (), at_shape or shape

@@ -7,9 +7,13 @@ taken apart. Everything between them works on the typed objects.
 
 from __future__ import annotations
 
-from typing import Dict, List, Union
+from typing import Dict, List, Mapping, Union
 
 JsonValue = Union[None, bool, int, float, str, List["JsonValue"], Dict[str, "JsonValue"]]
 JsonObject = Dict[str, JsonValue]
+# A JSON object read, not built: a record's part, a journal entry, a stage's evidence.
+JsonMapping = Mapping[str, JsonValue]
+# A table of the matrix file (TOML) as parsed: the same plain values (the matrix uses no TOML dates).
+TomlTable = Dict[str, JsonValue]
 
-__all__ = ["JsonObject", "JsonValue"]
+__all__ = ["JsonObject", "JsonMapping", "JsonValue", "TomlTable"]

@@ -24,8 +24,8 @@ import hashlib
 import os
 import platform
 import re
-from typing import Any, Dict, List, Mapping, Optional
-from .json_types import JsonObject
+from typing import Dict, List, Optional
+from .json_types import JsonMapping, JsonObject
 
 # The /proc/cpuinfo flags whose presence changes which kernels oneDNN (and MKL) run.
 NUMERIC_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "avx512_fp16",
@@ -110,7 +110,7 @@ def describe(onednn: Optional[JsonObject] = None, seen_from: str = "cell") -> Js
     }
 
 
-def label(machine: Optional[Mapping[str, Any]]) -> str:
+def label(machine: Optional[JsonMapping]) -> str:
     """One line a person reads: CPU, the numeric flags, oneDNN's ISA, cores."""
     if not machine:
         return "unknown machine (the record predates machine facts)"
@@ -130,10 +130,10 @@ def label(machine: Optional[Mapping[str, Any]]) -> str:
     return ", ".join(parts)
 
 
-def has(machine: Optional[Mapping[str, Any]], *flags: str) -> bool:
+def has(machine: Optional[JsonMapping], *flags: str) -> bool:
     """Whether the recorded machine had every one of ``flags`` (cpuinfo flags)."""
     return bool(machine) and all(f in (machine.get("flags") or []) for f in flags)
 
 
-def onednn_isa(machine: Optional[Mapping[str, Any]]) -> Optional[str]:
+def onednn_isa(machine: Optional[JsonMapping]) -> Optional[str]:
     return ((machine or {}).get("onednn") or {}).get("isa")

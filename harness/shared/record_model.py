@@ -29,7 +29,7 @@ from typing import Any, Iterator, List, Mapping, Optional, Tuple
 from .compare import Comparison, _optional_float
 from .spec import CellSpec
 from .vocab import Judged, Owner, SETUP, Status, Word
-from .json_types import JsonObject
+from .json_types import JsonMapping, JsonObject
 from .releases import ReleaseSpan, SourceReproducer
 
 SCHEMA = 3
@@ -59,7 +59,7 @@ class Outcome(Word):
             return None
 
 
-def _rest(data: Mapping[str, Any], known: Tuple[str, ...]) -> Mapping[str, Any]:
+def _rest(data: JsonMapping, known: Tuple[str, ...]) -> JsonMapping:
     """The keys of ``data`` a type does not model: kept so that a record read and written again is the same."""
     return {k: v for k, v in data.items() if k not in known and not k.startswith("_")}
 
@@ -77,7 +77,7 @@ class ShapeResult(Judged):
     reference: Optional[str] = None
     worst: Optional[Comparison] = None
     outputs: Mapping[str, Comparison] = dataclasses.field(default_factory=dict)
-    task: Optional[Mapping[str, Any]] = None
+    task: Optional[JsonMapping] = None
 
     def to_dict(self) -> JsonObject:
         out: JsonObject = {"index": self.index, "label": self.label, "status": self.status}
@@ -94,7 +94,7 @@ class ShapeResult(Judged):
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ShapeResult":
+    def from_dict(cls, data: JsonMapping) -> "ShapeResult":
         return cls(index=int(data.get("index", 0)), label=str(data.get("label", "")),
                    status=Status.of(data.get("status")), message=str(data.get("message") or ""),
                    reference=data.get("reference"),
@@ -113,17 +113,17 @@ class StageRecord(Judged):
     message: str = ""
     outputs: Mapping[str, Comparison] = dataclasses.field(default_factory=dict)
     worst: Optional[Comparison] = None
-    evidence: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    evidence: JsonMapping = dataclasses.field(default_factory=dict)
+    config: JsonMapping = dataclasses.field(default_factory=dict)
     shapes: Tuple[ShapeResult, ...] = ()
-    task: Optional[Mapping[str, Any]] = None
+    task: Optional[JsonMapping] = None
     failing_shape: Optional[int] = None
-    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+    extra: JsonMapping = dataclasses.field(default_factory=dict, repr=False)
 
     _KNOWN = ("name", "status", "message", "outputs", "worst", "evidence", "config", "shapes", "task", "failing_shape")
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], name: Optional[str] = None) -> "StageRecord":
+    def from_dict(cls, data: JsonMapping, name: Optional[str] = None) -> "StageRecord":
         per_output = data.get("outputs")
         # A setup entry's "outputs" lists the dygraph output labels (kept as they are); a stage's compares them.
         compared = isinstance(per_output, Mapping)
@@ -182,7 +182,7 @@ class Verdict(Judged):
     first_failing_stage: Optional[str] = None
     message: str = ""
     skipped_stage: Optional[str] = None
-    task: Optional[Mapping[str, Any]] = None
+    task: Optional[JsonMapping] = None
 
     def to_dict(self) -> JsonObject:
         out: JsonObject = {"status": self.status, "first_failing_stage": self.first_failing_stage,
@@ -194,7 +194,7 @@ class Verdict(Judged):
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
+    def from_dict(cls, data: JsonMapping) -> "Verdict":
         return cls(status=Status.of(data.get("status")), first_failing_stage=data.get("first_failing_stage"),
                    message=str(data.get("message") or ""), skipped_stage=data.get("skipped_stage"),
                    task=data.get("task") or None)
@@ -214,12 +214,12 @@ class AnalysisEntry:
     outcome: Optional[str] = None
     message: str = ""
     verdict: str = ""
-    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+    extra: JsonMapping = dataclasses.field(default_factory=dict, repr=False)
 
     _KNOWN = ("status", "stage", "outcome", "message", "verdict")
 
     @classmethod
-    def from_dict(cls, kind: str, data: Mapping[str, Any]) -> "AnalysisEntry":
+    def from_dict(cls, kind: str, data: JsonMapping) -> "AnalysisEntry":
         outcome = data.get("outcome")
         return cls(kind=kind, status=Status.of(data.get("status")), stage=data.get("stage"),
                    outcome=str(outcome) if outcome is not None else None, message=str(data.get("message") or ""),
@@ -321,7 +321,7 @@ class Reproducer:
         return SourceReproducer.from_dict(self.entry.get("source"))
 
     @property
-    def conversion(self) -> Mapping[str, Any]:
+    def conversion(self) -> JsonMapping:
         """Whose bug it is, for a runtime reading a converter's file (owner, words, converter, op)."""
         return self.entry.get("conversion") or {}
 
@@ -340,7 +340,7 @@ class Analyses:
     entries: Mapping[str, AnalysisEntry] = dataclasses.field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, data: Optional[Mapping[str, Any]]) -> "Analyses":
+    def from_dict(cls, data: Optional[JsonMapping]) -> "Analyses":
         return cls({kind: AnalysisEntry.from_dict(kind, entry) for kind, entry in (data or {}).items()
                     if isinstance(entry, Mapping)})
 
@@ -393,13 +393,13 @@ class CellRecord:
     stages: Tuple[StageRecord, ...]
     verdict: Verdict
     analysis: Analyses = Analyses()
-    paddle: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    machine: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    inputs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    paddle: JsonMapping = dataclasses.field(default_factory=dict)
+    machine: JsonMapping = dataclasses.field(default_factory=dict)
+    inputs: JsonMapping = dataclasses.field(default_factory=dict)
     harness: str = ""
     launches: int = 0
     launcher: str = ""
-    runner: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    runner: JsonMapping = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
     finished_at: str = ""
     cpu_seconds: Optional[float] = None
@@ -422,7 +422,7 @@ class CellRecord:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: Optional[Path] = None, run: Optional[Path] = None) -> "CellRecord":
+    def from_dict(cls, data: JsonMapping, path: Optional[Path] = None, run: Optional[Path] = None) -> "CellRecord":
         """A record of a readable schema (``READABLE_SCHEMAS``); ``ValueError`` names why not."""
         schema = data.get("schema")
         if schema not in READABLE_SCHEMAS:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Mapping, Optional, Tuple
+from typing import Optional, Tuple
 
 from .causes import cause_of, death_words
-from .json_types import JsonObject
+from .json_types import JsonMapping, JsonObject
 from .spec import version_order
 
 # What a source reproducer prints once its program is exported, and when its stage has no form
@@ -56,7 +56,7 @@ class SourceReproducer:
         return self.program == "ops"
 
     @classmethod
-    def from_dict(cls, data: Optional[Mapping[str, Any]]) -> "SourceReproducer":
+    def from_dict(cls, data: Optional[JsonMapping]) -> "SourceReproducer":
         if not data:
             return cls(why="no source reproducer (written by the harness since schema 3's releases)")
         verified = None if data.get("verified") is None and data.get("script") else bool(data.get("verified"))
@@ -85,7 +85,7 @@ class ReleaseRun:
         return {"version": self.version, "outcome": self.outcome.value, "line": self.line, "runs": self.runs}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ReleaseRun":
+    def from_dict(cls, data: JsonMapping) -> "ReleaseRun":
         return cls(str(data["version"]), RunOutcome(data["outcome"]), str(data.get("line") or ""),
                    int(data.get("runs") or 1))
 
@@ -117,7 +117,7 @@ class ReleaseSpan:
                 "produced_by": self.produced_by}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ReleaseSpan":
+    def from_dict(cls, data: JsonMapping) -> "ReleaseSpan":
         return cls(SpanOutcome(data["outcome"]), str(data.get("cause") or ""), str(data.get("reproducer") or ""),
                    tuple(data.get("releases") or ()), tuple(ReleaseRun.from_dict(t) for t in data.get("tried") or ()),
                    data.get("first_bad"), data.get("last_good"), data.get("fixed_in"), data.get("newest"),

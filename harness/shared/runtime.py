@@ -19,12 +19,12 @@ module and its sessions in the matrix.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple, Type
+from typing import ClassVar, Dict, List, Optional, Tuple, Type
 
 from .config import PredictorConfig, StageConfig
 from .spec import DEFAULTS
 from .vocab import Device, Precision, ProgramFormat, Reference, backend_stage_name
-from .json_types import JsonObject
+from .json_types import JsonMapping, JsonObject
 
 RUNTIME_PACKAGES = "harness.runtimes"  # where the runtime verticals live, Paddle Inference among them
 
@@ -150,7 +150,7 @@ class Backend:
         """The descriptor that serves programs in ``fmt`` (one backend word may take two paths)."""
         return self
 
-    def evidence_note(self, evidence: Mapping[str, Any]) -> Optional[str]:
+    def evidence_note(self, evidence: JsonMapping) -> Optional[str]:
         """One line on what a stage of this runtime ran, or None for the passes-and-ops line."""
         return None
 
@@ -245,7 +245,7 @@ class Registry:
                 return kind.from_dict(dict(data[kind.schema2_key], device=data.get("device", "cpu")))
         return PredictorConfig.from_dict(data)
 
-    def evidence_note(self, runtime: Optional[str], evidence: Mapping[str, Any]) -> Optional[str]:
+    def evidence_note(self, runtime: Optional[str], evidence: JsonMapping) -> Optional[str]:
         if not runtime:
             return None
         backend = self.runtimes().get(runtime)

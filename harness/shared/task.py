@@ -14,12 +14,12 @@ and box format); nothing is guessed from shapes.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 
 from .vocab import Word
-from .json_types import JsonObject
+from .json_types import JsonMapping, JsonObject
 
 TOP_K = 5
 IOU_KEPT = 0.9
@@ -47,7 +47,7 @@ class Task:
     box_format: str = "xyxy"
 
     @classmethod
-    def of(cls, raw: "str | Mapping[str, Any] | None") -> Optional["Task"]:
+    def of(cls, raw: "str | JsonMapping | None") -> Optional["Task"]:
         """From a matrix model's ``task`` (a word or a table); ``ValueError`` names what is wrong."""
         if raw is None:
             return None
@@ -181,7 +181,7 @@ def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(union > 0, inter / np.where(union > 0, union, 1), np.where(same, 1.0, 0.0))
 
 
-def worst_verdict(verdicts: Sequence[Optional[Mapping[str, Any]]]) -> Optional[JsonObject]:
+def worst_verdict(verdicts: Sequence[Optional[JsonMapping]]) -> Optional[JsonObject]:
     """The verdict with the smallest share kept, among a stage's shapes (records' dicts)."""
     found = [dict(v) for v in verdicts if v and v.get("of")]
     return min(found, key=lambda v: v["agree"] / v["of"]) if found else None

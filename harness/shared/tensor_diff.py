@@ -12,7 +12,7 @@ import re
 from typing import Any, List, Mapping, Optional, Tuple
 
 from .vocab import Judged, Status
-from .json_types import JsonObject
+from .json_types import JsonMapping, JsonObject
 
 _PIR_PREFIX = re.compile(r"^0x[0-9a-fA-F]+_")
 
@@ -58,7 +58,7 @@ class DumpedTensor:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "DumpedTensor":
+    def from_dict(cls, data: JsonMapping) -> "DumpedTensor":
         return cls(op=str(data["op"]), raw=str(data["raw"]), shape=tuple(data.get("shape") or ()),
                    dtype=str(data.get("dtype") or ""), file=str(data.get("file") or ""),
                    layout=str(data.get("layout") or ""), error=str(data.get("error") or ""),
@@ -128,9 +128,9 @@ class TensorDiff:
     rtol: float = 0.0
     scaled_atol: float = 0.0
     hooks_changed_output: Mapping[str, bool] = dataclasses.field(default_factory=dict)
-    final_outputs: List[Mapping[str, Any]] = dataclasses.field(default_factory=list)
-    base_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    test_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    final_outputs: List[JsonMapping] = dataclasses.field(default_factory=list)
+    base_config: JsonMapping = dataclasses.field(default_factory=dict)
+    test_config: JsonMapping = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
     program: Mapping[str, str] = dataclasses.field(default_factory=dict)  # the files diffed (``harness diff``)
     unmet: Mapping[str, str] = dataclasses.field(default_factory=dict)  # a side whose requirement this machine lacks
@@ -146,7 +146,7 @@ class TensorDiff:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "TensorDiff":
+    def from_dict(cls, data: JsonMapping) -> "TensorDiff":
         rows = [TensorRow(**{**r, "shape": tuple(r.get("shape") or ()), "test_shape": tuple(r.get("test_shape") or ()),
                              "status": Status.of(r.get("status"))}) for r in data.get("rows") or []]
         unmatched = [Unmatched(u["side"], u["op"], u["name"], tuple(u.get("shape") or ()), u["reason"])

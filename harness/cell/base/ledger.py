@@ -8,29 +8,30 @@ their own entries as they end.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Dict, Mapping, Optional
 
+from ...shared.json_types import JsonMapping
 from ...shared.record_model import AnalysisEntry, StageRecord
 from ...shared.vocab import SETUP, Analysis, Status
 
 
 class Ledger:
-    def __init__(self, entries: Optional[Mapping[str, Mapping[str, Any]]] = None):
-        self._entries: Dict[str, Mapping[str, Any]] = dict(entries or {})
+    def __init__(self, entries: Optional[Mapping[str, JsonMapping]] = None):
+        self._entries: Dict[str, JsonMapping] = dict(entries or {})
         self._read: Dict[str, StageRecord] = {}
 
-    def add(self, name: str, entry: Mapping[str, Any]) -> None:
+    def add(self, name: str, entry: JsonMapping) -> None:
         self._entries[name] = entry
         self._read.pop(name, None)
 
     def __contains__(self, name: str) -> bool:
         return name in self._entries
 
-    def entry(self, name: str) -> Mapping[str, Any]:
+    def entry(self, name: str) -> JsonMapping:
         """An entry as the journal keeps it (the JSON its record holds)."""
         return self._entries[name]
 
-    def entries(self) -> Dict[str, Mapping[str, Any]]:
+    def entries(self) -> Dict[str, JsonMapping]:
         return dict(self._entries)
 
     @property
@@ -45,7 +46,7 @@ class Ledger:
         stage = self.stage(name)
         return stage.status if stage is not None else None
 
-    def evidence(self, name: str) -> Mapping[str, Any]:
+    def evidence(self, name: str) -> JsonMapping:
         """What a stage recorded it ran (empty when it did not run)."""
         stage = self.stage(name)
         return stage.evidence if stage is not None else {}

@@ -26,10 +26,11 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import numpy as np
 
+from ...shared.json_types import JsonMapping, JsonObject
 from ...shared.runtime import StagePlan
 from ...shared.causes import cause_of
 from ...shared.compare import Tolerance
@@ -40,7 +41,6 @@ from ...shared.spec import OUTPUTS
 from ...shared.record_model import AnalysisEntry, StageRecord
 from ...shared.releases import RunOutcome, outcome as run_outcome
 from ...shared.vocab import Analysis, ProgramFormat, Status
-from ...shared.json_types import JsonObject
 from ..base.context import CellContext
 from ..base.ledger import Ledger
 from . import source_repro
@@ -54,13 +54,13 @@ SCRIPT = "repro.py"
 TIMEOUT = 300.0
 
 
-def write_and_verify(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
+def write_and_verify(ctx: CellContext, plan: StagePlan, done: Ledger) -> JsonObject:
     """The reproducer of stage ``plan``'s failure: on the piece the reduction found (the smallest
     piece: its program, inputs and expected outputs) when there is one, else on the whole model."""
     started = time.perf_counter()
     setup, stage = done.setup, done.stage(plan.name)
     reduced = done.analysis(Analysis.REDUCE)
-    piece: Optional[Mapping[str, Any]] = reduced.get("piece") if reduced is not None else None
+    piece: Optional[JsonMapping] = reduced.get("piece") if reduced is not None else None
     status = stage.status
     shape = stage.failing_shape or 0
     folder = ctx.work / "reproducer"
@@ -127,8 +127,8 @@ def _placed(source: "str | Path", target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def _conversion_judged(ctx: CellContext, plan: StagePlan, folder: Path, piece: Optional[Mapping[str, Any]],
-                       judge: "ConversionJudge", expected: "Dict[str, Any] | None",
+def _conversion_judged(ctx: CellContext, plan: StagePlan, folder: Path, piece: Optional[JsonMapping],
+                       judge: "ConversionJudge", expected: "JsonObject | None",
                        reduced: Optional[AnalysisEntry]) -> Optional[JsonObject]:
     """For a runtime that reads a converter's file: whose bug the verified failure is, judged by the
     format's own reference semantics on the file ``repro.py`` converted, against Paddle's outputs
@@ -181,13 +181,13 @@ JUDGE_ABOUT = ("Whose bug repro.py's failure is, written by the Paddle qualifica
                "0 when the file computes what Paddle computes: the runtime's.")
 
 
-def judge_script(judge: "ConversionJudge", expected: Dict[str, Any]) -> str:
+def judge_script(judge: "ConversionJudge", expected: JsonObject) -> str:
     """The script that judges a converted file against Paddle's outputs (``expected``: reference and
     tolerances, as a reproducer's): run beside ``repro.py``, after it."""
     return _script(judge.imports, "\n".join(judge.lines()) + "\n", expected, JUDGE_ABOUT)
 
 
-def _script(imports: str, run_lines: str, expected: "Dict[str, Any] | None", about: str = REPRODUCER_ABOUT) -> str:
+def _script(imports: str, run_lines: str, expected: "JsonObject | None", about: str = REPRODUCER_ABOUT) -> str:
     """The script: the runtime's own calls (``run_lines`` set ``names`` and ``outputs``), then the
     comparison with what the stage was compared with, or the error let through."""
     compare = ""
@@ -239,7 +239,7 @@ def compare_code() -> str:
 
 
 def _readme(ctx: CellContext, plan: StagePlan, setup: StageRecord, stage: StageRecord,
-            shapes: Dict[str, List[int]], expected: "Dict[str, Any] | None", where: Optional[AnalysisEntry]) -> str:
+            shapes: Dict[str, List[int]], expected: "JsonObject | None", where: Optional[AnalysisEntry]) -> str:
     paddle_info = setup.get("paddle") or {}
     machine = setup.get("machine")
     what = (f"Paddle raises: `{clip(stage.message, 400)}`" if expected is None else
@@ -395,7 +395,7 @@ def run_script(folder: Path, timeout: float, script: str = SCRIPT) -> JsonObject
     return {"exit": proc.returncode, "last_line": last, "output": output}
 
 
-def _verified(status: Status, key: str, run: Dict[str, Any]) -> bool:
+def _verified(status: Status, key: str, run: JsonObject) -> bool:
     """``key``: the words of the stage's cause the runtime says its own script prints."""
     if not run["exit"]:
         return False

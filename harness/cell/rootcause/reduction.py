@@ -24,12 +24,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
+from ...shared.json_types import JsonObject
 from ...shared.backends import PIR, program_format
 from ...shared.runtime import StagePlan
 from ...shared.spec import OUTPUTS
 from ...shared.record_model import Outcome, StageRecord
 from ...shared.vocab import Analysis, Stage, Status
-from ...shared.json_types import JsonObject
 from ..anatomy import isolation
 from ..base.context import CellContext
 from ..base.ledger import Ledger
@@ -50,7 +50,7 @@ def own_op_types(node_types: Dict[str, int], below: Sequence[Trial]) -> List[str
 # -- the cell's entry --------------------------------------------------------------------------------
 
 def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan], done: Ledger,
-                   model: Any, call_args: List[Any]) -> Dict[str, Any]:
+                   model: Any, call_args: List[Any]) -> JsonObject:
     """Localize the failure of stage ``plan`` to the smallest piece of ``model``, then to one op.
     ``piece`` names the program the reproducer replays (the one-op program, else the smallest
     piece), its inputs and (numeric failures) the outputs it is held to.
@@ -79,7 +79,7 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
     return result
 
 
-def trial_deaths(result: Dict[str, Any]) -> List[JsonObject]:
+def trial_deaths(result: JsonObject) -> List[JsonObject]:
     """Every trial of a reduction whose process died (pieces and op programs), with what it was."""
     trials = list(result.get("trials") or []) + list((result.get("isolation") or {}).get("tried") or [])
     return [dict(t["died"], trial=" + ".join(t.get("members") or [])) for t in trials if t.get("died")]
@@ -98,7 +98,7 @@ def cell_causes(plans: Dict[str, StagePlan], done: Ledger) -> List[str]:
     return found
 
 
-def _summary(result: Dict[str, Any]) -> Dict[str, Any]:
+def _summary(result: JsonObject) -> JsonObject:
     keys = ("outcome", "path", "members", "layer", "depth", "why_here", "op", "sub_exports", "unmasked")
     said = {k: result[k] for k in keys if k in result}
     said["script_piece"] = (result.get("piece") or {}).get("files", {}).get("program")
@@ -107,7 +107,7 @@ def _summary(result: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _reduce_one(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], plan: StagePlan,
-                done: Ledger, model: Any, call_args: List[Any]) -> Dict[str, Any]:
+                done: Ledger, model: Any, call_args: List[Any]) -> JsonObject:
     stage = done.stage(plan.name)
     found = descend(calls, trials)
     members = found.members
@@ -130,7 +130,7 @@ def _reduce_one(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], p
 
 
 def _located(found: Found, calls: Mapping[str, Call], answer: Optional[Trial], plan: StagePlan,
-             stage: StageRecord, exports: int) -> Dict[str, Any]:
+             stage: StageRecord, exports: int) -> JsonObject:
     node, members = found.node, found.members
     leaves = calls[""].leaves
     halving = sum(1 for t in found.trials if not t.finer)
@@ -147,7 +147,7 @@ def _located(found: Found, calls: Mapping[str, Call], answer: Optional[Trial], p
 
 
 def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], model: Any, call_args: List[Any],
-             done: Ledger, plan: StagePlan) -> Dict[str, Any]:
+             done: Ledger, plan: StagePlan) -> JsonObject:
     """The one op that reproduces alone, among those the answer's forward called (PIR programs)."""
     if program_format(done.setup.get("export")["program"]) != PIR:
         return {"isolation": {"outcome": Outcome.NOT_RUN, "runs": 0,
@@ -168,7 +168,7 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
     trials.held_ids = {id(t) for t in [*holder.parameters(), *holder.buffers()]}
     ranked, rules = isolation.schedule(calls, message, first)
     types = len({c.name.rstrip("_") for c in ranked})
-    tried: List[Dict[str, Any]] = []
+    tried: List[JsonObject] = []
     for group in [[c] for c in ranked]:
         found = _try_written(trials, isolation.written(group), tried)
         if found is not None:
@@ -203,7 +203,7 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
 
 
 def _smallest_window(trials: PieceTrials, ops: List["isolation.OpCall"],
-                     tried: List[Dict[str, Any]]) -> Tuple[Optional[Tuple[Any, Trial]], int]:
+                     tried: List[JsonObject]) -> Tuple[Optional[Tuple[Any, Trial]], int]:
     """The shortest run ``ops[start:end]`` of the forward's ops (in order, each wired to the ones
     before it, the rest fed) that reproduces: all of them first, then the latest start that still
     does, then the earliest end (binary searches: a failure that needs ops far apart is not
@@ -235,7 +235,7 @@ def _smallest_window(trials: PieceTrials, ops: List["isolation.OpCall"],
     return best, len(tried) - before
 
 
-def _try_written(trials: PieceTrials, program: "isolation.Written", tried: List[Dict[str, Any]]) -> Optional[Tuple[Any, Trial]]:
+def _try_written(trials: PieceTrials, program: "isolation.Written", tried: List[JsonObject]) -> Optional[Tuple[Any, Trial]]:
     """The program, in the public calls the model made; where that form says nothing (it could not be
     exported or run alone), the same ops as ``paddle._C_ops`` once more."""
     trial = trials.one_op(program)
@@ -251,8 +251,8 @@ def _form(program: "isolation.Written") -> str:
     return "paddle._C_ops (no public call ran it alone)" if program.harness_form else "the public API the model called"
 
 
-def _isolated(found: Tuple[Any, Trial], trials: PieceTrials, tried: List[Dict[str, Any]], candidates: int,
-              rules: Dict[str, int], types: int) -> Dict[str, Any]:
+def _isolated(found: Tuple[Any, Trial], trials: PieceTrials, tried: List[JsonObject], candidates: int,
+              rules: Dict[str, int], types: int) -> JsonObject:
     program, trial = found
     public = _public_form(trials, program, tried)
     if public is not None and public[1].reproduces:
@@ -306,7 +306,7 @@ def _public_words(program: "isolation.Written", public: Optional[Tuple[Any, Tria
 
 
 def _op_or_fusion(op_types: Dict[str, int], found: Found, answer: Optional[Trial], plan: StagePlan,
-                  done: Ledger) -> Dict[str, Any]:
+                  done: Ledger) -> JsonObject:
     """The answer's own op (by elimination over its sublayers' programs), or the fusion the culprit
     search named when its sublayers do not reproduce alone."""
     search = done.analysis(Analysis.BISECT)
@@ -327,7 +327,7 @@ def _op_or_fusion(op_types: Dict[str, int], found: Found, answer: Optional[Trial
                       "sublayers, which do not reproduce, do not have")}
 
 
-def _replayable(answer: Trial, failed: Status) -> Dict[str, Any]:
+def _replayable(answer: Trial, failed: Status) -> JsonObject:
     """What the reproducer replays: the piece's program, its inputs and the outputs it is held to
     (``expected``, a numeric failure's); Paddle's outputs of it whenever they ran (``paddle_outputs``:
     what a converted file is judged against when the stage raised)."""

@@ -42,7 +42,7 @@ from .trials import bookkeeping
 FAILED = (Status.FAIL, Status.ERROR)
 
 
-def fp32_ops_search(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
+def fp32_ops_search(ctx: CellContext, plan: StagePlan, done: Ledger) -> JsonObject:
     """``fp32_ops.search`` with the stage's failure probe; the words of builds that said nothing kept."""
     messages: List[str] = []
     shape = done.stage(plan.name).failing_shape or 0
@@ -50,7 +50,7 @@ def fp32_ops_search(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str
     return dict(found, invalid_messages=list(dict.fromkeys(messages))[:5]) if messages else found
 
 
-def reduce(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan], done: Ledger) -> Dict[str, Any]:
+def reduce(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan], done: Ledger) -> JsonObject:
     if ctx.cell.captured:
         return {"status": Status.SKIP, "message": "a captured export (TIPC) has no model source here to take apart"}
     if not ctx.mode.reducible:
@@ -62,7 +62,7 @@ def reduce(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan], done:
     return dict(reduction.reduce_failure(ctx, plan, plans, done, model, args), model=how)
 
 
-def triage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
+def triage(ctx: CellContext, plan: StagePlan, done: Ledger) -> JsonObject:
     """A failed consistency check, split three ways on the same inputs: the Python forward
     (dygraph), the saved program run by Paddle's own executor (``jit.load``), and the inference
     predictor (the baseline stage). Which pair agrees says where it broke."""
@@ -81,7 +81,7 @@ def triage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
     predictor = (ctx.load_outputs(ctx.file("baseline", shape), labels)
                  if (ctx.work / ctx.file("baseline", shape)).exists() else None)
 
-    def agreement(a: List[Any], b: Optional[List[Any]]) -> Dict[str, Any]:
+    def agreement(a: List[Any], b: Optional[List[Any]]) -> JsonObject:
         if b is None:
             return {"agree": False, "raised": executor_raised}
         if a and b and len(a) != len(b):
@@ -120,7 +120,7 @@ def triage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
     return said
 
 
-def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Ledger) -> Dict[str, Any]:
+def tensor_diff(ctx: CellContext, plan: StagePlan, baseline: StagePlan, done: Ledger) -> JsonObject:
     out = ctx.work / "tensors"
     shape = done.stage(plan.name).failing_shape or 0  # the shape the stage failed at
     try:
@@ -210,7 +210,7 @@ def failure_probe(ctx: CellContext, plan: StagePlan, done: Ledger, messages: Lis
     return probe
 
 
-def bisect(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
+def bisect(ctx: CellContext, plan: StagePlan, done: Ledger) -> JsonObject:
     engine = runtime(plan.runtime)
     stage = done.stage(plan.name)
     if plan.search is None:
@@ -253,7 +253,7 @@ def bisect(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
 NO_OP_TYPE = "__no_op_type__"
 
 
-def exclude_onednn_ops(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
+def exclude_onednn_ops(ctx: CellContext, plan: StagePlan, done: Ledger) -> JsonObject:
     """Op exclusion on oneDNN (``set_mkldnn_op``): measured first, then searched."""
     stage = done.stage(plan.name)
     raised = stage.status is Status.ERROR

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ...shared.json_types import JsonObject
 from ...shared import shapes
 from ...shared.causes import paddle_message
 from ...shared.records import file_sha256
@@ -28,7 +29,7 @@ from .rebuild import read_weights, weights_differ
 from ..base.structure import build_call_args, flatten_outputs, flatten_spec
 
 
-def input_specs(input_spec: List[Any], declared: Dict[str, Dict[str, Any]], where: str) -> List[InputSpec]:
+def input_specs(input_spec: List[Any], declared: Dict[str, JsonObject], where: str) -> List[InputSpec]:
     """The model's named inputs at their primary shapes (``None`` dims sized by the matrix)."""
     specs: List[InputSpec] = []
     for spec in flatten_spec(input_spec):
@@ -69,14 +70,14 @@ def shape_variants(ctx: CellContext, input_spec: List[Any], specs: List[InputSpe
 
 
 def variant_references(ctx: CellContext, layer: Any, input_spec: List[Any], specs: List[InputSpec],
-                       variants: List[shapes.Shapes]) -> List[Dict[str, Any]]:
+                       variants: List[shapes.Shapes]) -> List[JsonObject]:
     """Inputs and dygraph outputs at each variant shape (``inputs_s<k>.npz``, ``dygraph_s<k>.npz``).
     A shape the dygraph model itself cannot take is skipped with its words: it is no deployment's."""
     paddle = ctx.paddle
     fixed = {getattr(s, "name", None): list(s.shape) for s in flatten_spec(input_spec)}
     found = []
     for k, variant in enumerate(variants, 1):
-        entry: Dict[str, Any] = {"index": k, "label": shapes.label(variant), "inputs": variant}
+        entry: JsonObject = {"index": k, "label": shapes.label(variant), "inputs": variant}
         off = [name for name, shape in variant.items()
                if any(f is not None and f >= 0 and f != d for f, d in zip(fixed.get(name, []), shape))]
         if off:
@@ -96,7 +97,7 @@ def variant_references(ctx: CellContext, layer: Any, input_spec: List[Any], spec
     return found
 
 
-def setup(ctx: CellContext) -> Dict[str, Any]:
+def setup(ctx: CellContext) -> JsonObject:
     if ctx.cell.captured:
         return setup_from_capture(ctx, Path(ctx.cell.model["capture"]))
     cell = ctx.cell
@@ -227,7 +228,7 @@ def write_build_imports(ctx: CellContext) -> None:
         pass
 
 
-def repeatability(ctx: CellContext, layer: Any, args: List[Any], outputs: List[Any]) -> Dict[str, Any]:
+def repeatability(ctx: CellContext, layer: Any, args: List[Any], outputs: List[Any]) -> JsonObject:
     """A copy of the model run again on the same inputs, against the reference it just gave, at the
     fp32 tolerance. A model that draws random numbers at inference gives different outputs each run,
     and no stage compared with it can pass or fail for Paddle's reasons: ``agrees`` False with the
@@ -263,7 +264,7 @@ def repeatability(ctx: CellContext, layer: Any, args: List[Any], outputs: List[A
             "words": f"{said}: nothing compared with them can be judged; random ops its forward runs: {drawn}"}
 
 
-def setup_from_capture(ctx: CellContext, capture: Path) -> Dict[str, Any]:
+def setup_from_capture(ctx: CellContext, capture: Path) -> JsonObject:
     """A model someone else trained and exported: a TIPC command's ``jit.save``, intercepted
     (``harness.tipc.hook.capture``). Its inputs, dygraph outputs and saved files are the capture's;
     the ladder then runs as for any cell (``baseline`` is the export's consistency check)."""
@@ -348,7 +349,7 @@ def check_packages(ctx: CellContext, requirements: List[str], key: str, how: str
 
 # -- version-neutral weights ------------------------------------------------
 
-def _checkpoint_meta(ctx: CellContext) -> Dict[str, Any]:
+def _checkpoint_meta(ctx: CellContext) -> JsonObject:
     cell = ctx.cell
     # The model's source too: weights trained for an edited model are not this model's.
     return {"factory": cell.model["factory"], "mode": cell.mode, "seed": cell.seed,
@@ -356,7 +357,7 @@ def _checkpoint_meta(ctx: CellContext) -> Dict[str, Any]:
             "source": (cell.produced_by or {}).get("model_source")}
 
 
-def load_checkpoint(ctx: CellContext, layer: Any) -> Optional[Dict[str, Any]]:
+def load_checkpoint(ctx: CellContext, layer: Any) -> Optional[JsonObject]:
     """Load the run's shared checkpoint of this model, if one was trained already.
 
     The first cell of a run to train a model saves its state as plain ``.npz``; every
@@ -379,7 +380,7 @@ def load_checkpoint(ctx: CellContext, layer: Any) -> Optional[Dict[str, Any]]:
     return {"source": "checkpoint", "path": str(path), "sha256": file_sha256(Path(path))}
 
 
-def save_checkpoint(ctx: CellContext, layer: Any) -> Dict[str, Any]:
+def save_checkpoint(ctx: CellContext, layer: Any) -> JsonObject:
     path = Path(ctx.cell.checkpoint or ctx.work / "weights.npz")
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {k: v.numpy() for k, v in layer.state_dict().items()}

@@ -29,8 +29,9 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Mapping, Optional
 
+from ...shared.json_types import JsonObject
 from ...shared.records import atomic_write_json, file_sha256
 from ...shared.runfolder import PROGRAM_ENTRY as ENTRY
 from ...shared.runfolder import PROGRAM_WORK as WORK
@@ -40,7 +41,7 @@ from ...shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status
 _NOT_READ_BY_SETUP = ("session",)
 
 
-def program_key(cell: Any, paddle_info: Dict[str, Any]) -> Optional[str]:
+def program_key(cell: Any, paddle_info: JsonObject) -> Optional[str]:
     """What a setup is made from, as one digest; None when the cell's provenance is unknown."""
     produced_by = cell.produced_by
     if not isinstance(produced_by, dict) or cell.captured:
@@ -53,7 +54,7 @@ def program_key(cell: Any, paddle_info: Dict[str, Any]) -> Optional[str]:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-def _weights_now(result: Dict[str, Any]) -> Optional[str]:
+def _weights_now(result: JsonObject) -> Optional[str]:
     path = (result.get("weights") or {}).get("path")
     try:
         return file_sha256(Path(path)) if path else None
@@ -61,7 +62,7 @@ def _weights_now(result: Dict[str, Any]) -> Optional[str]:
         return None
 
 
-def reuse(ctx: Any, paddle_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+def reuse(ctx: Any, paddle_info: JsonObject) -> Optional[JsonObject]:
     """The published setup of this cell's program, brought into its work folder; None when there is
     none this cell may use (then it makes its own)."""
     folder = Path(ctx.cell.program) if ctx.cell.program else None
@@ -108,7 +109,7 @@ def _shareable_failure(entry: Any) -> bool:
     return isinstance(entry, Mapping) and (Status.of(entry.get("status")), entry.get("phase")) in SHARED_FAILURES
 
 
-def _failed_setup(ctx: Any, folder: Path, key: str, started: float) -> Optional[Dict[str, Any]]:
+def _failed_setup(ctx: Any, folder: Path, key: str, started: float) -> Optional[JsonObject]:
     try:
         work = json.loads((folder / WORK).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -128,7 +129,7 @@ def _failed_setup(ctx: Any, folder: Path, key: str, started: float) -> Optional[
     return entry
 
 
-def failed_setup_reproducer(ctx: Any, setup_entry: Any) -> "Dict[str, Any] | None":
+def failed_setup_reproducer(ctx: Any, setup_entry: Any) -> "JsonObject | None":
     """The maker's reproducer of the setup failure this cell's setup took from it, else None."""
     program = setup_entry.get("program") if setup_entry is not None else None
     if not (isinstance(program, dict) and program.get("reused") and ctx.cell.program):
@@ -144,7 +145,7 @@ def failed_setup_reproducer(ctx: Any, setup_entry: Any) -> "Dict[str, Any] | Non
     return dict(kept, reused_from=work["made_by"])
 
 
-def publish(ctx: Any, result: Dict[str, Any]) -> Optional[str]:
+def publish(ctx: Any, result: JsonObject) -> Optional[str]:
     """Make this cell's passing setup the program's: its files linked (or copied) into the run's
     program folder, its entry written last (the folder is not reusable before). Returns why not,
     or None. Never fails the cell: sharing only saves work."""
@@ -288,7 +289,7 @@ class Reused:
         else:
             self.open = False
 
-    def stage(self, plan: Any) -> "Dict[str, Any] | None":
+    def stage(self, plan: Any) -> "JsonObject | None":
         """The maker's entry of ``plan`` when the ladder so far is the maker's, else None (and never again)."""
         if self.made_by is None or not self.open:
             return None
@@ -301,7 +302,7 @@ class Reused:
         self.names.add(plan.name)
         return dict(kept["entry"], reused_from=self.made_by)
 
-    def analysis(self, journal_key: str, stage: str) -> "Dict[str, Any] | None":
+    def analysis(self, journal_key: str, stage: str) -> "JsonObject | None":
         """The maker's analysis step of a stage this reader took from it, else None."""
         kept = self.analyses.get(journal_key)
         if stage not in self.names or not isinstance(kept, dict) or kept.get("stage") != stage:
@@ -364,7 +365,7 @@ def publish_steps(ctx: Any, done: Any, plans: Any) -> None:
         pass  # the others analyse it themselves
 
 
-def step_analysis(ctx: Any, journal_key: str, plan: Any, done: Any) -> "Dict[str, Any] | None":
+def step_analysis(ctx: Any, journal_key: str, plan: Any, done: Any) -> "JsonObject | None":
     """Another session's analysis of the very failure this cell's stage met in a shared step (the
     same step key and words), else None."""
     entry = done.entry(plan.name) if plan.name in done else None

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...shared.json_types import JsonMapping, JsonObject
 from ...shared.runtime import StagePlan
 from ...shared.causes import raised_status
 from ...shared.compare import Comparison, compare_tol, worst
@@ -30,13 +31,13 @@ from ..base.registry import runtime
 LOW_PRECISION_DTYPES = {"int8": ("int8", "uint8"), "bf16": ("bfloat16", "uint16"), "fp16": ("float16",)}
 
 
-def same_program(evidence: Mapping[str, Any], reference: Mapping[str, Any]) -> bool:
+def same_program(evidence: JsonMapping, reference: JsonMapping) -> bool:
     """Same passes ran and the same op sequence executed: the two predictors ran one program."""
     keys = ("passes", "analysis_passes", "op_sequence_sha1")
     return all(k in evidence and k in reference for k in keys) and all(evidence[k] == reference[k] for k in keys)
 
 
-def planned(plan: StagePlan, **fields: Any) -> Dict[str, Any]:
+def planned(plan: StagePlan, **fields: Any) -> JsonObject:
     judged = {"tolerance_of": plan.tolerance_of} if plan.tolerance_of else {}
     return {"reference": plan.reference, "precision": plan.precision, **judged, "lever": plan.lever,
             "runtime": plan.runtime, "config": plan.config.to_dict(), **fields}
@@ -58,7 +59,7 @@ def shared_step(exc: BaseException) -> Dict[str, str]:
     return {"shared_step": step} if isinstance(step, str) else {}
 
 
-def run_stage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]:
+def run_stage(ctx: CellContext, plan: StagePlan, done: Ledger) -> JsonObject:
     reason = unmet(plan)
     if reason:
         return planned(plan, status=Status.SKIP, message=reason)
@@ -123,8 +124,8 @@ def run_stage(ctx: CellContext, plan: StagePlan, done: Ledger) -> Dict[str, Any]
     return result
 
 
-def _by_the_floor(ctx: CellContext, plan: StagePlan, setup: Any, labels: List[str], variants: List[Mapping[str, Any]],
-                  outputs: Mapping[str, Comparison], result: Dict[str, Any]) -> str:
+def _by_the_floor(ctx: CellContext, plan: StagePlan, setup: Any, labels: List[str], variants: List[JsonMapping],
+                  outputs: Mapping[str, Comparison], result: JsonObject) -> str:
     """A reduced-precision stage judged against what its precision explains (``precision_floor``):
     the floor measured at every shape the stage runs, the primary shape's verdict in place of the
     tolerance's; its words, or "" when the stage is not one or the floor could not be measured."""
@@ -144,8 +145,8 @@ def _by_the_floor(ctx: CellContext, plan: StagePlan, setup: Any, labels: List[st
     return "; ".join(filter(None, [verdict["words"], risk]))
 
 
-def _floor_verdict(ctx: CellContext, measured: Mapping[str, Any], shape: int,
-                   outputs: Mapping[str, Comparison]) -> Optional[Dict[str, Any]]:
+def _floor_verdict(ctx: CellContext, measured: JsonMapping, shape: int,
+                   outputs: Mapping[str, Comparison]) -> Optional[JsonObject]:
     return precision_floor.judge(measured, shape, {label: precision_floor.error_of(c) for label, c in outputs.items()},
                                  {label: ctx.fp32_atol for label in outputs})
 
@@ -168,7 +169,7 @@ def judged_as_the_stage(ctx: CellContext, stage: Any, labels: List[str]
 
 
 def _against_dygraph(ctx: CellContext, plan: StagePlan, done: Ledger, labels: List[str], got: List[np.ndarray],
-                     reference_name: Reference) -> Optional[Dict[str, Any]]:
+                     reference_name: Reference) -> Optional[JsonObject]:
     """A stage held to a baseline that failed against dygraph is held to dygraph too, and says both:
     agreeing with a wrong program is not a pass of the model (the export's failure, not this stage's)."""
     if reference_name != Reference.BASELINE or plan.name == Stage.BASELINE.value:
@@ -186,8 +187,8 @@ def _against_dygraph(ctx: CellContext, plan: StagePlan, done: Ledger, labels: Li
     return {"status": status, "worst": worst_of.to_dict() if worst_of is not None else None, "words": said}
 
 
-def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tuple[Mapping[str, Any], Dict[str, Any]]],
-              labels: List[str], result: Dict[str, Any]) -> None:
+def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tuple[JsonMapping, JsonObject]],
+              labels: List[str], result: JsonObject) -> None:
     """The same session run at every other shape the cell declares, each compared with its own
     reference at that shape. The stage fails (or errs) at the first shape that does, and says which;
     its ``shapes`` list keeps every shape's statistics."""
@@ -249,8 +250,8 @@ def stage_reference(ctx: CellContext, plan: StagePlan, labels: List[str],
     return Reference.BASELINE, ctx.load_outputs(ctx.file("baseline", shape), labels), ""
 
 
-def stage_status(plan: StagePlan, outputs: Mapping[str, Comparison], evidence: Mapping[str, Any],
-                 baseline_evidence: Mapping[str, Any]) -> Status:
+def stage_status(plan: StagePlan, outputs: Mapping[str, Comparison], evidence: JsonMapping,
+                 baseline_evidence: JsonMapping) -> Status:
     statuses = {o.status for o in outputs.values()}
     if evidence.get("not_as_claimed"):
         # The runtime says the stage did not run as its name claims (OpenVINO's default bf16 on an
@@ -267,7 +268,7 @@ def stage_status(plan: StagePlan, outputs: Mapping[str, Comparison], evidence: M
     return Status.PASS
 
 
-def low_precision_note(plan: StagePlan, evidence: Mapping[str, Any]) -> str:
+def low_precision_note(plan: StagePlan, evidence: JsonMapping) -> str:
     """The stage claims a low precision; the op outputs say whether it ran. (TensorRT engines
     hide their layers from the hook: their evidence is the engine op.)"""
     claimed = Precision(plan.precision).value
