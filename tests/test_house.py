@@ -349,3 +349,34 @@ def test_records_are_typed_at_the_json_edge():
     in_shared = {str(p): n for p, n in counts.items() if p.parts[1] == "shared" and n}
     assert in_shared == {}, in_shared
     assert sum(counts.values()) < 120, sorted(((n, str(p)) for p, n in counts.items() if n), reverse=True)[:10]
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as GitHub spells it."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_the_docs_links_lead_somewhere():
+    """Every relative link in README.md and docs/ names a file that exists, and an anchor one of its
+    headings; the README links every guide and the measurement log."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    broken = []
+    for page in pages:
+        prose = re.sub(r"`[^`\n]*`", "", page.read_text(encoding="utf-8"))  # code spans hold no links
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve()
+            if not file.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif anchor and file.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), re.MULTILINE)
+                if anchor not in {_slug(h) for h in headings}:
+                    broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert broken == [], broken
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for guide in sorted((ROOT / "docs" / "guides").glob("*.md")):
+        assert f"docs/guides/{guide.name}" in readme, guide.name
+    assert "docs/measurements.md" in readme
