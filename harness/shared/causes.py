@@ -115,14 +115,12 @@ def death_words(returncode: "int | None", output: str) -> str:
     """How a process that a signal killed is said — "died with SIGSEGV in phi::DenseTensor::Resize"
     (the signal, then Paddle's innermost C++ frame when its handler printed one) — the same words
     for a cell's worker and for a reproducer's script, so one can be matched with the other; "" when
-    the process was not killed by a signal (a shell's 128+N included)."""
+    the process was not killed by a signal. Only a negative code is a signal: the harness starts no
+    process through a shell, and a container's 128+N is turned into -N where it ends
+    (``launch.containers``); an exit status of 255 is a program's own ``exit(255)``."""
     from .logs import signal_name
 
-    if returncode is None:
-        return ""
-    if returncode > 128:  # killed by a signal, as a shell reports it
-        returncode = 128 - returncode
-    if returncode >= 0:
+    if returncode is None or returncode >= 0:
         return ""
     frame, _ = last_words(output)
     return f"died with {signal_name(returncode)}" + (f" in {frame}" if frame else "")

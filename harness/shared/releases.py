@@ -173,7 +173,12 @@ def outcome(exit_code: Optional[int], output: str, cause_words: str, numeric: bo
         # Paddle's innermost frame, which the cause's words hold.
         died = death_words(exit_code, output)
         reproduced = bool(cause_words) and cause_words in cause_of(f"{output}\n{died}")
-        last = died or last
+        # A signal only when there was one; else the script's own end, with its exit status unless
+        # it is Python's own for an uncaught exception (1), whose words are that line.
+        if died or not last:
+            last = died or f"exit status {exit_code}"
+        elif exit_code != 1:
+            last = f"{last} (exit status {exit_code})"
     return (RunOutcome.REPRODUCED if reproduced else RunOutcome.OTHER), last
 
 

@@ -183,3 +183,20 @@ def test_a_runtimes_words_name_a_file_of_the_run_from_the_run_folder(tmp_path):
     said = f"Load model from {run}/cpu_ort_fp32/2.6.2/normal/seg/export/model.onnx failed: /usr/lib/x.so"
     assert run_words(said, run) == "Load model from cpu_ort_fp32/2.6.2/normal/seg/export/model.onnx failed: /usr/lib/x.so"
     assert str(tmp_path) not in run_words(said, run)
+
+
+def test_a_release_s_answer_says_an_exit_status_as_one_and_a_signal_only_when_there_was_one():
+    """paddle2onnx's abort caught by the script, which exits 255: reproduced, said with its own last
+    line and "exit status 255" — never "died with signal 127" (255 read as 128 + a signal)."""
+    words = "Failed to convert PaddlePaddle model: (Unimplemented) the <n>th elementwise MUST be ir::FloatAttribute"
+    output = ("BUILT: Paddle 3.3.0, model.json\n[ERROR] Failed to convert PaddlePaddle model: (Unimplemented) "
+              "the 0th elementwise MUST be ir::FloatAttribute")
+    said, line = outcome(255, output, words, numeric=False)
+    assert said is RunOutcome.REPRODUCED, line
+    assert line.endswith("(exit status 255)") and "signal" not in line, line
+    other, line = outcome(3, "BUILT: Paddle 3.3.0, model.json\nValueError: another error", words, numeric=False)
+    assert other is RunOutcome.OTHER and line == "ValueError: another error (exit status 3)", line
+    raised, line = outcome(1, "BUILT: Paddle 3.3.0, model.json\nValueError: another error", words, numeric=False)
+    assert line == "ValueError: another error", line  # Python's own status for what it raised: its words say it
+    died, line = outcome(-11, "BUILT: Paddle 3.3.0, model.json\nSegmentation fault", "died with SIGSEGV", numeric=False)
+    assert line.startswith("died with SIGSEGV"), line
