@@ -35,6 +35,7 @@ from ...shared.json_types import JsonObject
 from ...shared.records import atomic_write_json, file_sha256
 from ...shared.runfolder import PROGRAM_ENTRY as ENTRY
 from ...shared.runfolder import PROGRAM_WORK as WORK
+from ...shared.causes import stage_cause
 from ...shared.vocab import ANALYSIS_PREFIX, SETUP, Analysis, Status
 
 # The provenance parts a setup does not read: the session (which stages run on the program).
@@ -318,12 +319,24 @@ class Reused:
 # that failure are the converter's, whatever runtime would have read the file (their predicate is
 # the converter's words). The first cell to analyse it publishes those analyses under the step's key;
 # a later cell of the program whose stage raised the same words from the same step takes them
-# (``reused_from``, ``reused_stage``). What depends on the runtime — the culprit search, the
-# workaround, whose verification runs the runtime once a converter option converts — stays each
-# cell's own. The pool runs the first cell of a program's converting sessions before the others.
+# (``reused_from``, ``reused_stage``), the words compared as the cause's (``stage_cause``: a
+# memory-dependent conversion differs in the values it read, run to run). What depends on the
+# runtime stays each cell's own: the culprit search, and the workaround — unless every change it
+# tried ended in the shared step's own failure (the runtime never ran), when it is taken too. The
+# pool runs the first cell of a program's converting sessions before the others.
 
-SHARED_ANALYSES = (Analysis.REDUCE, Analysis.REPRODUCER)
+SHARED_ANALYSES = (Analysis.REDUCE, Analysis.REPRODUCER, Analysis.WORKAROUND)
 STEPS = "steps"
+
+
+def _shareable(kind: Analysis, kept: Any, cause: str) -> bool:
+    """Whether the analysis answers for another runtime too: the reduction and the reproducer (their
+    predicate is the step's words); a workaround none of whose changes got past the step."""
+    if kind is not Analysis.WORKAROUND:
+        return True
+    tried = kept.get("tried") or []
+    return (kept.get("status") == Status.PASS.value and kept.get("outcome") == "none verified" and bool(tried)
+            and all(stage_cause(str(t.get("why") or "")) == cause for t in tried))
 
 
 def _step_file(ctx: Any, step: str) -> Optional[Path]:
@@ -350,16 +363,18 @@ def publish_steps(ctx: Any, done: Any, plans: Any) -> None:
         return
     plan, entry = found
     path = _step_file(ctx, entry["shared_step"])
+    cause = stage_cause(str(entry.get("message") or ""))
     analyses = {}
     for kind in SHARED_ANALYSES:
-        kept = done.entries().get(kind.journal_key)
-        if isinstance(kept, dict) and kept.get("stage") == plan.name and not kept.get("reused_from"):
-            analyses[kind.journal_key] = _plain(kept)
+        kept = _plain(done.entries().get(kind.journal_key))
+        if isinstance(kept, dict) and kept.get("stage") == plan.name and not kept.get("reused_from") \
+                and _shareable(kind, kept, cause):
+            analyses[kind.journal_key] = kept
     if path is None or path.exists() or not analyses:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(path, {"step": entry["shared_step"], "message": entry.get("message"), "made_by": ctx.cell.id,
+        atomic_write_json(path, {"step": entry["shared_step"], "cause": cause, "made_by": ctx.cell.id,
                                  "stage": plan.name, "analysis": analyses})
     except OSError:
         pass  # the others analyse it themselves
@@ -378,7 +393,8 @@ def step_analysis(ctx: Any, journal_key: str, plan: Any, done: Any) -> "JsonObje
     except (OSError, ValueError):
         return None
     if not isinstance(published, dict) or published.get("step") != entry["shared_step"] \
-            or published.get("message") != entry.get("message") or published.get("made_by") == ctx.cell.id:
+            or published.get("cause") != stage_cause(str(entry.get("message") or "")) \
+            or published.get("made_by") == ctx.cell.id:
         return None
     kept = (published.get("analysis") or {}).get(journal_key)
     if not isinstance(kept, dict):
