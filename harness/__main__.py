@@ -35,10 +35,10 @@ def _parser() -> argparse.ArgumentParser:
     for add in (_add_run, _add_tipc, _add_tools, _add_reports, _add_diff):
         add(sub)
     from .report import workarounds
-    from .running import pool, qualification, releases
+    from .running import families, pool, qualification, releases
 
     pool.add_parser(sub, DEFAULT_MATRIX), releases.add_parser(sub), workarounds.add_parser(sub)
-    qualification.add_parser(sub, DEFAULT_MATRIX)
+    qualification.add_parser(sub, DEFAULT_MATRIX), families.add_parser(sub, DEFAULT_MATRIX)
     return parser
 
 
@@ -474,12 +474,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     args = _parser().parse_args(argv)
     from .report import workarounds
-    from .running import pool, qualification, releases
+    from .running import families, pool, qualification, releases
 
     handler = {"run": _cmd_run, "pool": pool.command, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
                "diff": _cmd_diff, "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,
                "shards": _cmd_shards, "tipc": _cmd_tipc, "merge": _cmd_merge, "releases": releases.command,
-               "workarounds": workarounds.command, "qualification": qualification.command}[args.command]
+               "workarounds": workarounds.command, "qualification": qualification.command,
+               "families": families.command}[args.command]
     try:
         return handler(args)
     except UserError as exc:
