@@ -1199,3 +1199,11 @@ class ScaledInTheProgram(nn.Layer):
 
 def scaled_in_the_program():
     return ScaledInTheProgram(), [InputSpec([None, 8], "float32", "x")]
+
+
+def planted_suite_counting():
+    """A model of an installed suite (``tests/suites/harness_planted_suite``, copied into site-packages
+    by its test): its export freezes a Python call count."""
+    from harness_planted_suite.model import CountingNet
+
+    return CountingNet(8), _image_spec()

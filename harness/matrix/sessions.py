@@ -40,7 +40,8 @@ def missing_host_package(exc: ModuleNotFoundError, command: str) -> str:
     return (f"python -m harness {command} needs the host side's package {exc.name!r}, which {sys.executable} does "
             f"not have: run it through nox (nox -s {command}), or install {' '.join(HOST_SIDE)} into this Python.")
 # A uv-made venv cannot import paddle without setuptools.
-CELL_SIDE_EXTRAS = ("setuptools", "tabulate", "openpyxl", "matplotlib")
+# pysource-minimize: the minimizer of standalone reproducers (``cell/handover/minimize.py``), run in release environments.
+CELL_SIDE_EXTRAS = ("setuptools", "tabulate", "openpyxl", "matplotlib", "pysource-minimize")
 
 
 class SessionKind(str, enum.Enum):

@@ -38,7 +38,7 @@ from ..shared.record_model import AnalysisEntry, Analyses, CellRecord
 from ..shared.records import scan_records, write_record
 from ..shared.releases import ReleaseRun, ReleaseSpan, RunOutcome, SpanOutcome, outcome as run_outcome
 from ..shared.spec import at_least, version_order
-from . import envs
+from . import envs, standalone
 from .runlock import owned
 
 PACKAGE = "paddlepaddle"
@@ -72,6 +72,7 @@ class ReleaseCause:
     key: str
     numeric: bool
     records: List[CellRecord]
+    standalone: Optional[Path] = None  # its standalone script, verified here (``standalone.py``): asked first
 
     @property
     def home(self) -> CellRecord:
@@ -79,7 +80,7 @@ class ReleaseCause:
 
     @property
     def script(self) -> Path:
-        return self.home.located(self.home.analysis.reproducer.source.script)
+        return self.standalone or self.home.located(self.home.analysis.reproducer.source.script)
 
     @property
     def cause_words(self) -> str:
@@ -88,8 +89,8 @@ class ReleaseCause:
     @property
     def needs_suite(self) -> bool:
         """Whether its script builds the model's own classes (a piece or the model): it runs where the
-        model's packages are installed; an op-level script needs Paddle alone."""
-        return not self.home.analysis.reproducer.source.needs_no_suite
+        model's packages are installed; an op-level or standalone script needs Paddle alone."""
+        return self.standalone is None and not self.home.analysis.reproducer.source.needs_no_suite
 
     @property
     def larger_script(self) -> Optional[Path]:
@@ -345,6 +346,7 @@ class Options:
     pre: bool = False
     confirm: int = CONFIRMATIONS
     jobs: int = 2
+    minimize_budget: float = 90.0  # seconds of minimization per cause's standalone script (0: none)
 
 
 def run(results: Path, options: Options, say: Say = print) -> int:
@@ -381,8 +383,11 @@ def _run_locked(results: Path, options: Options, say: Say) -> int:
         k, cause = numbered
         said: Say = lambda line: say(line.replace("[releases]", f"[releases {k}]", 1))  # noqa: E731
         said(f"[releases] {shown[cause.key]}: {len(cause.records)} cell(s), the source reproducer of {cause.home.id}")
-        span = place(cause, served, Environments(options.envs_root, cause.home, options.python, said), said,
-                     options.confirm)
+        environments = Environments(options.envs_root, cause.home, options.python, said)
+        made = standalone.prepare(cause, environments, said, options.minimize_budget)
+        if made.script is not None:
+            cause = dataclasses.replace(cause, standalone=made.script)
+        span = dataclasses.replace(place(cause, served, environments, said, options.confirm), standalone=made.words)
         said(f"[releases] {shown[cause.key]}: {span.words()}")
         return span
 
@@ -424,6 +429,8 @@ def add_parser(sub: "argparse._SubParsersAction") -> None:
                         help="runs on each side of the boundary (default: %(default)s)")
     parser.add_argument("--jobs", type=_positive, default=None,
                         help="causes bisected at once (default: the CPU count)")
+    parser.add_argument("--minimize-budget", type=float, default=90.0,
+                        help="seconds of minimization of each cause's standalone script (default: %(default)s; 0: none)")
 
 
 def _versions(text: str) -> List[str]:
@@ -445,7 +452,7 @@ def command(args: "argparse.Namespace") -> int:
 
     existing_run(args.results, args.run_name)  # before the lock: a typo writes nothing
     options = Options(args.envs or default_envs_root(), args.python, tuple(args.releases) if args.releases else None,
-                      args.pre, args.confirm, args.jobs or os.cpu_count() or 1)
+                      args.pre, args.confirm, args.jobs or os.cpu_count() or 1, args.minimize_budget)
     return run(args.results / args.run_name, options)
 
 

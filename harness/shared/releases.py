@@ -48,12 +48,17 @@ class SourceReproducer:
     numeric: bool = False
     what: str = ""
     why: str = ""
-    program: str = ""  # what it rebuilds: "ops" (Paddle's public API alone), "piece" or "model" (their classes)
+    # What it rebuilds: "ops" (Paddle's public API alone), "piece" or "model" (their classes, the suite
+    # imported), "inlined" (the piece or model with the suite's source written in: Paddle alone).
+    program: str = ""
     larger: Optional["SourceReproducer"] = None  # beside an op-level one: the piece or model, for releases it cannot ask
+    # Beside a piece or model: the same with its suite's source written in (``cell/handover/inline.py``),
+    # run, minimized and asked first by ``releases``; or why there is none.
+    standalone: Optional["SourceReproducer"] = None
 
     @property
     def needs_no_suite(self) -> bool:
-        return self.program == "ops"
+        return self.program in ("ops", "inlined")
 
     @classmethod
     def from_dict(cls, data: Optional[JsonMapping]) -> "SourceReproducer":
@@ -64,7 +69,8 @@ class SourceReproducer:
                    RunOutcome(data["outcome"]) if data.get("outcome") else None, str(data.get("last_line") or ""),
                    str(data.get("cause_words") or ""), bool(data.get("numeric")), str(data.get("what") or ""),
                    str(data.get("why") or ""), str(data.get("program") or ""),
-                   cls.from_dict(data["larger"]) if data.get("larger") else None)
+                   cls.from_dict(data["larger"]) if data.get("larger") else None,
+                   cls.from_dict(data["standalone"]) if data.get("standalone") else None)
 
 
 class SpanOutcome(str, enum.Enum):
@@ -108,13 +114,14 @@ class ReleaseSpan:
     confirmations: int = 3
     note: str = ""
     produced_by: str = "python -m harness releases"
+    standalone: str = ""  # the standalone script asked (its suite's source written in, minimized), or why none
 
     def to_dict(self) -> JsonObject:
         return {"status": "pass", "outcome": self.outcome.value, "cause": self.cause, "reproducer": self.reproducer,
                 "releases": list(self.releases), "tried": [t.to_dict() for t in self.tried],
                 "first_bad": self.first_bad, "last_good": self.last_good, "fixed_in": self.fixed_in,
                 "newest": self.newest, "confirmations": self.confirmations, "note": self.note,
-                "produced_by": self.produced_by}
+                "produced_by": self.produced_by, "standalone": self.standalone}
 
     @classmethod
     def from_dict(cls, data: JsonMapping) -> "ReleaseSpan":
@@ -122,7 +129,7 @@ class ReleaseSpan:
                    tuple(data.get("releases") or ()), tuple(ReleaseRun.from_dict(t) for t in data.get("tried") or ()),
                    data.get("first_bad"), data.get("last_good"), data.get("fixed_in"), data.get("newest"),
                    int(data.get("confirmations") or 3), str(data.get("note") or ""),
-                   str(data.get("produced_by") or "python -m harness releases"))
+                   str(data.get("produced_by") or "python -m harness releases"), str(data.get("standalone") or ""))
 
     def unasked_below(self, version: Optional[str]) -> Tuple[ReleaseRun, ...]:
         """The releases older than ``version`` whose run said nothing (not built there, failed another

@@ -43,7 +43,7 @@ from ...shared.releases import RunOutcome, outcome as run_outcome
 from ...shared.vocab import Analysis, ProgramFormat, Status
 from ..base.context import CellContext
 from ..base.ledger import Ledger
-from . import source_repro
+from . import inline, source_repro
 from ..base.registry import runtime
 
 if TYPE_CHECKING:
@@ -302,8 +302,25 @@ def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: 
     except (source_repro.Unspellable, HarnessFailure) as why:  # the program reproducer above stands either way
         return {"why": f"not written: {why}", **({"smaller": smaller} if smaller else {})}
     tried = _source_written(ctx, plan, done, folder, built, tolerances)
+    standalone = _standalone(ctx, plan, done, folder / "standalone", reduced) if tried.get("verified") else None
     return dict(tried, program="piece" if reduced is not None and reduced.get("source_piece") else "model",
-                **({"smaller": smaller} if smaller else {}))
+                **({"smaller": smaller} if smaller else {}), **({"standalone": standalone} if standalone else {}))
+
+
+def _standalone(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path, reduced: Any) -> JsonObject:
+    """The same piece (or model) with its suite's source written in (``inline.py``): a script that
+    imports Paddle, numpy and the standard library only. Written, not run here (``verified`` None):
+    ``releases`` runs it at the cell's own release, minimizes it (``minimize.py``) and asks every
+    release with it, the suite's releases or not."""
+    try:
+        built, tolerances = _source_of_piece_or_model(ctx, plan, done, reduced, inline.StandaloneWriter(ctx.paddle))
+    except (source_repro.Unspellable, HarnessFailure) as why:
+        return {"why": f"not written: {why}"}
+    written = _source_written(ctx, plan, done, folder, built, tolerances, run_it=False)
+    foreign = inline.foreign_imports(Path(written["script"]).read_text(encoding="utf-8"))
+    if foreign:
+        return {"why": f"not written: it would still import {', '.join(foreign[:3])}"}
+    return dict(written, program="inlined")
 
 
 def _larger(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path, reduced: Any) -> JsonObject:
@@ -319,8 +336,9 @@ def _larger(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path, reduc
                 program="piece" if reduced is not None and reduced.get("source_piece") else "model")
 
 
-def _source_of_piece_or_model(ctx: CellContext, plan: StagePlan, done: Ledger, reduced: Any):
-    """The reduction's piece (else the whole model) rebuilt from its classes, and its tolerances."""
+def _source_of_piece_or_model(ctx: CellContext, plan: StagePlan, done: Ledger, reduced: Any, writer: Any = None):
+    """The reduction's piece (else the whole model) rebuilt from its classes, and its tolerances;
+    ``writer``: how its classes are spelled (``source_repro.Writer`` by default)."""
     from ..setup.rebuild import model_and_spec
 
     setup, stage = done.setup, done.stage(plan.name)
@@ -331,10 +349,11 @@ def _source_of_piece_or_model(ctx: CellContext, plan: StagePlan, done: Ledger, r
         members = [layers[path] if path else model for path in chosen["members"]]
         feeds = dict(np.load(chosen["inputs"]))
         what = f"the piece {', '.join(chosen['members'])} of {ctx.cell.model['name']}"
-        built = source_repro.piece(ctx.paddle, Path(chosen["module"]).read_text(encoding="utf-8"), members, feeds, what)
+        built = source_repro.piece(ctx.paddle, Path(chosen["module"]).read_text(encoding="utf-8"), members, feeds, what,
+                                   writer)
         built.setup = source_repro.factory_setup(ctx.paddle, ctx.cell.model["factory"])
         return built, [ctx.tolerance(plan).to_dict()]
-    built = source_repro.whole_model(ctx.paddle, model, input_spec, ctx.feeds(stage.failing_shape or 0))
+    built = source_repro.whole_model(ctx.paddle, model, input_spec, ctx.feeds(stage.failing_shape or 0), writer)
     built.setup = source_repro.factory_setup(ctx.paddle, ctx.cell.model["factory"])
     triage = done.analysis(Analysis.TRIAGE)
     fresh = ((triage.get("export") or {}).get("fresh_export") or {}) if triage is not None else {}

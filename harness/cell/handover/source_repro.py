@@ -41,6 +41,10 @@ from ...shared.releases import BUILT, NOT_RUNNABLE
 from ...shared.json_types import JsonObject
 
 SCRIPT = "source_repro.py"
+# Around what the script writes of the model (its classes, the helpers and constants they read): the
+# part a minimizer may take apart (``minimize.py``); the rest is the harness's check, never touched.
+MODEL_SOURCE = "# -- the model's source --\n"
+MODEL_SOURCE_END = "# -- end of the model's source --\n"
 MODEL_PLACEHOLDER = "__harness_model__"
 PARAMS_PLACEHOLDER = "__harness_params__"
 # Where installed packages and the standard library live: a class from there is imported, never copied.
@@ -281,11 +285,13 @@ def factory_setup(paddle: Any, factory_path: str) -> str:
             "# before anything of the model is imported:\n" + writer.header() + writer.body() + statements + "\n")
 
 
-def whole_model(paddle: Any, model: Any, input_spec: Sequence[Any], feeds: Dict[str, np.ndarray]) -> Source:
-    """The model itself, exported with its own InputSpecs (a flat list of them only)."""
+def whole_model(paddle: Any, model: Any, input_spec: Sequence[Any], feeds: Dict[str, np.ndarray],
+                writer: Optional["Writer"] = None) -> Source:
+    """The model itself, exported with its own InputSpecs (a flat list of them only); ``writer``: how
+    classes are spelled (default: installed packages imported, the rest written into the script)."""
     if not all(isinstance(s, paddle.static.InputSpec) for s in input_spec):
         raise Unspellable("the model takes structured inputs (a dict of InputSpec); only a flat list is written")
-    writer = Writer(paddle)
+    writer = writer or Writer(paddle)
     expression = writer.layer(model)
     specs = ", ".join(_spec_words(paddle, s) for s in input_spec)
     build = (f"layer = {expression}\n"
@@ -296,10 +302,11 @@ def whole_model(paddle: Any, model: Any, input_spec: Sequence[Any], feeds: Dict[
                   feed_names=[s.name for s in input_spec])
 
 
-def piece(paddle: Any, piece_module: str, members: Sequence[Any], feeds: Dict[str, np.ndarray], what: str) -> Source:
+def piece(paddle: Any, piece_module: str, members: Sequence[Any], feeds: Dict[str, np.ndarray], what: str,
+          writer: Optional["Writer"] = None) -> Source:
     """The reduction's piece: its generated ``Piece`` class (``pieces.piece_source``) around its
     members rebuilt from their classes, fed ``in0..``."""
-    writer = Writer(paddle)
+    writer = writer or Writer(paddle)
     built = ", ".join(writer.layer(m) for m in members)
     writer.definitions["harness.piece"] = _piece_class(piece_module)
     build = (f"layer = Piece([{built}])\n"
@@ -435,7 +442,8 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
 
         import numpy as np
         import paddle
-        ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT) + source.setup + source.writer.header() + imports + "\n\n" + source.writer.body() + \
+        ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT) + imports + "\n" + \
+        MODEL_SOURCE + source.setup + source.writer.header() + "\n\n" + source.writer.body() + MODEL_SOURCE_END + \
         rebuilt(source) + textwrap.dedent('''\
         reference = [t.numpy() for t in paddle.utils.flatten(dygraph) if isinstance(t, paddle.Tensor)]
         scratch = tempfile.TemporaryDirectory(prefix="source-repro-")  # removed when the script exits
@@ -460,5 +468,5 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
     return path
 
 
-__all__ = ["SCRIPT", "Unspellable", "Writer", "Source", "whole_model", "piece", "op_program", "factory_setup",
+__all__ = ["SCRIPT", "MODEL_SOURCE", "MODEL_SOURCE_END", "Unspellable", "Writer", "Source", "whole_model", "piece", "op_program", "factory_setup",
            "by_format", "write", "rebuilt"]

@@ -1,0 +1,247 @@
+"""A source reproducer that needs nothing but Paddle (cell side): the suite's own source written in.
+
+``source_repro.Writer`` imports a class from an installed package (a suite's) by its name, so its
+script runs only where that suite installs — at releases the suite supports. ``StandaloneWriter``
+writes every class and function the piece is built from into the script instead, whatever package
+it comes from, down to the helpers, constants and module-level objects they read; only Paddle,
+numpy and the standard library stay imports. What the suite's modules do around those definitions
+is rewritten so that the script runs alone, and said in the script:
+
+* a suite module a definition reads as a namespace (``F.act(x)`` where ``F`` is the suite's
+  ``functional``): a ``types.SimpleNamespace`` of the names it reads from it, each written in;
+* an import inside a function body from the suite (``from .ops import act``): the names bound at
+  module level instead, the statement replaced by ``pass``;
+* a decorator that is the suite's own (a registry's ``@register``, ``@serializable``): dropped — it
+  files the class in the suite's registry, which the script has not; Paddle's and Python's stay;
+* a module-level object with no literal form (a logger, a compiled pattern, a registry dict): the
+  statement that made it, from the module's source, with what it reads.
+
+Two suite definitions of one name from two modules cannot share the script's namespace: said, and
+no standalone script is written. The script is then verified like every reproducer and minimized
+(``minimize.py``)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import importlib.util
+import inspect
+import sys
+import textwrap
+import types
+from typing import Any, Dict, List, Optional, Set
+
+from .source_repro import Unspellable, Writer, _installed, _names_read
+
+# What a standalone script may import: Paddle, numpy and the standard library.
+KEPT_ROOTS = ("paddle", "numpy")
+
+
+def kept(module_name: str) -> bool:
+    """Whether a standalone script imports ``module_name`` rather than writing its source in."""
+    root = (module_name or "").split(".")[0]
+    if root in KEPT_ROOTS or root in sys.builtin_module_names:
+        return True
+    stdlib = getattr(sys, "stdlib_module_names", None)
+    if stdlib is not None:
+        return root in stdlib
+    return _installed(root) and "site-packages" not in (getattr(sys.modules.get(root), "__file__", "") or "")
+
+
+def imports_of(script: str) -> List[str]:
+    """The top-level module names a script imports (statically), and a dynamic import's argument."""
+    found: List[str] = []
+    for node in ast.walk(ast.parse(script)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append("." * node.level + (node.module or ""))
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
+            found.append(str(node.args[0].value))
+    return found
+
+
+def foreign_imports(script: str) -> List[str]:
+    """What a script imports beyond Paddle, numpy and the standard library (a relative import included)."""
+    return sorted({name for name in imports_of(script) if name.startswith(".") or not kept(name)})
+
+
+class StandaloneWriter(Writer):
+    """``Writer`` that writes in every definition not from Paddle, numpy or the standard library."""
+
+    def __init__(self, paddle: Any):
+        super().__init__(paddle)
+        self.dropped: List[str] = []  # the suite's decorators left out, said in the script
+        self._named: Dict[str, str] = {}  # a bare name written in -> the definition it is
+        self._module_trees: Dict[str, Optional[ast.Module]] = {}
+        self._namespaces: Dict[str, Dict[str, str]] = {}  # a suite module read as a namespace: attribute -> spelling
+
+    def reference(self, obj: Any) -> str:
+        module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
+        if not module or "<locals>" in qualname or "<lambda>" in qualname:
+            raise Unspellable(f"{qualname or obj!r} is defined inside a function: it has no name to import or copy")
+        public = self._public_paddle_name(obj)
+        if public:
+            return public
+        if kept(module):
+            return f"{self._module_name(module)}.{qualname}"
+        self.inline(obj)
+        return qualname
+
+    def inline(self, obj: Any) -> None:
+        key = f"{obj.__module__}.{obj.__qualname__}"
+        if key in self.definitions or key in self._busy:
+            return
+        if "." in obj.__qualname__:
+            raise Unspellable(f"{obj.__qualname__} is nested in a class; it is not copied on its own")
+        self._claim(obj.__name__, key)
+        self._busy.add(key)
+        try:
+            source = textwrap.dedent(inspect.getsource(obj))
+        except (OSError, TypeError) as exc:
+            raise Unspellable(f"the source of {key} cannot be read ({exc})") from None
+        module = sys.modules[obj.__module__]
+        source = self._without_suite_decorators(source, module)
+        source = self._imports_in_bodies(source, module, key)
+        if isinstance(obj, type):
+            for base in obj.__bases__:
+                if base is not object:
+                    self.reference(base)
+        for name in sorted(_names_read(source) - {obj.__name__}):
+            self._global(module, name, key, source)
+        self._busy.discard(key)
+        self.definitions[key] = source
+
+    def _claim(self, name: str, key: str) -> None:
+        """One bare name, one definition: the script has a single namespace."""
+        held = self._named.setdefault(name, key)
+        if held != key:
+            raise Unspellable(f"two definitions named {name!r} ({held} and {key}) would share the script's namespace")
+
+    def _global(self, module: types.ModuleType, name: str, user: str, source: str = "") -> None:  # type: ignore[override]
+        if name.startswith("__"):
+            return  # a module's own dunder (``__name__``): the script has its own
+        if name not in vars(module) or hasattr(builtins, name) and getattr(builtins, name) is vars(module)[name]:
+            return
+        value = vars(module)[name]
+        if isinstance(value, types.ModuleType) and not kept(value.__name__):
+            self._namespace(module, name, value, user, source)
+            return
+        if isinstance(value, types.ModuleType) or isinstance(value, type) or callable(value) and hasattr(value, "__qualname__") \
+                or value is None or isinstance(value, (bool, int, float, str, tuple, list, dict)) \
+                or name.startswith("__"):
+            try:
+                super()._global(module, name, user)
+                return
+            except Unspellable:
+                pass  # a constant with no literal form: the statement that made it, below
+        self._assignment(module, name, user)
+
+    def _namespace(self, module: types.ModuleType, name: str, value: types.ModuleType, user: str, source: str) -> None:
+        """A suite module read as ``name.attr``: a namespace of the attributes read, each written in."""
+        attrs = sorted({node.attr for node in ast.walk(ast.parse(source or "pass"))
+                        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name})
+        key = f"{module.__name__}.{name}=namespace"
+        self._claim(name, key)
+        held = self._namespaces.setdefault(key, {})
+        for attr in attrs:
+            if hasattr(value, attr) and attr not in held:
+                held[attr] = self.value(getattr(value, attr))
+        self.imports["import types"] = ""
+        # After what it names (written in just now): a namespace is built when the script runs it.
+        self.definitions.pop(key, None)
+        self.definitions[key] = f"{name} = types.SimpleNamespace({', '.join(f'{a}={v}' for a, v in sorted(held.items()))})\n"
+
+    def _assignment(self, module: types.ModuleType, name: str, user: str) -> None:
+        """The module-level statement that bound ``name``, with what it reads."""
+        key = f"{module.__name__}.{name}=statement"
+        if key in self.definitions or key in self._busy:
+            return
+        tree = self._tree(module)
+        found = None
+        for node in tree.body if tree is not None else []:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets) and getattr(node, "value", None) is not None:
+                found = node
+        if found is None:
+            raise Unspellable(f"{user} reads the module global {name!r} ({type(vars(module)[name]).__qualname__}), "
+                              f"made by no statement of {module.__name__} the script can copy")
+        self._claim(name, key)
+        self._busy.add(key)
+        statement = ast.unparse(found) + "\n"
+        for read in sorted(_names_read(statement) - {name}):
+            self._global(module, read, key, statement)
+        self._busy.discard(key)
+        self.definitions[key] = statement
+
+    def _tree(self, module: types.ModuleType) -> Optional[ast.Module]:
+        if module.__name__ not in self._module_trees:
+            try:
+                self._module_trees[module.__name__] = ast.parse(inspect.getsource(module))
+            except (OSError, TypeError, SyntaxError):
+                self._module_trees[module.__name__] = None
+        return self._module_trees[module.__name__]
+
+    def _without_suite_decorators(self, source: str, module: types.ModuleType) -> str:
+        """The definition without the decorators of its top statement that are the suite's own."""
+        tree = ast.parse(source)
+        node = tree.body[0]
+        lines = source.splitlines(keepends=True)
+        drop: Set[int] = set()
+        for decorator in getattr(node, "decorator_list", []):
+            root = decorator
+            while isinstance(root, (ast.Attribute, ast.Call)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            value = vars(module).get(root.id) if isinstance(root, ast.Name) else None
+            owner = getattr(value, "__name__", "") if isinstance(value, types.ModuleType) else getattr(value, "__module__", "")
+            if value is not None and owner and not kept(owner):
+                drop.update(range(decorator.lineno - 1, decorator.end_lineno))
+                self.dropped.append(ast.unparse(decorator))
+        return "".join(line for i, line in enumerate(lines) if i not in drop)
+
+    def _imports_in_bodies(self, source: str, module: types.ModuleType, user: str) -> str:
+        """Imports from the suite inside the definition's bodies: their names bound at module level
+        (written in), the statement replaced by ``pass``."""
+        tree = ast.parse(source)
+        top = tree.body[0]
+        lines = source.splitlines(keepends=True)
+        replaced: Dict[int, str] = {}
+        for node in ast.walk(top):
+            if node is top or not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            if isinstance(node, ast.ImportFrom):
+                target = importlib.util.resolve_name("." * node.level + (node.module or ""), module.__package__ or "") \
+                    if node.level else node.module or ""
+                if kept(target):
+                    continue
+                imported = importlib.import_module(target)
+                for alias in node.names:
+                    value = getattr(imported, alias.name, None)
+                    if value is None:
+                        value = importlib.import_module(f"{target}.{alias.name}")
+                    bound = alias.asname or alias.name
+                    spelled = self.value(value) if not isinstance(value, types.ModuleType) else None
+                    if spelled is None:
+                        raise Unspellable(f"{user} imports the module {target}.{alias.name} inside a function")
+                    if spelled != bound:
+                        self._claim(bound, f"{user}:{bound}")
+                        self.definitions[f"{user}:{bound}=bound"] = f"{bound} = {spelled}\n"
+            elif any(not kept(a.name) for a in node.names):
+                raise Unspellable(f"{user} imports {', '.join(a.name for a in node.names)} inside a function")
+            else:
+                continue
+            indent = lines[node.lineno - 1][: len(lines[node.lineno - 1]) - len(lines[node.lineno - 1].lstrip())]
+            replaced[node.lineno - 1] = f"{indent}pass  # {ast.unparse(node)} (written in above)\n"
+            for i in range(node.lineno, node.end_lineno):
+                replaced[i] = ""
+        return "".join(replaced.get(i, line) for i, line in enumerate(lines))
+
+    def body(self) -> str:
+        said = (f"# Left out: the suite's own decorator(s) {', '.join(sorted(set(self.dropped)))} (they file a class "
+                f"in the suite's registry).\n\n" if self.dropped else "")
+        return said + super().body()
+
+
+__all__ = ["StandaloneWriter", "kept", "imports_of", "foreign_imports"]
