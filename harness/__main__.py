@@ -479,8 +479,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     handler = {"run": _cmd_run, "pool": pool.command, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
                "diff": _cmd_diff, "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,
                "shards": _cmd_shards, "tipc": _cmd_tipc, "merge": _cmd_merge, "releases": releases.command,
-               "workarounds": workarounds.command, "qualification": qualification.command,
-               "families": families.command}[args.command]
+               "workarounds": workarounds.command, "qualification": qualification.command, "families": families.command
+               }[args.command]
     try:
         return handler(args)
     except UserError as exc:
