@@ -1,6 +1,5 @@
-"""Command line: ``python -m harness <command> ...``, the host side: run, tipc, images, shards,
-merge, probe, report, qualify, regress, port, diff. The cell side has its own entry
-(``python -m harness.cell``), started by a launcher, never by this one.
+"""Command line: ``python -m harness <command> ...``, the host side (``--help`` lists the commands). The
+cell side has its own entry (``python -m harness.cell``), started by a launcher, never by this one.
 
 User errors print one line and exit 2; ``run`` exits 1 when any cell did not pass (or skip).
 """
@@ -476,10 +475,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .report import workarounds
     from .running import families, pool, qualification, releases
 
-    handler = {"run": _cmd_run, "pool": pool.command, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port,
-               "diff": _cmd_diff, "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify,
-               "shards": _cmd_shards, "tipc": _cmd_tipc, "merge": _cmd_merge, "releases": releases.command,
-               "workarounds": workarounds.command, "qualification": qualification.command, "families": families.command
+    handler = {"run": _cmd_run, "report": _cmd_report, "regress": _cmd_regress, "port": _cmd_port, "diff": _cmd_diff,
+               "images": _cmd_images, "probe": _cmd_probe, "qualify": _cmd_qualify, "shards": _cmd_shards,
+               "tipc": _cmd_tipc, "merge": _cmd_merge,  # and each command module's own, by its name:
+               **{m.__name__.rsplit(".", 1)[-1]: m.command for m in (pool, releases, workarounds, qualification, families)}
                }[args.command]
     try:
         return handler(args)
