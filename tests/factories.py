@@ -1207,3 +1207,10 @@ def planted_suite_counting():
     from harness_planted_suite.model import CountingNet
 
     return CountingNet(8), _image_spec()
+
+
+def planted_suite_gated():
+    """A model of the installed planted suite whose export raises ``bool(Tensor)`` in the suite's helper."""
+    from harness_planted_suite.model import GatedNet
+
+    return GatedNet(8), [InputSpec([None, 8], "float32", "x")]

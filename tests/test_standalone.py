@@ -1,7 +1,8 @@
 """Every finding a standalone script: a failure inside an installed suite's layer gets, beside its
 source reproducer that imports the suite, one with the suite's source written in (Paddle, numpy and
 the standard library only), which ``releases`` runs at the cause's release in an environment
-without the suite, minimizes (pysource-minimize) and asks every release with."""
+without the suite, minimizes (pysource-minimize) and asks every release with — a stage's numeric
+failure and an export that raises alike."""
 
 from __future__ import annotations
 
@@ -14,29 +15,50 @@ from pathlib import Path
 import pytest
 
 from harness.cell.handover.inline import foreign_imports
+from harness.cell.handover.source_repro import MODEL_SOURCE, MODEL_SOURCE_END
 
-from .conftest import ROOT, load_record, run_harness
+from .conftest import ROOT, matrix_text, run_harness
 
 PLANTED = ROOT / "tests" / "suites" / "harness_planted_suite"
 
 
-@pytest.fixture
-def installed_suite():
-    """The planted suite in this interpreter's site-packages, as a suite is installed; removed after."""
+@pytest.fixture(scope="module")
+def standalone_run(tmp_path_factory, shared_envs):
+    """The planted suite installed into this interpreter's site-packages (as a suite is installed), two
+    of its models run in cpu_fp32, then ``releases`` at the cell's own release; the suite removed."""
+    from .conftest import installed_paddle, load_record
+
+    version = installed_paddle()
+    if not version.startswith("3."):
+        pytest.skip("the planted failures are Paddle 3's (to_static's bool(Tensor), PIR programs)")
     target = Path(sysconfig.get_paths()["purelib"]) / PLANTED.name
     shutil.copytree(PLANTED, target, dirs_exist_ok=True)
-    yield target
-    shutil.rmtree(target, ignore_errors=True)
+    tmp = tmp_path_factory.mktemp("standalone")
+    try:
+        matrix = tmp / "matrix.toml"
+        matrix.write_text(matrix_text(version, {"counting": "tests.factories:planted_suite_counting",
+                                                "gated": "tests.factories:planted_suite_gated"},
+                                      inputs={"gated": "x = { shape = [4, 8] }"}))
+        results = tmp / "r"
+        run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--results", str(results))
+        run = results / "default"
+        before = {m: load_record(run, f"cpu_fp32/{version}/normal/{m}") for m in ("counting", "gated")}
+        proc = run_harness("releases", "--results", str(results), "--releases", version, "--envs", str(shared_envs),
+                           "--confirm", "1", "--minimize-budget", "60", "--jobs", "2", timeout=1500)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        after = {m: load_record(run, f"cpu_fp32/{version}/normal/{m}") for m in ("counting", "gated")}
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
+    return {"run": run, "before": before, "after": after, "version": version}
 
 
-def test_a_failure_in_an_installed_suite_gets_a_standalone_minimized_script(
-        installed_suite, write_matrix, tmp_path, paddle_version, shared_envs):
-    matrix = write_matrix({"counting": "tests.factories:planted_suite_counting"})
-    results = tmp_path / "r"
-    run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--results", str(results))
-    run = results / "default"
-    record = load_record(run, f"cpu_fp32/{paddle_version}/normal/counting")
-    source = record["analysis"]["reproducer"]["source"]
+def _model_source(script: Path) -> str:
+    text = script.read_text(encoding="utf-8")
+    return text[text.index(MODEL_SOURCE) + len(MODEL_SOURCE):text.index(MODEL_SOURCE_END)]
+
+
+def test_a_numeric_failure_in_an_installed_suite_gets_a_standalone_minimized_script(standalone_run):
+    source = standalone_run["before"]["counting"]["analysis"]["reproducer"]["source"]
     # The suite's script imports the suite by name (it is installed) and reproduces.
     assert source["program"] == "model" and source["verified"] is True, source
     assert "import harness_planted_suite" in Path(source["script"]).read_text()
@@ -45,19 +67,31 @@ def test_a_failure_in_an_installed_suite_gets_a_standalone_minimized_script(
     assert standalone["program"] == "inlined" and standalone["verified"] is None, standalone
     text = Path(standalone["script"]).read_text()
     assert foreign_imports(text) == [], foreign_imports(text)
-    assert "class CountingNet" in text and "class ConvBNAct" in text and "F = types.SimpleNamespace(scaled=scaled)" in text
+    assert "class CountingNet" in text and "class ConvBNAct" in text and "F = types.SimpleNamespace(" in text
     assert "SCALE = 3.0" in text and "logger = logging.getLogger(__name__)" in text
     assert "decorator(s) register" in text and "@register" not in text  # the suite's registry: left out, said
-    # releases: run without the suite at the cell's release, minimized, asked with.
-    proc = run_harness("releases", "--results", str(results), "--releases", paddle_version, "--envs", str(shared_envs),
-                       "--confirm", "1", "--minimize-budget", "60", timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    span = load_record(run, f"cpu_fp32/{paddle_version}/normal/counting")["analysis"]["releases"]
-    assert "reproduces at " + paddle_version + " without the suite" in span["standalone"], span
+    # releases ran it without the suite at the cell's release, minimized it, and asked with the smaller.
+    span = standalone_run["after"]["counting"]["analysis"]["releases"]
+    assert f"reproduces at {standalone_run['version']} without the suite" in span["standalone"], span
     assert "minimized" in span["standalone"] and span["reproducer"].endswith("minimized/source_repro.py"), span
-    smaller = run / span["reproducer"]
-    assert len(smaller.read_text().splitlines()) < len(text.splitlines())
-    # It runs with the suite gone: Paddle alone.
-    shutil.rmtree(installed_suite)
+    smaller = Path(span["reproducer"])
+    assert len(_model_source(smaller).splitlines()) < len(_model_source(Path(standalone["script"])).splitlines())
+    # It runs with the suite gone (the fixture removed it): Paddle alone, the mismatch reproduced.
     alone = subprocess.run([sys.executable, smaller.name], cwd=smaller.parent, capture_output=True, text=True, timeout=600)
     assert alone.returncode != 0 and "MISMATCH: reproduced" in alone.stdout, alone.stdout[-2000:] + alone.stderr[-2000:]
+
+
+def test_an_export_that_raises_in_a_suite_helper_gets_a_standalone_minimized_script(standalone_run):
+    setup = standalone_run["before"]["gated"]["setup"]
+    assert setup["status"] == "error" and setup["phase"] == "export" and "bool" in setup["message"], setup
+    source = standalone_run["before"]["gated"]["analysis"]["reproducer"]["source"]
+    assert source["verified"] is True and source["standalone"]["program"] == "inlined", source
+    assert "def positive(t):" in Path(source["standalone"]["script"]).read_text()
+    span = standalone_run["after"]["gated"]["analysis"]["releases"]
+    assert "minimized" in span["standalone"], span
+    smaller = Path(span["reproducer"])
+    kept = _model_source(smaller)
+    # Down to what raises: the gate on the kept output, asked through the helper's ``any``.
+    assert "any(" in kept and len(kept.splitlines()) <= 20, kept
+    alone = subprocess.run([sys.executable, smaller.name], cwd=smaller.parent, capture_output=True, text=True, timeout=600)
+    assert alone.returncode != 0 and "bool" in alone.stderr, alone.stderr[-2000:]

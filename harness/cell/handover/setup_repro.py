@@ -25,7 +25,7 @@ from ...shared.errors import HarnessFailure
 from ...shared.json_types import JsonObject
 from ...shared.releases import BUILT, RunOutcome, outcome as run_outcome
 from ...shared.vocab import Status
-from . import source_repro
+from . import inline, source_repro
 from ..base.context import CellContext
 from .reproducer import run_script
 
@@ -35,13 +35,13 @@ def export_failure(ctx: CellContext, message: str) -> JsonObject:
     export raised, as it was trained, run in dygraph, then exported: ``verified`` when it raises the
     same cause. The one such cause has no program to replay."""
 
-    def built() -> source_repro.Source:
+    def built(writer: "source_repro.Writer | None" = None) -> source_repro.Source:
         if ctx.built is None:
             raise HarnessFailure("the trained instance is not in this process (its worker was restarted)")
         layer, input_spec = ctx.built
-        return source_repro.whole_model(ctx.paddle, layer, input_spec, ctx.feeds(0))
+        return source_repro.whole_model(ctx.paddle, layer, input_spec, ctx.feeds(0), writer)
 
-    return _written(ctx, built, _export_script, stage_cause(message)[:120])
+    return _written(ctx, built, _export_script, stage_cause(message)[:120], standalone=True)
 
 
 def training_death(ctx: CellContext, message: str) -> JsonObject:
@@ -59,8 +59,8 @@ def training_death(ctx: CellContext, message: str) -> JsonObject:
     return _written(ctx, built, script, cause_of(message.removeprefix("worker ")))
 
 
-def _written(ctx: CellContext, build: Callable[[], source_repro.Source],
-             write: Callable[[Path, source_repro.Source], Path], key: str) -> JsonObject:
+def _written(ctx: CellContext, build: Callable[..., source_repro.Source],
+             write: Callable[[Path, source_repro.Source], Path], key: str, standalone: bool = False) -> JsonObject:
     folder = ctx.work / "reproducer" / "source"
     if folder.exists():
         shutil.rmtree(folder)
@@ -75,9 +75,28 @@ def _written(ctx: CellContext, build: Callable[[], source_repro.Source],
     verified = outcome is RunOutcome.REPRODUCED
     entry = {"folder": str(folder), "script": str(script), "what": source.what, "verified": verified,
              "outcome": outcome.value, "last_line": line, "cause_words": key, "numeric": False, "program": "model"}
+    if standalone and verified and inline.foreign_imports(script.read_text(encoding="utf-8")):
+        entry["standalone"] = _standalone(ctx, build, write, folder / "standalone", key)
     return {"status": Status.PASS, "stage": "setup", "script": str(script), "folder": str(folder),
             "program": "model", "verified": verified, "last_line": line, "source": entry,
             "paddle": ctx.paddle_api.paddle_info()}
+
+
+def _standalone(ctx: CellContext, build: Callable[..., source_repro.Source],
+                write: Callable[[Path, source_repro.Source], Path], folder: Path, key: str) -> JsonObject:
+    """The same script with the suite's source written in (``inline.py``): written, not run here —
+    ``releases`` runs it without the suite, minimizes it and asks every release with it."""
+    try:
+        source = build(inline.StandaloneWriter(ctx.paddle))
+        source.setup = source_repro.factory_setup(ctx.paddle, ctx.cell.model["factory"])
+    except (source_repro.Unspellable, HarnessFailure) as why:
+        return {"why": f"not written: {why}"}
+    script = write(folder, source)
+    foreign = inline.foreign_imports(script.read_text(encoding="utf-8"))
+    if foreign:
+        return {"why": f"not written: it would still import {', '.join(foreign[:3])}"}
+    return {"folder": str(folder), "script": str(script), "what": source.what, "verified": None,
+            "cause_words": key, "numeric": False, "program": "inlined"}
 
 
 def _header(source: source_repro.Source, does: str, lazy_annotations: bool = False) -> str:
@@ -96,7 +115,8 @@ def _header(source: source_repro.Source, does: str, lazy_annotations: bool = Fal
         import numpy as np
         import paddle
         ''').replace("@FUTURE@", "from __future__ import annotations\n\n" if lazy_annotations else "")
-    return (doc + source.setup + source.writer.header() + "\n\n" + source.writer.body() + source_repro.rebuilt(source)
+    return (doc + source_repro.MODEL_SOURCE + source.setup + source.writer.header() + "\n\n" + source.writer.body()
+            + source_repro.MODEL_SOURCE_END + source_repro.rebuilt(source)
             + f'print(f"{BUILT} Paddle {{paddle.__version__}}, the model built and ran in dygraph", flush=True)\n')
 
 

@@ -45,3 +45,22 @@ class CountingNet(nn.Layer):
         self.calls += 1
         y = self.head(self.stem(image))
         return scaled(F.scaled(y, SCALE), float(self.calls))
+
+
+@register
+class GatedNet(nn.Layer):
+    """Keeps its first call's output and scales later calls when it was positive: exported after an
+    eager call, the trace reaches ``bool(Tensor)`` inside the suite's helper and raises."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.norm = nn.LayerNorm(dim)
+        self.first = None
+
+    def forward(self, x):
+        hidden = self.norm(self.proj(x))
+        if self.first is None:
+            self.first = hidden.detach()
+            return hidden
+        return hidden * SCALE if F.positive(self.first) else hidden
