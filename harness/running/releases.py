@@ -76,7 +76,12 @@ class ReleaseCause:
 
     @property
     def home(self) -> CellRecord:
-        return max(self.records, key=lambda r: version_order(r.version))
+        """The newest Paddle's record whose reproducer is its own (not taken from another session's cell
+        of a shared step): its session is the one the script's environment is made for."""
+        newest = max(version_order(r.version) for r in self.records)
+        at = [r for r in self.records if version_order(r.version) == newest]
+        own = [r for r in at if r.analysis.reproducer is None or not r.analysis.reproducer.reused_from]
+        return (own or at)[0]
 
     @property
     def script(self) -> Path:

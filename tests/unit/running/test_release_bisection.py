@@ -200,3 +200,20 @@ def test_a_release_s_answer_says_an_exit_status_as_one_and_a_signal_only_when_th
     assert line == "ValueError: another error", line  # Python's own status for what it raised: its words say it
     died, line = outcome(-11, "BUILT: Paddle 3.3.0, model.json\nSegmentation fault", "died with SIGSEGV", numeric=False)
     assert line.startswith("died with SIGSEGV"), line
+
+
+def test_a_cause_met_alike_by_two_runtimes_is_asked_with_the_script_of_the_cell_that_made_it():
+    """The OpenVINO cell took its reproducer from the ONNX Runtime cell that analysed their shared
+    conversion: the cause's script is the ONNX Runtime cell's, and so is the environment it runs in."""
+    from harness.running.releases import ReleaseCause
+
+    from ...conftest import as_record
+
+    made = {"status": "pass", "stage": "ort_convert", "script": "cpu_ort_fp32/3.3.1/normal/m/reproducer/repro.py"}
+    ort = as_record({"id": "cpu_ort_fp32/3.3.1/normal/m", "cell": {"session": {"name": "cpu_ort_fp32", "backend": "ort"}},
+                     "analysis": {"reproducer": made}})
+    ov = as_record({"id": "cpu_openvino_fp32/3.3.1/normal/m",
+                    "cell": {"session": {"name": "cpu_openvino_fp32", "backend": "openvino"}},
+                    "analysis": {"reproducer": dict(made, stage="openvino_convert", reused_from=ort.id)}})
+    assert ReleaseCause("k", False, [ov, ort]).home is ort
+    assert ReleaseCause("k", False, [ov]).home is ov  # none of its own: the one there is
