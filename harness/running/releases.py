@@ -80,7 +80,7 @@ class ReleaseCause:
         of a shared step): its session is the one the script's environment is made for."""
         newest = max(version_order(r.version) for r in self.records)
         at = [r for r in self.records if version_order(r.version) == newest]
-        own = [r for r in at if r.analysis.reproducer is None or not r.analysis.reproducer.reused_from]
+        own = [r for r in at if r.analysis.reproducer is None or not r.analysis.reproducer.entry.get("reused_from")]
         return (own or at)[0]
 
     @property

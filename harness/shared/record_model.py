@@ -321,11 +321,6 @@ class Reproducer:
         return SourceReproducer.from_dict(self.entry.get("source"))
 
     @property
-    def reused_from(self) -> Optional[str]:
-        """The cell whose reproducer this is, when another session's cell made it (a shared step or setup)."""
-        return self.entry.get("reused_from")
-
-    @property
     def conversion(self) -> JsonMapping:
         """Whose bug it is, for a runtime reading a converter's file (owner, words, converter, op)."""
         return self.entry.get("conversion") or {}
