@@ -68,7 +68,7 @@ import numpy as np
 
 import paddle.inference
 
-from ...cell.runtime import Runtime, Session
+from ...cell.base.runtime import Runtime, Session
 from . import TOY
 
 
