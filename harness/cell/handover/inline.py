@@ -71,6 +71,8 @@ def foreign_imports(script: str) -> List[str]:
 class StandaloneWriter(Writer):
     """``Writer`` that writes in every definition not from Paddle, numpy or the standard library."""
 
+    lazy_annotations = True  # a config class named in a signature before its definition (PaddleFormers', measured)
+
     def __init__(self, paddle: Any):
         super().__init__(paddle)
         self.dropped: List[str] = []  # the suite's decorators left out, said in the script

@@ -131,7 +131,8 @@ def _saved(folder: Path, source: source_repro.Source, script: str) -> Path:
 
 def _export_script(folder: Path, source: source_repro.Source) -> Path:
     """The export raising with Paddle's words is the reproduction; an export that passes exits 0."""
-    return _saved(folder, source, _header(source, "exported (paddle.jit.save)") + textwrap.dedent('''\
+    return _saved(folder, source, _header(source, "exported (paddle.jit.save)", source.writer.lazy_annotations)
+                  + textwrap.dedent('''\
         scratch = tempfile.TemporaryDirectory(prefix="source-repro-")  # removed when the script exits
         paddle.jit.save(layer, os.path.join(scratch.name, "model"), input_spec=spec)
         print("exported: not reproduced")

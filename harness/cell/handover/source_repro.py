@@ -70,6 +70,10 @@ def _installed(module_name: str) -> bool:
 class Writer:
     """Spells values as Python source, collecting the imports and inlined definitions they need."""
 
+    # Annotations left unevaluated (``from __future__ import annotations``): definitions written in from
+    # many modules name each other in their signatures before all are defined (``StandaloneWriter``).
+    lazy_annotations = False
+
     def __init__(self, paddle: Any):
         self.paddle = paddle
         self.imports: Dict[str, str] = {}       # import line -> itself (ordered, once)
@@ -436,13 +440,14 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
         exported by the Paddle that runs this script, then run with the
         stage's runtime calls and compared with that Paddle's own dygraph outputs. It runs at any release:
         python source_repro.py (exits non-zero when it reproduces; "@BUILT@" is printed once it is exported)."""
-        import os
+        @FUTURE@import os
         import sys
         import tempfile
 
         import numpy as np
         import paddle
-        ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT) + imports + "\n" + \
+        ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT).replace(
+        "@FUTURE@", "from __future__ import annotations\n\n" if source.writer.lazy_annotations else "") + imports + "\n" + \
         MODEL_SOURCE + source.setup + source.writer.header() + "\n\n" + source.writer.body() + MODEL_SOURCE_END + \
         rebuilt(source) + textwrap.dedent('''\
         reference = [t.numpy() for t in paddle.utils.flatten(dygraph) if isinstance(t, paddle.Tensor)]
