@@ -86,41 +86,14 @@ class StandaloneWriter(Writer):
         self._module_trees: Dict[str, Optional[ast.Module]] = {}
         self._namespaces: Dict[str, Dict[str, str]] = {}  # a suite module read as a namespace: attribute -> spelling
 
-    def reference(self, obj: Any) -> str:
-        module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
-        if not module or "<locals>" in qualname or "<lambda>" in qualname:
-            raise Unspellable(f"{qualname or obj!r} is defined inside a function: it has no name to import or copy")
-        public = self._public_paddle_name(obj)
-        if public:
-            return public
-        if kept(module):
-            return f"{self._module_name(module)}.{qualname}"
-        self.inline(obj)
-        return qualname
+    def imports_module(self, module: str) -> bool:
+        return kept(module)
 
-    def inline(self, obj: Any) -> None:
-        key = f"{obj.__module__}.{obj.__qualname__}"
-        if key in self.definitions or key in self._busy:
-            return
-        if "." in obj.__qualname__:
-            raise Unspellable(f"{obj.__qualname__} is nested in a class; it is not copied on its own")
-        self._claim(obj.__name__, key)
-        self._busy.add(key)
-        try:
-            source = textwrap.dedent(inspect.getsource(obj))
-        except (OSError, TypeError) as exc:
-            raise Unspellable(f"the source of {key} cannot be read ({exc})") from None
-        module = sys.modules[obj.__module__]
-        source = self._without_suite_decorators(source, module)
-        source = self._imports_in_bodies(source, module, key)
-        if isinstance(obj, type):
-            for base in obj.__bases__:
-                if base is not object:
-                    self.reference(base)
-        for name in sorted(_names_read(source) - {obj.__name__}):
-            self._global(module, name, key, source)
-        self._busy.discard(key)
-        self.definitions[key] = source
+    def _as_written(self, source: str, module: types.ModuleType, key: str) -> str:
+        return self._imports_in_bodies(self._without_suite_decorators(source, module), module, key)
+
+    def _read(self, module: types.ModuleType, name: str, user: str, source: str) -> None:
+        self._global(module, name, user, source)
 
     def _claim(self, name: str, key: str) -> None:
         """One bare name, one definition: the script has a single namespace."""

@@ -132,10 +132,14 @@ class Writer:
         public = self._public_paddle_name(obj)
         if public:
             return public
-        if _installed(module):
+        if self.imports_module(module):
             return f"{self._module_name(module)}.{qualname}"
         self.inline(obj)
         return qualname
+
+    def imports_module(self, module: str) -> bool:
+        """Whether the script imports ``module`` (an installed package's) rather than writing its source in."""
+        return _installed(module)
 
     def _module_name(self, module: str) -> str:
         """How the script names an installed module: its dotted path where that path reaches it, else
@@ -171,20 +175,34 @@ class Writer:
             return
         if "." in obj.__qualname__:
             raise Unspellable(f"{obj.__qualname__} is nested in a class; it is not copied on its own")
+        self._claim(obj.__name__, key)
         self._busy.add(key)
         try:
             source = textwrap.dedent(inspect.getsource(obj))
         except (OSError, TypeError) as exc:
             raise Unspellable(f"the source of {key} cannot be read ({exc})") from None
         module = sys.modules[obj.__module__]
+        source = self._as_written(source, module, key)
         if isinstance(obj, type):
             for base in obj.__bases__:
                 if base is not object:
                     self.reference(base)
         for name in sorted(_names_read(source) - {obj.__name__}):
-            self._global(module, name, key)
+            self._read(module, name, key, source)
         self._busy.discard(key)
         self.definitions[key] = source
+
+    # What a writer that writes in more (``inline.StandaloneWriter``) does besides.
+    def _claim(self, name: str, key: str) -> None:
+        """Note that ``name`` is ``key``'s in the script's namespace."""
+
+    def _as_written(self, source: str, module: types.ModuleType, key: str) -> str:
+        """A definition's source as the script holds it."""
+        return source
+
+    def _read(self, module: types.ModuleType, name: str, user: str, source: str) -> None:
+        """A module global that ``user``'s ``source`` reads."""
+        self._global(module, name, user)
 
     def _global(self, module: types.ModuleType, name: str, user: str) -> None:
         if name not in vars(module) or hasattr(builtins, name) and getattr(builtins, name) is vars(module)[name]:
