@@ -168,6 +168,35 @@ def conv_interpolate():
     return upsample_decoder()
 
 
+class FourBranchNeck(nn.Layer):
+    """A neck as detection and OCR models write it: four branch convs (sublayers) summed, then
+    upsampled by its own forward (``F.interpolate``, no sublayer): what oneDNN raises on at 3.3.1
+    is an op of the neck's own, so no group of its sublayers reproduces."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.branches = nn.LayerList([nn.Conv2D(channels, channels, 1) for _ in range(4)])
+
+    def forward(self, x):
+        y = self.branches[0](x) + self.branches[1](x) + self.branches[2](x) + self.branches[3](x)
+        return nn.functional.interpolate(y, scale_factor=2, mode="bilinear")
+
+
+class NeckModel(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2D(3, 8, 3, padding=1)
+        self.neck = FourBranchNeck(8)
+        self.head = nn.Conv2D(8, 2, 1)
+
+    def forward(self, image):
+        return self.head(self.neck(nn.functional.relu(self.stem(image))))
+
+
+def neck_interpolate():
+    return NeckModel(), [InputSpec([None, 3, None, None], "float32", "image")]
+
+
 class Block(nn.Layer):
     def __init__(self, channels):
         super().__init__()

@@ -160,6 +160,31 @@ def test_a_failure_inside_a_member_that_raises_another_cause_first_is_found_insi
     assert found.depth == (found.node.count(".") + 2 if found.node else 1), found
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_a_layers_own_op_is_asked_before_any_finer_group_and_ends_the_descent_there(seed):
+    """The failure is an op of ``owner``'s own forward (no sublayer holds it): no half of its
+    sublayers reproduces, its own op is asked and reproduces, and no finer trial is spent. Where
+    no own op reproduces (the probe finds nothing), the finer search runs as before."""
+    calls, owner = _tree_with_a_parent_of(random.Random(17000 + seed), depth=4, fanout=6, children=3)
+    probed: List[str] = []
+
+    def reproduces(members: List[str]) -> Trial:  # only a piece holding the owner itself holds its own ops
+        return Trial(members=members, reproduces=any(_inside(m, owner) and not m.startswith(owner + ".")
+                                                     for m in members))
+
+    def own_op(node: str):
+        probed.append(node)
+        return {"op": "pd_op.planted"} if node == owner else None
+
+    found = descend(calls, reproduces, own_op=own_op)
+    assert found.node == owner and found.members == [owner], (found.node, owner)
+    assert found.own_op == {"op": "pd_op.planted"} and probed[-1] == owner
+    assert found.fine_trials == 0 and "its own forward" in found.why and "pd_op.planted" in found.why, found.why
+    nothing = descend(calls, reproduces, own_op=lambda node: None)
+    assert nothing.node == owner and nothing.own_op is None and "its own forward" not in nothing.why
+    assert nothing.fine_trials > 0
+
+
 def _run(write_matrix, tmp_path, models, session):
     matrix = write_matrix(models)
     run_harness("run", "--matrix", str(matrix), "--session", session, "--results", str(tmp_path / "r"))
@@ -205,7 +230,14 @@ def test_the_onednn_interpolate_error_is_localized_searched_and_reproduced(write
     oneDNN raises on it with no op named in Paddle's message."""
     if not paddle_version.startswith("3.3"):
         pytest.skip("measured on Paddle 3.3.x")
-    results = _run(write_matrix, tmp_path, {"interp": "tests.factories:conv_interpolate"}, "cpu_onednn_fp32")
+    results = _run(write_matrix, tmp_path, {"interp": "tests.factories:conv_interpolate",
+                                            "neck": "tests.factories:neck_interpolate"}, "cpu_onednn_fp32")
+    # The same op in a neck's own forward after four branch convs: no half of the branches reproduces,
+    # the neck's own op is asked before any finer group of them, and the descent ends there.
+    neck = load_record(results, f"cpu_onednn_fp32/{paddle_version}/normal/neck")["analysis"]["reduce"]
+    assert neck["path"] == "neck" and neck["op"] == "pd_op.bilinear_interp" and neck["outcome"] == "isolated", neck
+    assert neck["finer_exports"] == 0 and "its own forward" in neck["why_here"], neck
+    assert neck["isolation"]["rules"]["own_ops_of"] >= 1 and neck["isolation"]["runs"] <= 2, neck["isolation"]
     record = load_record(results, f"cpu_onednn_fp32/{paddle_version}/normal/interp")
     words = "ConvertPirAttribute2RuntimeAttribute not support [pir::ArrayAttribute<pir::DoubleAttribute>]"
     stage = stages_by_name(record)["onednn_fp32"]

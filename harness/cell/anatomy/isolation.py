@@ -71,6 +71,7 @@ class OpCall:
     held: Tuple[int, ...] = ()  # indices of ``arrays`` that were the model's parameters or buffers
     branched_before: Optional[int] = None  # the forward branched on its output before this op index
     public: Optional[PublicCall] = None  # the public function the forward called that ran it
+    in_sublayer: bool = False  # ran inside one of the sublayers ``record_ops`` was told of (``within``)
     at: str = ""  # ``file:line`` of the model's code that ran it (outside Paddle and the harness)
 
     @property
@@ -153,6 +154,7 @@ class _Recorder:
         self.found: List[OpCall] = []
         self.alive: List[Any] = []
         self.branches: List[str] = []  # the model's lines that branched on a tensor (``if t:``), in order
+        self.depth = 0  # how many of the ``within`` sublayers' forwards are running
 
     def _add(self, op: OpCall, ids: List[int], operands: Sequence[Any], result: Any) -> None:
         outputs = tensors_in(self.paddle, result)
@@ -161,6 +163,7 @@ class _Recorder:
         op.input_ids, op.output_ids = ids, [id(t) for _, t in outputs]
         op.held = tuple(sorted(set(op.held) | {k for k, i in enumerate(ids) if i in self.held_ids}))
         op.at = caller_line(self.not_the_model)
+        op.in_sublayer = self.depth > 0
         if self.outputs is not None:
             self.outputs[op.order] = [np.array(t.numpy()) for _, t in outputs]
         self.found.append(op)
@@ -228,16 +231,21 @@ def op_functions(paddle: Any) -> Tuple[Dict[str, Callable[..., Any]], Dict[str, 
 
 def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = (),
                branches: Optional[List[str]] = None,
-               outputs: Optional[Dict[int, List[np.ndarray]]] = None) -> List[OpCall]:
+               outputs: Optional[Dict[int, List[np.ndarray]]] = None, within: Sequence[Any] = ()) -> List[OpCall]:
     """The ops of ``forward()`` (run under no_grad, in dygraph: a layer ``to_static`` already
     converted would otherwise run its saved program instead of its ops), in order. ``held``: the
     layer's parameters and buffers; an input that is one of them stays one in the op's program (a
     constant-folding pass folds an op over a parameter, not over a feed). ``branches``: filled with
     the model's lines that branched on a tensor (what ``to_static`` makes a ``pd_op.if`` of).
-    ``outputs``: filled with each op's output values (by its order) as it made them."""
+    ``outputs``: filled with each op's output values (by its order) as it made them. ``within``:
+    sublayers whose ops are marked ``in_sublayer`` (what is left is the calling layer's own ops)."""
     from paddle import _C_ops
 
     recorder = _Recorder(paddle, held, outputs)
+    hooks = []
+    for sublayer in within:
+        hooks.append(sublayer.register_forward_pre_hook(lambda *_: setattr(recorder, "depth", recorder.depth + 1)))
+        hooks.append(sublayer.register_forward_post_hook(lambda *_: setattr(recorder, "depth", recorder.depth - 1)))
     originals, operators = op_functions(paddle)
     truth = paddle.Tensor.__bool__
     for name, fn in originals.items():
@@ -250,6 +258,8 @@ def record_ops(paddle: Any, forward: Callable[[], Any], held: Sequence[Any] = ()
         with paddle.no_grad(), PublicRecorder(paddle, recorder.found):
             forward()
     finally:
+        for hook in hooks:
+            hook.remove()
         paddle.jit.enable_to_static(True)
         paddle.Tensor.__bool__ = truth
         for method, fn in operators.items():

@@ -109,7 +109,7 @@ def _summary(result: JsonObject) -> JsonObject:
 def _reduce_one(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], plan: StagePlan,
                 done: Ledger, model: Any, call_args: List[Any]) -> JsonObject:
     stage = done.stage(plan.name)
-    found = descend(calls, trials)
+    found = descend(calls, trials, own_op=lambda node: _own_op(ctx, trials, calls, node, model, call_args, done, plan))
     members = found.members
     answer = next((t for t in found.trials if t.members == members and t.reproduces), None)
     result = _located(found, calls, answer, plan, stage, trials.tried)
@@ -117,6 +117,9 @@ def _reduce_one(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], p
         result["cause"] = trials.cause
     baseline_types = done.evidence(Stage.BASELINE.value).get("op_types") or {}
     result["op_types"] = dict(answer.op_types if answer is not None else baseline_types)
+    if found.own_op is not None:  # the descent ended on the layer's own op, isolated already
+        result.update(found.own_op)
+        return result
     result.update(_op_or_fusion(result["op_types"], found, answer, plan, done))
     if answer is not None:
         result["piece"] = _replayable(answer, trials.failed)
@@ -200,6 +203,48 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
               if rules["capped_pairs"] or rules["capped_chains"] else ""))
     return {"isolation": {"outcome": Outcome.NOT_FOUND, "runs": len(tried), "candidates": len(ranked) + len(taken) + len(grouped),
                           "rules": rules, "op_types": types, "tried": tried, "why": why}}
+
+
+# The most one-op programs asked of a layer's own forward before its finer groups (whose budget is
+# ``FINE_LIMIT``): the probe stays a fraction of what it may save.
+OWN_OP_PROBES = 6
+
+
+def _own_op(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], node: str, model: Any,
+            call_args: List[Any], done: Ledger, plan: StagePlan) -> Optional[JsonObject]:
+    """The isolation's answer when an op that ``node``'s own forward runs (outside the sublayers it
+    calls) reproduces alone on the tensors it received, else None: asked where no half of its
+    sublayers reproduces. Ops inside a sublayer are told apart by hooks on the sublayers the forward
+    calls, not by source lines (a model's code may live anywhere)."""
+    if program_format(done.setup.get("export")["program"]) != PIR:
+        return None
+    paddle = ctx.paddle
+    if node:
+        if (node,) not in trials.layers:
+            return None
+        layer, arrays = trials.layers[(node,)]
+        forward = lambda: layer(*[paddle.to_tensor(a) for a in arrays])  # noqa: E731
+        holder = layer
+    else:
+        forward, holder = (lambda: model(*call_args)), model  # noqa: E731
+    sublayers = [calls[c].layer for c in calls[node].children]
+    held = [*holder.parameters(), *holder.buffers()]
+    recorded = isolation.record_ops(paddle, forward, held, within=sublayers)
+    own = [c for c in recorded if not c.in_sublayer]
+    if not own:
+        return None
+    trials.held_ids = {id(t) for t in held}
+    diff = done.analysis(Analysis.DIFF)
+    first = ((diff.get("first_divergence") if diff is not None else None) or {}).get("op")
+    ranked, rules = isolation.schedule(own, done.stage(plan.name).message, first)
+    ranked = ranked[:OWN_OP_PROBES]
+    rules["own_ops_of"] = len(ranked)
+    tried: List[JsonObject] = []
+    for call in ranked:
+        found = _try_written(trials, isolation.written([call]), tried)
+        if found is not None:
+            return _isolated(found, trials, tried, len(ranked), rules, len({c.name.rstrip("_") for c in ranked}))
+    return None
 
 
 def _smallest_window(trials: PieceTrials, ops: List["isolation.OpCall"],
