@@ -94,6 +94,9 @@ def test_an_op_paddle2onnx_cannot_convert_is_a_finding_with_the_op_and_a_verifie
     # its reduction's trials ran in children of the worker (their conversions forked by the launcher)
     trial_logs = list((results / f"cpu_ort_fp32/{paddle_version}/normal/unconv/reduction").glob("*/trial.log"))
     assert trial_logs and record["analysis"]["reduce"]["status"] == "pass", record["analysis"]["reduce"]
+    # Trials of the converter's own words convert once: a second conversion (memory) cannot bear on them.
+    reduction = results / f"cpu_ort_fp32/{paddle_version}/normal/unconv/reduction"
+    assert list(reduction.glob("*/model.convert.log")) and not list(reduction.glob("*/*perturbed*"))
 
 
 def test_a_conversion_that_fails_at_its_default_opset_gets_the_converters_own_option_as_workaround(
@@ -219,6 +222,9 @@ def test_a_converter_that_reads_memory_it_never_wrote_is_a_finding_with_the_op(w
     assert repro["stage"] == "ort_convert" and repro["verified"] is True
     alone = subprocess.run([sys.executable, repro["script"]], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert alone.returncode != 0 and "depends on memory it never wrote" in alone.stderr
+    # Trials of a failure of memory convert twice, as the stage did.
+    reduction = results / f"cpu_ort_fp32/{paddle_version}/normal/pad/reduction"
+    assert list(reduction.glob("*/model.perturbed.onnx")), sorted(reduction.glob("*/*"))
 
 
 def test_the_per_tensor_diff_pairs_every_converted_tensor_with_paddles(write_matrix, tmp_path, paddle_version):

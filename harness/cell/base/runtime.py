@@ -117,6 +117,11 @@ class Runtime(abc.ABC):
         program itself."""
         return None
 
+    def for_trials(self, numeric: bool, message: str) -> None:
+        """A reduction's trials of a stage's failure follow in this process (``numeric``: the stage
+        failed on its numbers, else it raised ``message``): a runtime may leave out work whose
+        evidence no such trial reads. Nothing by default."""
+
     def cause_words(self, message: str) -> str:
         """The words of a stage's error its reproducer, run alone, prints (normalized)."""
         from ...shared.causes import stage_cause

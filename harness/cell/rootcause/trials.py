@@ -60,6 +60,7 @@ class PieceTrials:
         stage = done.stage(plan.name)
         self.ctx, self.plan, self.calls = ctx, plan, calls
         self.failed = stage.status
+        self.stage_message = stage.message or ""
         self.paddle = ctx.paddle
         self.engine = runtime(plan.runtime)
         # The cause sought (the runtime's own words; one of the stage's when its message holds several)
@@ -136,7 +137,13 @@ class PieceTrials:
         says nothing of the failure sought and records how it died. A death while the harness's own
         ``_C_ops`` form was being built (dygraph or export) is the harness's gap; any other (the
         model's layers, a public call, a predictor) is Paddle's."""
-        outcome = sandbox.in_child(fn, where, self.trial_timeout)
+        engine, numeric, message = self.engine, self.failed is Status.FAIL, self.stage_message
+
+        def trial() -> Trial:
+            engine.for_trials(numeric, message)  # in the trial's own process: it ends with it
+            return fn()
+
+        outcome = sandbox.in_child(trial, where, self.trial_timeout)
         if not isinstance(outcome, sandbox.Death):
             progress.ended(self.ctx.work, outcome.to_dict())
             return outcome

@@ -182,6 +182,9 @@ class OnnxRuntime(Runtime):
     def conversion_judge(self, files: Dict[str, str]) -> ConversionJudge:
         return conversion.judge("ONNX Runtime")
 
+    def for_trials(self, numeric: bool, message: str) -> None:
+        conversion.for_trials(numeric, message)
+
     def cause_words(self, message: str) -> str:
         """A conversion the converter aborted: its own words (the harness's sentence around them
         is not what the script prints)."""

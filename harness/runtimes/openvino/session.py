@@ -268,6 +268,9 @@ class OpenVino(Runtime):
         """At Paddle 3 OpenVINO reads paddle2onnx's file; at 2.6 the ``.pdmodel`` itself (no converter)."""
         return onnx_conversion.judge("OpenVINO") if Path(files["program"]).suffix == ".json" else None
 
+    def for_trials(self, numeric: bool, message: str) -> None:
+        onnx_conversion.for_trials(numeric, message)
+
     def cause_words(self, message: str) -> str:
         """A conversion paddle2onnx aborted: its own words, as ONNX Runtime's sessions say them;
         OpenVINO's own failure: the first of its words (what its script prints on a line)."""

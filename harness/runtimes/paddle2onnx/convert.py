@@ -291,6 +291,8 @@ class Converter:
         self._converted: Dict[str, Tuple[Path, Dict[str, Any]]] = {}
         self._failed: Dict[str, str] = {}  # conversion -> why it is a finding
         self._pending: Dict[str, Tuple[Launched, float, Path, Path]] = {}  # the perturbed conversion's child
+        # Off only for trials of a failure the second conversion cannot bear on (``for_trials``).
+        self.second_conversion = True
 
     def convert(self, files: Dict[str, str], options: ExportOptions = ExportOptions()) -> Tuple[Path, Dict[str, Any]]:
         """The program as ONNX (converted once per options, kept beside the program) and what the
@@ -322,7 +324,7 @@ class Converter:
             keywords = options.keywords()
             plain = launch(_fork_conversion, program=str(program), params=params, target=str(target), log=str(report),
                            keywords=keywords)
-            if _glibc():
+            if _glibc() and self.second_conversion:
                 perturbed = target.with_suffix(".perturbed.onnx")
                 self._pending[key] = (launch(
                     _fork_conversion, program=str(program), params=params, target=str(perturbed),
@@ -409,6 +411,14 @@ def judge(runtime: str) -> ConversionJudge:
 
     return ConversionJudge(f"paddle2onnx {paddle2onnx.__version__}", runtime,
                            converter_said=lambda message: cause_words(message) is not None)
+
+
+def for_trials(numeric: bool, message: str) -> None:
+    """Trials of a failure the converter raised in its own words (it aborted or rejected the program)
+    need no second conversion: their question is whether the converter says those words again, and
+    an output that depends on memory is not those words. A numeric failure, or one of memory, keeps
+    it (measured on the zoo: the second conversion took the other core during every trial)."""
+    converter().second_conversion = numeric or DIFFERS_BY_MEMORY in message or CONVERTER_SAID not in message
 
 
 def cause_words(message: str) -> Optional[str]:
