@@ -62,6 +62,17 @@ def test_the_routing_a_program_lost_is_named_with_the_models_line_and_the_branch
     later = [s for s in records["moe"]["stages"] if s["name"] in ("ir", "cpu_fp32")]
     assert later and all(s["against_dygraph"]["status"] == "fail" for s in later), later
     assert all("not a pass of the model" in s["message"] for s in later)
+    # The draft says the export's bug in its own terms: the program against the Python forward, the
+    # statement it lost first (the op and the branch before it), the consequences after.
+    draft = next((results / f"cpu_fp32/{records['moe']['paddle']['version']}/normal/moe").rglob("issue.md"))
+    text = draft.read_text(encoding="utf-8")
+    title, body = text.splitlines()[0], text.split("### Describe the Bug", 1)[1].strip().split("\n\n")[0]
+    assert title.startswith("# [export] paddle.jit.save loses `index_add_` (") and "factories.py:" in title, title
+    assert "if rows.shape[0] == 0: continue" in title, title
+    assert body.startswith("The model ran in dygraph, then `paddle.jit.save` exported it: the program lacks "
+                           "`index_add_`: `out.index_add_(") and "after `if rows.shape[0] == 0: continue`" in body, body
+    assert "Python forward" in body and "unoptimized predictor" not in text, body
+    assert text.index("**Consequences**") > text.index(body) and "`topk`" in text.split("**Consequences**")[1]
     shown = "the program lost `index_add_`"
     for report in ("report.md", "report.html", "summary.md"):
         text = (results / report).read_text(encoding="utf-8")

@@ -13,6 +13,10 @@
    against the planted one, sub-exports against the budget, the seconds of each analysis step.
 2. A cell that passes pays nothing: the unplanted model's cell with root cause on and off
    (``--no-root-cause``), interleaved, medians compared; its record must hold no analysis entry.
+3. A layer's own op asked before any finer group of its sublayers (``--own-op``, PaddleSeg's
+   DeepLabV3+ under oneDNN at 3.3.1: the ASPP module's upsample): the same cell with the probe and
+   without (``HARNESS_OWN_OP_PROBES=0``), interleaved; the reduction's seconds and sub-exports, and
+   whether both put the failure at the same layer and op.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ def main(argv: "List[str] | None" = None) -> int:
     parser.add_argument("--model", default="pp_ocrv5_mobile_det")
     parser.add_argument("--real", default="rt_detr", help="a zoo model whose own failure is reduced ('' for none)")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--own-op", default="seg_deeplabv3p", help="a zoo model whose failure is a layer's own op ('' for none)")
     args = parser.parse_args(argv)
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     text = (ROOT / "matrix" / "default.toml").read_text(encoding="utf-8")
@@ -83,10 +88,35 @@ def main(argv: "List[str] | None" = None) -> int:
             times["on"].append(timed(command(args.model, "on"), env))
             times["off"].append(timed(command(args.model, "off", "--no-root-cause"), env))
         passing = json.loads(next((tmp / "on").rglob(f"{args.model}.json")).read_text())
-    on, off = statistics.median(times["on"]), statistics.median(times["off"])
-    print(f"passing cell {args.model} ({passing['verdict']['status']}): root cause on {on:.2f} s vs off {off:.2f} s "
-          f"-> {on / off:.2f}x; analysis entries: {len(passing.get('analysis') or {})}")
+        on, off = statistics.median(times["on"]), statistics.median(times["off"])
+        print(f"passing cell {args.model} ({passing['verdict']['status']}): root cause on {on:.2f} s vs off {off:.2f} s "
+              f"-> {on / off:.2f}x; analysis entries: {len(passing.get('analysis') or {})}")
+        if args.own_op:
+            own_op_side_by_side(args.own_op, args.repeat, matrix, tmp, env)
     return 0
+
+
+def own_op_side_by_side(model: str, repeat: int, matrix: Path, tmp: Path, env: dict) -> None:
+    """The descent asking the layer's own ops first, against the descent without it (interleaved)."""
+    said = {"probe": [], "no probe": []}
+    for k in range(repeat):
+        for label, probes in (("probe", "6"), ("no probe", "0")):
+            folder = tmp / f"own-{probes}-{k}"
+            timed([sys.executable, "-m", "harness", "run", "--matrix", str(matrix), "--session", "cpu_onednn_fp32",
+                   "--model", model, "--results", str(folder), "--force"], dict(env, HARNESS_OWN_OP_PROBES=probes))
+            reduce = ((json.loads(next(folder.rglob(f"{model}.json")).read_text()).get("analysis") or {})
+                      .get("reduce") or {})
+            said[label].append(reduce)
+    for label, runs in said.items():
+        last = runs[-1]
+        print(f"{model} cpu_onednn_fp32, {label}: reduce {statistics.median(r.get('seconds') or 0 for r in runs):.1f} s "
+              f"(median of {len(runs)}), {last.get('sub_exports')} sub-exports ({last.get('finer_exports')} finer), "
+              f"{(last.get('isolation') or {}).get('runs')} one-op runs -> {last.get('path')!r} op {last.get('op')}")
+    with_, without = (statistics.median(r.get("seconds") or 0 for r in said[k]) for k in ("probe", "no probe"))
+    same = all((r.get("path"), r.get("op")) == (said["no probe"][0].get("path"), said["no probe"][0].get("op"))
+               for runs in said.values() for r in runs)
+    print(f"own op first: {with_ / without:.2f}x the reduction's seconds without it; "
+          f"{'the same layer and op' if same else 'ANOTHER answer'} in every run")
 
 
 if __name__ == "__main__":

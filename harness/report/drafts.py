@@ -15,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 import re
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
+from ..shared.json_types import JsonObject
 from ..shared.causes import at_word, names_its_call, run_words
 from ..shared.machine import label as machine_label
 from ..shared.notes import clip, fmt_number
@@ -81,6 +82,9 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
     subject = ("the model's lite training in dygraph" if trained else "the model's export (paddle.jit.save)" if exported
                else f"{diagnosis.stage}: {place_of(diagnosis, reduce)}")
     raised = kind != Status.FAIL.value
+    lost = export_loss(record, diagnosis.stage) if not raised else None
+    if lost is not None:  # the export's bug: the program against the Python forward, not a predictor's config
+        return _export_draft(record, diagnosis, message, lost, places)
     said = clip(first_line(message), 120)
     # "predictor.run() raised ..." already says what raised: not "raises predictor.run() raised".
     what = (said.replace("worker died", "dies", 1) if _death(message) else
@@ -143,6 +147,68 @@ def draft(record: CellRecord, diagnosis: Diagnosis, message: str, kind: str, spa
     if reduce is not None and reduce.op_call:
         context.append(f"- the op alone: `{reduce.op_call}`")
     lines += ["### Additional Supplementary Information", "", *context, *_environment(record)]
+    return "\n".join(lines)
+
+
+def export_loss(record: CellRecord, stage: str) -> Optional[List[JsonObject]]:
+    """What the exported program lacks of the forward (``cell/explain/export_loss``), when the triage
+    put ``stage``'s numeric failure on the export; None otherwise."""
+    triage = record.analysis.get("triage")
+    if triage is None or triage.outcome != "export" or triage.stage != stage:
+        return None
+    return list((triage.get("export") or {}).get("lost") or []) or None
+
+
+def lost_words(lost: Sequence[JsonObject]) -> Tuple[str, str, List[str]]:
+    """The lost statement first: the op that wrote what the model returns (``lost[0]``) with its line
+    and the branch before it, then the ops lost from under the same branch; the rest are consequences.
+    Returns (the title's words, the description's sentence, the consequences' op names)."""
+    head = lost[0]
+    at = (head.get("at") or [""])[0]
+    branch = head.get("context") or ""
+    statement = f"`{head['line']}`" if head.get("line") else f"`{head['op']}`"
+    beside = [e for e in lost[1:] if branch and e.get("context") == branch]
+    rest = [e["op"] for e in lost[1:] if e not in beside]
+    counts = f"{head.get('dygraph')} call(s) in dygraph, {head.get('program')} in the program"
+    title_words = f"loses `{head['op']}` ({at}{', ' + branch.split(' (')[0] if branch else ''})"
+    sentence = (f"the program lacks `{head['op']}`: {statement} at {at} ({counts})"
+                + (f", {branch}" if branch else "")
+                + (f"; from under the same branch it lacks " + ", ".join(f"`{e['op']}`" for e in beside) if beside else ""))
+    return title_words, sentence, rest
+
+
+def _export_draft(record: CellRecord, diagnosis: Diagnosis, message: str, lost: Sequence[JsonObject],
+                  places: Sequence[str]) -> str:
+    """An export bug, in its own terms: the exported program against the Python forward, the statement
+    it lost first (the branch, then the ops under it), the consequences last."""
+    paddle = record.paddle
+    script = Path(diagnosis.script)
+    text = script.read_text(encoding="utf-8") if script.is_file() else ""
+    title_words, sentence, rest = lost_words(lost)
+    releases = record.analysis.releases
+    since = (f"since Paddle {releases.first_bad}" if releases is not None and releases.last_good and releases.first_bad
+             else f"Paddle {paddle.get('version')}")
+    lines = [
+        f"# [export] paddle.jit.save {title_words} ({since})", "",
+        "### Describe the Bug", "",
+        f"The model ran in dygraph, then `paddle.jit.save` exported it: {sentence}. Run on the same inputs, the "
+        f"program's outputs differ from the model's Python forward (dygraph).", "",
+        "**Expected**: the exported program computes what the Python forward computes, within the tolerance in "
+        "the script.", "",
+        "**Actual**:", "", "```", clip(message, 1500), "```", "",
+    ]
+    if rest:
+        lines += ["**Consequences** (further from the cause): the program also lacks "
+                  + ", ".join(f"`{op}`" for op in rest) + ".", ""]
+    lines += _to_reproduce(record, script, text)
+    lines += ["**Versions**: " + (_release_words(releases) if releases is not None else
+                                  f"seen at Paddle {paddle.get('version')} (no other version ran this cell; "
+                                  f"`python -m harness releases` places it among the releases)"), ""]
+    if len(places) > 1:
+        lines += [f"**Met in** {len(places)} cells: " + ", ".join(f"`{p}`" for p in places), ""]
+    found = dataclasses.replace(diagnosis, draft="", script=script.name).words()
+    lines += ["### Additional Supplementary Information", "", *([f"- where: {found}"] if found else []),
+              *_environment(record)]
     return "\n".join(lines)
 
 

@@ -102,6 +102,7 @@ def lost_and_gained(calls: Sequence[isolation.OpCall], program_ops: Sequence[str
     for entry in lost:
         entry.pop("first")
         entry["context"] = context_of(entry["at"][0]) if entry["at"] else ""  # read where the file is here
+        entry["line"] = _source_line(entry["at"][0]) if entry["at"] else ""  # the statement, as the model wrote it
         entry["at"] = [_shareable(at) for at in entry["at"]]
     gained = sorted(op for op in held if op not in ran and op not in PLUMBING)
     return lost, gained

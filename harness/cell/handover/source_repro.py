@@ -433,6 +433,18 @@ def rebuilt(source: Source) -> str:
         ''')
 
 
+def _not_in(block: str, said: set) -> str:
+    """``block`` without the import lines in ``said`` (adding its own to ``said``)."""
+    kept = []
+    for line in block.splitlines(keepends=True):
+        if line.startswith(("import ", "from ")):
+            if line.rstrip("\n") in said:
+                continue
+            said.add(line.rstrip("\n"))
+        kept.append(line)
+    return "".join(kept)
+
+
 def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances: List[JsonObject],
           compare_code: str) -> Path:
     """``source_repro.py``, ``weights.npz`` and ``inputs.npz`` in ``folder``."""
@@ -465,8 +477,12 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
         import numpy as np
         import paddle
         ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT).replace(
-        "@FUTURE@", "from __future__ import annotations\n\n" if source.writer.lazy_annotations else "") + imports + "\n" + \
-        MODEL_SOURCE + source.setup + source.writer.header() + "\n\n" + source.writer.body() + MODEL_SOURCE_END + \
+        "@FUTURE@", "from __future__ import annotations\n\n" if source.writer.lazy_annotations else "")
+    # Each import once: the runtime's and the model source's import lines repeat the header's.
+    said = {ln for ln in script.splitlines() if ln.startswith(("import ", "from "))}
+    imports, model_imports = _not_in(imports, said), _not_in(source.writer.header(), said)
+    script += imports + "\n" + \
+        MODEL_SOURCE + source.setup + model_imports + "\n\n" + source.writer.body() + MODEL_SOURCE_END + \
         rebuilt(source) + textwrap.dedent('''\
         reference = [t.numpy() for t in paddle.utils.flatten(dygraph) if isinstance(t, paddle.Tensor)]
         scratch = tempfile.TemporaryDirectory(prefix="source-repro-")  # removed when the script exits

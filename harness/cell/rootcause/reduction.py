@@ -18,6 +18,7 @@ the fusion and no op is sought.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
@@ -206,8 +207,9 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
 
 
 # The most one-op programs asked of a layer's own forward before its finer groups (whose budget is
-# ``FINE_LIMIT``): the probe stays a fraction of what it may save.
-OWN_OP_PROBES = 6
+# ``FINE_LIMIT``): the probe stays a fraction of what it may save. ``HARNESS_OWN_OP_PROBES=0`` turns
+# it off: ``harness.bench.reduction`` measures the descent with and without it side by side.
+OWN_OP_PROBES = int(os.environ.get("HARNESS_OWN_OP_PROBES", "6"))
 
 
 def _own_op(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], node: str, model: Any,
@@ -216,7 +218,7 @@ def _own_op(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], node:
     calls) reproduces alone on the tensors it received, else None: asked where no half of its
     sublayers reproduces. Ops inside a sublayer are told apart by hooks on the sublayers the forward
     calls, not by source lines (a model's code may live anywhere)."""
-    if program_format(done.setup.get("export")["program"]) != PIR:
+    if OWN_OP_PROBES <= 0 or program_format(done.setup.get("export")["program"]) != PIR:
         return None
     paddle = ctx.paddle
     if node:
