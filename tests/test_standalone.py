@@ -70,6 +70,10 @@ def test_a_numeric_failure_in_an_installed_suite_gets_a_standalone_minimized_scr
     assert "class CountingNet" in text and "class ConvBNAct" in text and "F = types.SimpleNamespace(" in text
     assert "SCALE = 3.0" in text and "logger = logging.getLogger(__name__)" in text
     assert "decorator(s) register" in text and "@register" not in text  # the suite's registry: left out, said
+    # What the failing run never reaches is left out, said, and raises if used: the helper made by a call
+    # (no statement to copy) and the method's import of a package installed nowhere.
+    assert "fetch = _LeftOut('harness_planted_suite.model.fetch'" in text and "class _LeftOut" in text
+    assert "raise ImportError('import harness_planted_download_client is left out" in text
     # releases ran it without the suite at the cell's release, minimized it, and asked with the smaller.
     span = standalone_run["after"]["counting"]["analysis"]["releases"]
     assert f"reproduces at {standalone_run['version']} without the suite" in span["standalone"], span

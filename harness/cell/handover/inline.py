@@ -16,6 +16,12 @@ is rewritten so that the script runs alone, and said in the script:
 * a module-level object with no literal form (a logger, a compiled pattern, a registry dict): the
   statement that made it, from the module's source, with what it reads.
 
+* a suite name the script cannot write in (a global made by no statement it can copy, an import
+  inside a function of a module it does not write in): bound to a ``_LeftOut`` that raises when the
+  script uses it, said where it is bound. The script is verified, so a name the failing run needs
+  cannot go unnoticed; one it does not (a download helper, a config's ``from_pretrained``) costs
+  nothing, and the minimizer takes it out.
+
 Two suite definitions of one name from two modules cannot share the script's namespace: said, and
 no standalone script is written. The script is then verified like every reproducer and minimized
 (``minimize.py``)."""
@@ -74,6 +80,26 @@ def foreign_imports(script: str) -> List[str]:
     return sorted({name for name in imports_of(script) if name.startswith(".") or not kept(name)})
 
 
+# Bound to a suite name the script does not write in: any use raises, in words that name it.
+LEFT_OUT = '''class _LeftOut:
+    """A name of the suite this script does not write in: using it raises (the failing run did not)."""
+
+    def __init__(self, name, why):
+        self._name, self._why = name, why
+
+    def _said(self):
+        return RuntimeError(f"{self._name} is left out of this standalone script: {self._why}")
+
+    def __call__(self, *args, **kwargs):
+        raise self._said()
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise self._said()
+'''
+
+
 class StandaloneWriter(Writer):
     """``Writer`` that writes in every definition not from Paddle, numpy or the standard library."""
 
@@ -85,6 +111,7 @@ class StandaloneWriter(Writer):
         self._named: Dict[str, str] = {}  # a bare name written in -> the definition it is
         self._module_trees: Dict[str, Optional[ast.Module]] = {}
         self._namespaces: Dict[str, Dict[str, str]] = {}  # a suite module read as a namespace: attribute -> spelling
+        self.left_out: List[str] = []  # suite names bound to a _LeftOut, with why
 
     def imports_module(self, module: str) -> bool:
         return kept(module)
@@ -102,6 +129,21 @@ class StandaloneWriter(Writer):
             raise Unspellable(f"two definitions named {name!r} ({held} and {key}) would share the script's namespace")
 
     def _global(self, module: types.ModuleType, name: str, user: str, source: str = "") -> None:  # type: ignore[override]
+        try:
+            self._written_in(module, name, user, source)
+        except Unspellable as exc:
+            if self._named.get(name, f"{module.__name__}.{name}=left out") != f"{module.__name__}.{name}=left out":
+                raise  # the name is another definition's already: two cannot share it
+            self._leave_out(f"{module.__name__}.{name}", name, str(exc))
+
+    def _leave_out(self, qualified: str, name: str, why: str) -> None:
+        """``name`` bound to a ``_LeftOut`` (it raises when used): what the script could not write in."""
+        key = f"{qualified}=left out"
+        self._claim(name, key)
+        self.left_out.append(f"{qualified} ({' '.join(why.split())[:160]})")
+        self.definitions[key] = f"{name} = _LeftOut({qualified!r}, {why[:200]!r})\n"
+
+    def _written_in(self, module: types.ModuleType, name: str, user: str, source: str = "") -> None:
         if name.startswith("__"):
             return  # a module's own dunder (``__name__``): the script has its own
         if name not in vars(module) or hasattr(builtins, name) and getattr(builtins, name) is vars(module)[name]:
@@ -198,31 +240,48 @@ class StandaloneWriter(Writer):
                     if node.level else node.module or ""
                 if kept(target):
                     continue
-                imported = importlib.import_module(target)
-                for alias in node.names:
-                    value = getattr(imported, alias.name, None)
-                    if value is None:
-                        value = importlib.import_module(f"{target}.{alias.name}")
-                    bound = alias.asname or alias.name
-                    spelled = self.value(value) if not isinstance(value, types.ModuleType) else None
-                    if spelled is None:
-                        raise Unspellable(f"{user} imports the module {target}.{alias.name} inside a function")
-                    if spelled != bound:
-                        self._claim(bound, f"{user}:{bound}")
-                        self.definitions[f"{user}:{bound}=bound"] = f"{bound} = {spelled}\n"
+                try:
+                    self._bind_imported(target, node, user)
+                    said = "pass  # {} (written in above)"
+                except (Unspellable, ImportError) as exc:  # the function raises here, as the script says
+                    said = self._left_out_import(node, user, exc)
             elif any(not kept(a.name) for a in node.names):
-                raise Unspellable(f"{user} imports {', '.join(a.name for a in node.names)} inside a function")
+                said = self._left_out_import(node, user, Unspellable(f"{user} imports a module inside a function"))
             else:
                 continue
             indent = lines[node.lineno - 1][: len(lines[node.lineno - 1]) - len(lines[node.lineno - 1].lstrip())]
-            replaced[node.lineno - 1] = f"{indent}pass  # {ast.unparse(node)} (written in above)\n"
+            replaced[node.lineno - 1] = f"{indent}{said.format(ast.unparse(node))}\n"
             for i in range(node.lineno, node.end_lineno):
                 replaced[i] = ""
         return "".join(replaced.get(i, line) for i, line in enumerate(lines))
 
+    def _bind_imported(self, target: str, node: ast.ImportFrom, user: str) -> None:
+        """The names a function imports from the suite, bound at module level (written in)."""
+        imported = importlib.import_module(target)
+        for alias in node.names:
+            value = getattr(imported, alias.name, None)
+            if value is None:
+                value = importlib.import_module(f"{target}.{alias.name}")
+            bound = alias.asname or alias.name
+            spelled = self.value(value) if not isinstance(value, types.ModuleType) else None
+            if spelled is None:
+                raise Unspellable(f"{user} imports the module {target}.{alias.name} inside a function")
+            if spelled != bound:
+                self._claim(bound, f"{user}:{bound}")
+                self.definitions[f"{user}:{bound}=bound"] = f"{bound} = {spelled}\n"
+
+    def _left_out_import(self, node: ast.AST, user: str, exc: Exception) -> str:
+        """A function's import the script cannot write in: the statement becomes a raise (a run that
+        reaches it says so; the verification would see it)."""
+        why = f"{ast.unparse(node)} is left out ({type(exc).__name__}: {str(exc)[:120]})"
+        self.left_out.append(f"{user}: {' '.join(why.split())}")
+        return "raise ImportError(" + repr(why).replace("{", "{{").replace("}", "}}") + ")  # {}"
+
     def body(self) -> str:
-        said = (f"# Left out: the suite's own decorator(s) {', '.join(sorted(set(self.dropped)))} (they file a class "
-                f"in the suite's registry).\n\n" if self.dropped else "")
+        left = (f"# Left out (using one raises; the failing run did not): {'; '.join(self.left_out)}\n\n"
+                + LEFT_OUT + "\n\n" if self.left_out else "")
+        said = left + (f"# Left out: the suite's own decorator(s) {', '.join(sorted(set(self.dropped)))} (they file a "
+                       f"class in the suite's registry).\n\n" if self.dropped else "")
         return said + super().body()
 
 

@@ -1,5 +1,7 @@
 """The suite's model: a registry decorator, a logger, a module constant, a namespace import and an
-import inside a method, as the suites have them."""
+import inside a method, as the suites have them; and what the failing run never reaches, as the
+suites' download helpers are: a name imported from a module that made it by a call, an import of a
+package no test installs inside a method."""
 
 import logging
 
@@ -7,6 +9,7 @@ import paddle
 import paddle.nn as nn
 
 from . import ops as F
+from .ops import fetch
 
 logger = logging.getLogger(__name__)
 MODELS = {}
@@ -45,6 +48,11 @@ class CountingNet(nn.Layer):
         self.calls += 1
         y = self.head(self.stem(image))
         return scaled(F.scaled(y, SCALE), float(self.calls))
+
+    def load_pretrained(self, url):
+        import harness_planted_download_client  # noqa: F401 - installed nowhere: a download client
+
+        return fetch(url)
 
 
 @register
