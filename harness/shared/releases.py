@@ -180,8 +180,11 @@ def outcome(exit_code: Optional[int], output: str, cause_words: str, numeric: bo
         # Paddle's innermost frame, which the cause's words hold.
         died = death_words(exit_code, output)
         reproduced = bool(cause_words) and cause_words in cause_of(f"{output}\n{died}")
-        # A signal only when there was one; else the script's own end, with its exit status unless
-        # it is Python's own for an uncaught exception (1), whose words are that line.
+        # Reproduced: said by the line holding the cause's words (a warning printed after them is not
+        # the answer: measured on the zoo). A signal only when there was one; else the script's own
+        # end, with its exit status unless it is Python's own for an uncaught exception (1).
+        if reproduced and not died:
+            last = next((ln.strip() for ln in lines if cause_words in cause_of(ln)), "") or last
         if died or not last:
             last = died or f"exit status {exit_code}"
         elif exit_code != 1:

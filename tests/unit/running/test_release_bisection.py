@@ -194,6 +194,10 @@ def test_a_release_s_answer_says_an_exit_status_as_one_and_a_signal_only_when_th
     said, line = outcome(255, output, words, numeric=False)
     assert said is RunOutcome.REPRODUCED, line
     assert line.endswith("(exit status 255)") and "signal" not in line, line
+    assert line.startswith("[ERROR] Failed to convert PaddlePaddle model"), line
+    # A warning printed after the cause's words is not the answer's line (found on the zoo).
+    _, line = outcome(255, output + "\n  warnings.warn(warning_message)", words, numeric=False)
+    assert line.startswith("[ERROR] Failed to convert") and "warnings.warn" not in line, line
     other, line = outcome(3, "BUILT: Paddle 3.3.0, model.json\nValueError: another error", words, numeric=False)
     assert other is RunOutcome.OTHER and line == "ValueError: another error (exit status 3)", line
     raised, line = outcome(1, "BUILT: Paddle 3.3.0, model.json\nValueError: another error", words, numeric=False)
