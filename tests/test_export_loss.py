@@ -73,6 +73,10 @@ def test_the_routing_a_program_lost_is_named_with_the_models_line_and_the_branch
                            "`index_add_`: `out.index_add_(") and "after `if rows.shape[0] == 0: continue`" in body, body
     assert "Python forward" in body and "unoptimized predictor" not in text, body
     assert text.index("**Consequences**") > text.index(body) and "`topk`" in text.split("**Consequences**")[1]
+    # Each import once in the script it hands over (the runtime's and the model's repeated the header's).
+    script = (results / records["moe"]["analysis"]["reproducer"]["source"]["script"]).read_text(encoding="utf-8")
+    statements = [ln.split("#")[0].strip() for ln in script.splitlines() if ln.startswith(("import ", "from "))]
+    assert statements.count("import paddle") == 1 and len(statements) == len(set(statements)), statements
     shown = "the program lost `index_add_`"
     for report in ("report.md", "report.html", "summary.md"):
         text = (results / report).read_text(encoding="utf-8")

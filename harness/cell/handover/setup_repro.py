@@ -115,7 +115,8 @@ def _header(source: source_repro.Source, does: str, lazy_annotations: bool = Fal
         import numpy as np
         import paddle
         ''').replace("@FUTURE@", "from __future__ import annotations\n\n" if lazy_annotations else "")
-    return (doc + source_repro.MODEL_SOURCE + source.setup + source.writer.header() + "\n\n" + source.writer.body()
+    return (doc + source_repro.MODEL_SOURCE + source.setup + source.writer.header(set(doc.splitlines())) + "\n\n"
+            + source.writer.body()
             + source_repro.MODEL_SOURCE_END + source_repro.rebuilt(source)
             + f'print(f"{BUILT} Paddle {{paddle.__version__}}, the model built and ran in dygraph", flush=True)\n')
 

@@ -227,8 +227,10 @@ class Writer:
             raise Unspellable(f"{user} reads the module global {name!r} ({type(value).__qualname__}), which has "
                               f"no source form")
 
-    def header(self) -> str:
-        lines = sorted(self.imports, key=lambda ln: (not ln.startswith("import paddle"), not ln.startswith("import "), ln))
+    def header(self, said: "set[str]" = frozenset()) -> str:  # type: ignore[assignment]
+        """The import lines the written definitions need, those in ``said`` (the script's own) left out."""
+        lines = sorted((ln for ln in self.imports if ln not in said),
+                       key=lambda ln: (not ln.startswith("import paddle"), not ln.startswith("import "), ln))
         return "\n".join(lines) + ("\n" if lines else "")
 
     def body(self) -> str:
@@ -433,18 +435,6 @@ def rebuilt(source: Source) -> str:
         ''')
 
 
-def _not_in(block: str, said: set) -> str:
-    """``block`` without the import lines in ``said`` (adding its own to ``said``)."""
-    kept = []
-    for line in block.splitlines(keepends=True):
-        if line.startswith(("import ", "from ")):
-            if line.rstrip("\n") in said:
-                continue
-            said.add(line.rstrip("\n"))
-        kept.append(line)
-    return "".join(kept)
-
-
 def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances: List[JsonObject],
           compare_code: str) -> Path:
     """``source_repro.py``, ``weights.npz`` and ``inputs.npz`` in ``folder``."""
@@ -462,8 +452,7 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
     if source.eager is not None:
         np.savez(folder / "eager.npz", **source.eager)
     run = run_lines
-    for placeholder, path in ((MODEL_PLACEHOLDER, "os.path.join(out, model_file)"),
-                              (PARAMS_PLACEHOLDER, "params_file")):
+    for placeholder, path in ((MODEL_PLACEHOLDER, "os.path.join(out, model_file)"), (PARAMS_PLACEHOLDER, "params_file")):
         run = run.replace(f"os.path.join(here, {placeholder!r})", path).replace(repr(placeholder), path)
     script = textwrap.dedent('''\
         """Source reproducer written by the Paddle qualification harness: @WHAT@, @HOW@,
@@ -478,11 +467,11 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
         import paddle
         ''').replace("@WHAT@", source.what).replace("@HOW@", source.how).replace("@BUILT@", BUILT).replace(
         "@FUTURE@", "from __future__ import annotations\n\n" if source.writer.lazy_annotations else "")
-    # Each import once: the runtime's and the model source's import lines repeat the header's.
-    said = {ln for ln in script.splitlines() if ln.startswith(("import ", "from "))}
-    imports, model_imports = _not_in(imports, said), _not_in(source.writer.header(), said)
-    script += imports + "\n" + \
-        MODEL_SOURCE + source.setup + model_imports + "\n\n" + source.writer.body() + MODEL_SOURCE_END + \
+    said = {ln.split("#")[0].strip() for ln in script.splitlines()}  # each import once, whatever its comment
+    imports = "".join(ln for ln in imports.splitlines(keepends=True) if ln.split("#")[0].strip() not in said - {""})
+    said |= {ln.split("#")[0].strip() for ln in imports.splitlines()}
+    script += imports + "\n" + MODEL_SOURCE + source.setup + source.writer.header(said) + \
+        "\n\n" + source.writer.body() + MODEL_SOURCE_END + \
         rebuilt(source) + textwrap.dedent('''\
         reference = [t.numpy() for t in paddle.utils.flatten(dygraph) if isinstance(t, paddle.Tensor)]
         scratch = tempfile.TemporaryDirectory(prefix="source-repro-")  # removed when the script exits

@@ -42,6 +42,7 @@ from ..stages.ladder import judged_as_the_stage, stage_reference
 from ..rootcause import fp32_ops
 from . import respell
 from ..base import sandbox
+from ..setup import shared_setup
 from ..rootcause.trials import bookkeeping
 
 SPEED_RUNS = 7
@@ -131,7 +132,7 @@ class Verifier:
             session = self.build(config)
         except Exception as exc:
             status, message = raised_status(exc)
-            return {str(self.shapes[0]): _verdict_of(status)}, message[:200], None
+            return {str(self.shapes[0]): _verdict_of(status)}, message, None
         for shape in self.shapes:
             try:
                 _, got = session.run_settled(self.feeds[shape])
@@ -139,7 +140,7 @@ class Verifier:
             except Exception as exc:
                 status, message = raised_status(exc)
                 verdicts[str(shape)] = _verdict_of(status)
-                return verdicts, message[:200], None
+                return verdicts, message, None
             passed, why = self.judged(shape, stats)
             verdicts[str(shape)] = Probe.PASS.value if passed else Probe.FAIL.value
             if not passed:
@@ -167,6 +168,13 @@ def _checked_in_child(ctx: CellContext, verifier: "Verifier", config: StageConfi
     return verifier.check(config) if passed else (verdicts, why, None)
 
 
+def _tried(words: str, verdicts: Dict[str, str], why: str, **more: object) -> JsonObject:
+    """A change tried and how it ended: its words clipped, its cause's words whole (what a cell of
+    another runtime compares with the failure of a step both run)."""
+    return {"change": words, "verdicts": verdicts, **more,
+            **({"why": why[:200], "cause": stage_cause(why)} if why else {})}
+
+
 def _verdict_of(status: Status) -> str:
     """A raise while checking a candidate: Paddle's (or the runtime's) is the candidate failing; the
     harness's own (``untestable``) says nothing about the candidate, and is said apart."""
@@ -191,8 +199,12 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan
     chosen: Optional[Tuple[str, StageConfig, Session]] = None
     deaths: List[JsonObject] = []
     for k, (words, config) in enumerate(tried_changes, 1):
+        taken = shared_setup.step_change(ctx, plan, done, words)
+        if taken is not None:  # another runtime's cell tried it: it ended in the step both run
+            tried.append(taken)
+            continue
         verdicts, why, session = _checked_in_child(ctx, verifier, config, k, words, deaths)
-        tried.append({"change": words, "verdicts": verdicts, **({"why": why} if why else {})})
+        tried.append(_tried(words, verdicts, why))
         if session is not None:
             chosen = (words, config, session)
             break
@@ -232,6 +244,10 @@ def _respelled(ctx: CellContext, plan: StagePlan, done: Ledger, shapes: List[int
     reduced = done.analysis(Analysis.REDUCE)
     placed = str(reduced.get("op") or "") if reduced is not None and reduced.stage == plan.name else ""
     for k, respelling in enumerate(respell.for_ops(placed), len(tried) + 1):
+        taken = shared_setup.step_change(ctx, plan, done, respelling.words)
+        if taken is not None:
+            tried.append(taken)
+            continue
         folder = ctx.work / f"{plan.name}.workaround" / f"respelled{k}"
         built = respell.export_in_child(ctx, done.setup, respelling, folder)
         if "files" not in built:
@@ -239,7 +255,7 @@ def _respelled(ctx: CellContext, plan: StagePlan, done: Ledger, shapes: List[int
             continue
         verifier = Verifier(ctx, plan, done, shapes, files=built["files"])
         verdicts, why, session = _checked_in_child(ctx, verifier, plan.config, k, respelling.words, deaths)
-        tried.append({"change": respelling.words, "verdicts": verdicts, "model_side": True, **({"why": why} if why else {})})
+        tried.append(_tried(respelling.words, verdicts, why, model_side=True))
         if session is not None:
             return (respelling.words, plan.config, session), {
                 "api": respelling.api, "instead": respelling.instead, "op": respelling.op,

@@ -110,7 +110,7 @@ def _summary(result: JsonObject) -> JsonObject:
 def _reduce_one(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], plan: StagePlan,
                 done: Ledger, model: Any, call_args: List[Any]) -> JsonObject:
     stage = done.stage(plan.name)
-    found = descend(calls, trials, own_op=lambda node: _own_op(ctx, trials, calls, node, model, call_args, done, plan))
+    found = descend(calls, trials, own_op=lambda node: _own_op(ctx, trials, calls, node, (model, call_args), done, plan))
     members = found.members
     answer = next((t for t in found.trials if t.members == members and t.reproduces), None)
     result = _located(found, calls, answer, plan, stage, trials.tried)
@@ -212,8 +212,8 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
 OWN_OP_PROBES = int(os.environ.get("HARNESS_OWN_OP_PROBES", "6"))
 
 
-def _own_op(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], node: str, model: Any,
-            call_args: List[Any], done: Ledger, plan: StagePlan) -> Optional[JsonObject]:
+def _own_op(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], node: str,
+            whole: Tuple[Any, List[Any]], done: Ledger, plan: StagePlan) -> Optional[JsonObject]:
     """The isolation's answer when an op that ``node``'s own forward runs (outside the sublayers it
     calls) reproduces alone on the tensors it received, else None: asked where no half of its
     sublayers reproduces. Ops inside a sublayer are told apart by hooks on the sublayers the forward
@@ -228,6 +228,7 @@ def _own_op(ctx: CellContext, trials: PieceTrials, calls: Dict[str, Call], node:
         forward = lambda: layer(*[paddle.to_tensor(a) for a in arrays])  # noqa: E731
         holder = layer
     else:
+        model, call_args = whole
         forward, holder = (lambda: model(*call_args)), model  # noqa: E731
     sublayers = [calls[c].layer for c in calls[node].children]
     held = [*holder.parameters(), *holder.buffers()]

@@ -336,7 +336,14 @@ def _shareable(kind: Analysis, kept: Any, cause: str) -> bool:
         return True
     tried = kept.get("tried") or []
     return (kept.get("status") == Status.PASS.value and kept.get("outcome") == "none verified" and bool(tried)
-            and all(stage_cause(str(t.get("why") or "")) == cause for t in tried))
+            and all(_ended_in_the_step(t, cause) for t in tried))
+
+
+def _ended_in_the_step(tried: Any, cause: str) -> bool:
+    """A workaround's change whose check raised the step's own words (the runtime never ran). The
+    cause is the whole message's (a ``why`` is clipped: a memory-dependent conversion's words ran
+    past the clip, and no change was ever taken: measured on the zoo)."""
+    return isinstance(tried, dict) and str(tried.get("cause") or stage_cause(str(tried.get("why") or ""))) == cause
 
 
 def _step_file(ctx: Any, step: str) -> Optional[Path]:
@@ -365,27 +372,30 @@ def publish_steps(ctx: Any, done: Any, plans: Any) -> None:
     path = _step_file(ctx, entry["shared_step"])
     cause = stage_cause(str(entry.get("message") or ""))
     analyses = {}
+    changes: JsonObject = {}
     for kind in SHARED_ANALYSES:
         kept = _plain(done.entries().get(kind.journal_key))
-        if isinstance(kept, dict) and kept.get("stage") == plan.name and not kept.get("reused_from") \
-                and _shareable(kind, kept, cause):
+        if not isinstance(kept, dict) or kept.get("stage") != plan.name or kept.get("reused_from"):
+            continue
+        if _shareable(kind, kept, cause):
             analyses[kind.journal_key] = kept
-    if path is None or path.exists() or not analyses:
+        elif kind is Analysis.WORKAROUND:  # its changes that ended in the step answer for the others too
+            changes = {t["change"]: t for t in kept.get("tried") or [] if _ended_in_the_step(t, cause) and t.get("change")}
+    if path is None or path.exists() or not (analyses or changes):
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(path, {"step": entry["shared_step"], "cause": cause, "made_by": ctx.cell.id,
-                                 "stage": plan.name, "analysis": analyses})
+                                 "stage": plan.name, "analysis": analyses, "changes": changes})
     except OSError:
         pass  # the others analyse it themselves
 
 
-def step_analysis(ctx: Any, journal_key: str, plan: Any, done: Any) -> "JsonObject | None":
-    """Another session's analysis of the very failure this cell's stage met in a shared step (the
-    same step key and words), else None."""
+def _published(ctx: Any, plan: Any, done: Any) -> "JsonObject | None":
+    """What another session's cell published of the very failure this cell's stage met in a shared
+    step (the same step key and words), else None."""
     entry = done.entry(plan.name) if plan.name in done else None
-    if not isinstance(entry, dict) or not entry.get("shared_step") \
-            or journal_key not in {k.journal_key for k in SHARED_ANALYSES}:
+    if not isinstance(entry, dict) or not entry.get("shared_step"):
         return None
     path = _step_file(ctx, entry["shared_step"])
     try:
@@ -396,11 +406,33 @@ def step_analysis(ctx: Any, journal_key: str, plan: Any, done: Any) -> "JsonObje
             or published.get("cause") != stage_cause(str(entry.get("message") or "")) \
             or published.get("made_by") == ctx.cell.id:
         return None
+    return published
+
+
+def step_change(ctx: Any, plan: Any, done: Any, change: str) -> "JsonObject | None":
+    """A workaround's change another session's cell tried whose check ended in the shared step's own
+    failure (the same for every runtime that reads the step), else None."""
+    published = _published(ctx, plan, done)
+    taken = ((published or {}).get("changes") or {}).get(change)
+    if not isinstance(taken, dict):
+        return None
+    return dict(taken, reused_from=published["made_by"])
+
+
+def step_analysis(ctx: Any, journal_key: str, plan: Any, done: Any) -> "JsonObject | None":
+    """Another session's analysis of the very failure this cell's stage met in a shared step (the
+    same step key and words), else None."""
+    if journal_key not in {k.journal_key for k in SHARED_ANALYSES}:
+        return None
+    published = _published(ctx, plan, done)
+    if published is None:
+        return None
     kept = (published.get("analysis") or {}).get(journal_key)
     if not isinstance(kept, dict):
         return None
     return dict(kept, stage=plan.name, reused_from=published["made_by"], reused_stage=published.get("stage"))
 
 
-__all__ = ["program_key", "reuse", "failed_setup_reproducer", "publish", "publish_work", "publish_steps", "step_analysis", "Reused",
+__all__ = ["program_key", "reuse", "failed_setup_reproducer", "publish", "publish_work", "publish_steps", "step_analysis",
+           "step_change", "Reused",
            "made_here", "plan_digest"]
