@@ -70,10 +70,18 @@ def test_a_numeric_failure_in_an_installed_suite_gets_a_standalone_minimized_scr
     assert "class CountingNet" in text and "class ConvBNAct" in text and "F = types.SimpleNamespace(" in text
     assert "SCALE = 3.0" in text and "logger = logging.getLogger(__name__)" in text
     assert "decorator(s) register" in text and "@register" not in text  # the suite's registry: left out, said
-    # What the failing run never reaches is left out, said, and raises if used: the helper made by a call
-    # (no statement to copy) and the method's import of a package installed nowhere.
-    assert "fetch = _LeftOut('harness_planted_suite.model.fetch'" in text and "class _LeftOut" in text
+    # What the failing run never reaches is left out, said, and raises if used: a helper no statement binds
+    # and the method's import of a package installed nowhere; one made by a call where it was imported from
+    # is that statement.
+    assert "download = _LeftOut('harness_planted_suite.ops.download'" in text and "class _LeftOut" in text
+    assert "fetch = functools.partial(_fetch, timeout=5)" in text
     assert "raise ImportError('import harness_planted_download_client is left out" in text
+    # Objects made by a call where they were imported from: their statement there, after what it names (a
+    # table of classes whose lookup builds the layer stays that table, not a dict of classes).
+    assert "ACTS = ClassInstantier({'double': (Scaled, {'k': 2.0})})" in text, text
+    assert text.index("class Scaled") < text.index("ACTS = ClassInstantier(") and "class ClassInstantier(dict)" in text
+    assert "init_normal = paddle.nn.initializer.Normal(std=0.02)" in text
+    assert text.count("F = types.SimpleNamespace(") == 1  # two suite modules read ``ops`` as ``F``: one namespace
     # releases ran it without the suite at the cell's release, minimized it, and asked with the smaller.
     span = standalone_run["after"]["counting"]["analysis"]["releases"]
     assert f"reproduces at {standalone_run['version']} without the suite" in span["standalone"], span

@@ -155,7 +155,9 @@ class StandaloneWriter(Writer):
         if isinstance(value, types.ModuleType) or isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
             super()._global(module, name, user)  # a definition: written in (or why not, said as it is)
             return
-        if value is None or isinstance(value, (bool, int, float, str, tuple, list, dict)):
+        # A literal's own type only: a dict subclass (PaddleX's ``ACT2FN = ClassInstantier(ACT2CLS)``, whose
+        # lookup builds the layer) written as a dict literal would hand back the class (measured on the zoo).
+        if value is None or type(value) in (bool, int, float, str, tuple, list, dict):
             try:
                 super()._global(module, name, user)
                 return
@@ -167,7 +169,9 @@ class StandaloneWriter(Writer):
         """A suite module read as ``name.attr``: a namespace of the attributes read, each written in."""
         attrs = sorted({node.attr for node in ast.walk(ast.parse(source or "pass"))
                         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name})
-        key = f"{module.__name__}.{name}=namespace"
+        # Keyed by the module it stands for: two suite modules reading one module by one name (PaddleX's
+        # ``logging``, PaddleSeg's ``layers``: found on the zoo) share one namespace of what both read.
+        key = f"{value.__name__} as {name}=namespace"
         self._claim(name, key)
         held = self._namespaces.setdefault(key, {})
         for attr in attrs:
@@ -190,6 +194,14 @@ class StandaloneWriter(Writer):
             if any(isinstance(t, ast.Name) and t.id == name for t in targets) and getattr(node, "value", None) is not None:
                 found = node
         if found is None:
+            origin = self._imported_from(tree, module, name)
+            if origin is not None:  # made in the module it was imported from: its statement there
+                target, original = origin
+                self._global(target, original, user)
+                if original != name:
+                    self._claim(name, key)
+                    self.definitions[key] = f"{name} = {original}\n"
+                return
             raise Unspellable(f"{user} reads the module global {name!r} ({type(vars(module)[name]).__qualname__}), "
                               f"made by no statement of {module.__name__} the script can copy")
         self._claim(name, key)
@@ -199,6 +211,24 @@ class StandaloneWriter(Writer):
             self._global(module, read, key, statement)
         self._busy.discard(key)
         self.definitions[key] = statement
+
+    @staticmethod
+    def _imported_from(tree: Optional[ast.Module], module: types.ModuleType, name: str) -> "Optional[tuple]":
+        """The module and name a top-level ``from X import original as name`` of ``module`` binds, when
+        it is not kept (a suite module the script writes in); else None."""
+        for node in tree.body if tree is not None else []:
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            for alias in node.names:
+                if (alias.asname or alias.name) != name:
+                    continue
+                target = (importlib.util.resolve_name("." * node.level + (node.module or ""), module.__package__ or "")
+                          if node.level else node.module or "")
+                if kept(target):
+                    return None
+                found = sys.modules.get(target) or importlib.import_module(target)
+                return (found, alias.name) if alias.name in vars(found) else None
+        return None
 
     def _tree(self, module: types.ModuleType) -> Optional[ast.Module]:
         if module.__name__ not in self._module_trees:
@@ -278,6 +308,7 @@ class StandaloneWriter(Writer):
         return "raise ImportError(" + repr(why).replace("{", "{{").replace("}", "}}") + ")  # {}"
 
     def body(self) -> str:
+        self.definitions = in_definition_order(self.definitions)
         left = (f"# Left out (using one raises; the failing run did not): {'; '.join(self.left_out)}\n\n"
                 + LEFT_OUT + "\n\n" if self.left_out else "")
         said = left + (f"# Left out: the suite's own decorator(s) {', '.join(sorted(set(self.dropped)))} (they file a "
@@ -285,4 +316,68 @@ class StandaloneWriter(Writer):
         return said + super().body()
 
 
-__all__ = ["StandaloneWriter", "kept", "imports_of", "foreign_imports"]
+def _bound_and_needed(source: str) -> "tuple[Set[str], Set[str]]":
+    """The names a definition binds at the script's top level, and the names it reads while the script
+    runs it (a class's bases, decorators and class-level statements; a function's decorators and
+    defaults; all of an assignment's) — not what bodies read later, when everything is defined."""
+    tree = ast.parse(source)
+    bound: Set[str] = set()
+    needed: Set[str] = set()
+
+    def reads(node: Any) -> None:
+        needed.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+
+    def at_definition(node: Any) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for part in [*node.decorator_list, *node.args.defaults, *[d for d in node.args.kw_defaults if d]]:
+                reads(part)
+        elif isinstance(node, ast.ClassDef):
+            for part in [*node.decorator_list, *node.bases, *[k.value for k in node.keywords]]:
+                reads(part)
+            for statement in node.body:
+                at_definition(statement)
+        else:
+            reads(node)
+
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        else:
+            bound.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        at_definition(node)
+    return bound, needed - bound
+
+
+def in_definition_order(definitions: Dict[str, str]) -> Dict[str, str]:
+    """``definitions`` ordered so that each comes after what it reads when the script runs it (a
+    module-level table of classes after those classes: found on the zoo, where PaddleX's ``ACT2CLS``
+    came before the classes it names), otherwise as written; a cycle keeps the written order."""
+    shapes = {}
+    for key, source in definitions.items():
+        try:
+            shapes[key] = _bound_and_needed(source)
+        except SyntaxError:
+            shapes[key] = (set(), set())
+    providers: Dict[str, List[str]] = {}
+    for key, (bound, _) in shapes.items():
+        for name in bound:
+            providers.setdefault(name, []).append(key)
+    ordered: Dict[str, str] = {}
+    visiting: Set[str] = set()
+
+    def visit(key: str) -> None:
+        if key in ordered or key in visiting:
+            return
+        visiting.add(key)
+        for name in sorted(shapes[key][1]):
+            for provider in providers.get(name, []):
+                visit(provider)
+        visiting.discard(key)
+        ordered[key] = definitions[key]
+
+    for key in definitions:
+        visit(key)
+    return ordered
+
+
+__all__ = ["StandaloneWriter", "kept", "imports_of", "foreign_imports", "in_definition_order"]

@@ -9,7 +9,8 @@ import paddle
 import paddle.nn as nn
 
 from . import ops as F
-from .ops import fetch
+from .blocks import Stem
+from .ops import ACTS, download, fetch, init_normal
 
 logger = logging.getLogger(__name__)
 MODELS = {}
@@ -24,7 +25,7 @@ def register(cls):
 class ConvBNAct(nn.Layer):
     def __init__(self, cin, cout):
         super().__init__()
-        self.conv = nn.Conv2D(cin, cout, 3, padding=1)
+        self.conv = nn.Conv2D(cin, cout, 3, padding=1, weight_attr=paddle.ParamAttr(initializer=init_normal))
         self.bn = nn.BatchNorm2D(cout)
 
     def forward(self, x):
@@ -37,8 +38,9 @@ class CountingNet(nn.Layer):
 
     def __init__(self, width=8):
         super().__init__()
-        self.stem = ConvBNAct(3, width)
+        self.stem = Stem(3, width)
         self.head = ConvBNAct(width, width)
+        self.act = ACTS["double"]
         self.calls = 0
         logger.debug("CountingNet of width %d", width)
 
@@ -46,13 +48,13 @@ class CountingNet(nn.Layer):
         from harness_planted_suite.ops import scaled
 
         self.calls += 1
-        y = self.head(self.stem(image))
+        y = self.act(self.head(self.stem(image)))
         return scaled(F.scaled(y, SCALE), float(self.calls))
 
     def load_pretrained(self, url):
         import harness_planted_download_client  # noqa: F401 - installed nowhere: a download client
 
-        return fetch(url)
+        return fetch(download(url))
 
 
 @register
