@@ -42,6 +42,7 @@ def main(argv: "List[str] | None" = None) -> int:
     parser.add_argument("--real", default="rt_detr", help="a zoo model whose own failure is reduced ('' for none)")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--own-op", default="seg_deeplabv3p", help="a zoo model whose failure is a layer's own op ('' for none)")
+    parser.add_argument("--own-op-only", action="store_true", help="only the own-op side by side (part 3)")
     args = parser.parse_args(argv)
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     text = (ROOT / "matrix" / "default.toml").read_text(encoding="utf-8")
@@ -77,6 +78,9 @@ def main(argv: "List[str] | None" = None) -> int:
             print(f"  cell {seconds:.1f} s; analysis: {steps}; reproducer verified: "
                   f"{(analysis.get('reproducer') or {}).get('verified')}")
 
+        if args.own_op_only:
+            own_op_side_by_side(args.own_op, args.repeat, matrix, tmp, env)
+            return 0
         if args.real:
             reduced(args.real, None)
         print(f"planted: {args.model} with its deepest conv wrapped in a {PLANTED} (harness.models.planted)")
