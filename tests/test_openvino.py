@@ -178,10 +178,10 @@ def test_a_conversion_both_onnx_runtimes_read_fails_alike_and_is_analysed_once(t
     assert records[taker]["analysis"]["reproducer"]["verified"] is True
     # The workaround is taken only when none of its changes got past the conversion (the runtime never
     # ran); else it is verified on the cell's own runtime.
-    from harness.shared.causes import stage_cause
+    from harness.runtimes.paddle2onnx.convert import cause_words
 
     made = records[maker]["analysis"]["workaround"]
-    cause = stage_cause(entries[maker]["message"])
+    cause = cause_words(entries[maker]["message"])
     in_the_step = made.get("outcome") == "none verified" and all(
         t.get("cause") == cause for t in made.get("tried") or [None]) if made.get("tried") else False
     assert bool(records[taker]["analysis"]["workaround"].get("reused_from")) == in_the_step, made

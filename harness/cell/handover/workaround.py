@@ -168,11 +168,11 @@ def _checked_in_child(ctx: CellContext, verifier: "Verifier", config: StageConfi
     return verifier.check(config) if passed else (verdicts, why, None)
 
 
-def _tried(words: str, verdicts: Dict[str, str], why: str, **more: object) -> JsonObject:
-    """A change tried and how it ended: its words clipped, its cause's words whole (what a cell of
-    another runtime compares with the failure of a step both run)."""
+def _tried(plan: StagePlan, words: str, verdicts: Dict[str, str], why: str, **more: object) -> JsonObject:
+    """A change tried and how it ended: its words clipped, its cause in the runtime's words (what a cell
+    of another runtime compares with the failure of a step both run)."""
     return {"change": words, "verdicts": verdicts, **more,
-            **({"why": why[:200], "cause": stage_cause(why)} if why else {})}
+            **({"why": why[:200], "cause": shared_setup.step_cause(plan, why)} if why else {})}
 
 
 def _verdict_of(status: Status) -> str:
@@ -204,7 +204,7 @@ def search(ctx: CellContext, plan: StagePlan, done: Ledger, reference: StagePlan
             tried.append(taken)
             continue
         verdicts, why, session = _checked_in_child(ctx, verifier, config, k, words, deaths)
-        tried.append(_tried(words, verdicts, why))
+        tried.append(_tried(plan, words, verdicts, why))
         if session is not None:
             chosen = (words, config, session)
             break
@@ -255,7 +255,7 @@ def _respelled(ctx: CellContext, plan: StagePlan, done: Ledger, shapes: List[int
             continue
         verifier = Verifier(ctx, plan, done, shapes, files=built["files"])
         verdicts, why, session = _checked_in_child(ctx, verifier, plan.config, k, respelling.words, deaths)
-        tried.append(_tried(respelling.words, verdicts, why, model_side=True))
+        tried.append(_tried(plan, respelling.words, verdicts, why, model_side=True))
         if session is not None:
             return (respelling.words, plan.config, session), {
                 "api": respelling.api, "instead": respelling.instead, "op": respelling.op,

@@ -341,9 +341,17 @@ def _shareable(kind: Analysis, kept: Any, cause: str) -> bool:
 
 def _ended_in_the_step(tried: Any, cause: str) -> bool:
     """A workaround's change whose check raised the step's own words (the runtime never ran). The
-    cause is the whole message's (a ``why`` is clipped: a memory-dependent conversion's words ran
-    past the clip, and no change was ever taken: measured on the zoo)."""
+    cause is the whole message's, in the runtime's words (a ``why`` is clipped, and a memory-dependent
+    conversion names other nodes and values each run: no change was taken, measured on the zoo)."""
     return isinstance(tried, dict) and str(tried.get("cause") or stage_cause(str(tried.get("why") or ""))) == cause
+
+
+def step_cause(plan: Any, message: str) -> str:
+    """A shared step's failure in its runtime's words (``Runtime.cause_words``: a converter's own, the
+    same for every runtime that reads its output)."""
+    from ..base.registry import runtime
+
+    return runtime(plan.runtime).cause_words(message)
 
 
 def _step_file(ctx: Any, step: str) -> Optional[Path]:
@@ -370,7 +378,7 @@ def publish_steps(ctx: Any, done: Any, plans: Any) -> None:
         return
     plan, entry = found
     path = _step_file(ctx, entry["shared_step"])
-    cause = stage_cause(str(entry.get("message") or ""))
+    cause = step_cause(plan, str(entry.get("message") or ""))
     analyses = {}
     changes: JsonObject = {}
     for kind in SHARED_ANALYSES:
@@ -403,7 +411,7 @@ def _published(ctx: Any, plan: Any, done: Any) -> "JsonObject | None":
     except (OSError, ValueError):
         return None
     if not isinstance(published, dict) or published.get("step") != entry["shared_step"] \
-            or published.get("cause") != stage_cause(str(entry.get("message") or "")) \
+            or published.get("cause") != step_cause(plan, str(entry.get("message") or "")) \
             or published.get("made_by") == ctx.cell.id:
         return None
     return published
