@@ -29,7 +29,7 @@ import numpy as np
 
 from ...shared.json_types import JsonObject
 from .pieces import Slot
-from .op_source import ONE_OP, Written, written
+from .op_source import ONE_OP, Written, side_by_side, written
 from .public_api import PublicCall, PublicRecorder, tensors_in
 
 # Ops that make tensors from nothing (initializers, constants): never "the op".
@@ -441,5 +441,5 @@ def chains(calls: Sequence[OpCall], message: str, first_divergence: Optional[str
     return ranked_pairs[:MAX_PAIRS] + ranked_triples[:MAX_CHAINS], rules
 
 
-__all__ = ["OpCall", "Written", "written", "chains", "branches", "in_order", "MAX_WINDOW_OPS", "record_ops", "schedule", "suspicion",
+__all__ = ["OpCall", "Written", "written", "side_by_side", "chains", "branches", "in_order", "MAX_WINDOW_OPS", "record_ops", "schedule", "suspicion",
            "PER_TYPE", "ONE_OP"]

@@ -40,11 +40,13 @@ class Written:
     harness_form: bool = True  # some op is written as ``paddle._C_ops`` (no public call ran it alone)
     every_end: bool = False
     public: bool = True  # asked to speak public calls where the model made them
+    pool: List[int] = dataclasses.field(default_factory=list)  # each candidate's op count (``side_by_side``)
 
     def as_c_ops(self) -> Optional["Written"]:
         """The same ops, every one as ``paddle._C_ops``: the fallback where a public form says
-        nothing (it could not be exported alone); None when this is that form already."""
-        if not self.public:
+        nothing (it could not be exported alone); None when this is that form already, or a pool
+        (one that says nothing is split, each part asked again)."""
+        if not self.public or self.pool:
             return None
         other = written(self.calls, self.branched_at, self.every_end, public=False)
         return other if other.source != self.source else None
@@ -57,14 +59,21 @@ class Written:
 
     @property
     def op_type(self) -> str:
+        if self.pool:
+            starts = [sum(self.pool[:k]) for k in range(len(self.pool))]
+            return f"{len(self.pool)} side by side: " + " | ".join(
+                " -> ".join(c.op_type for c in self.calls[start:start + size]) for start, size in zip(starts, self.pool))
         return " -> ".join(self.op_types)
 
     @property
     def kind(self) -> str:
-        return ("an if the model took on an op's output" if self.branched_at is not None else
+        return (f"{len(self.pool)} candidates side by side" if self.pool else
+                "an if the model took on an op's output" if self.branched_at is not None else
                 "one op alone" if len(self.calls) == 1 else f"{len(self.calls)} adjacent ops")
 
     def describe(self) -> str:
+        if self.pool:
+            return f"{len(self.pool)} candidates side by side, each on the tensors it received"
         return " -> ".join(c.describe() for c in self.calls)
 
 
@@ -109,22 +118,52 @@ def written(calls: Sequence[Any], branched_at: Optional[int] = None, every_end: 
     if branched_at is not None:
         lines.append(f"            out = {', '.join(returned)}")
         returned = ["out"]
+    what = ("an if on an op's output, as the model branched" if branched_at is not None else
+            "one op alone" if len(calls) == 1 else f"{len(calls)} ops, each reading the one before")
+    source = _module(layer, lines, returned, f'{what}, written by the harness: {" -> ".join(c.op_type for c in calls)}')
+    return Written(list(calls), source, layer.fed, layer.held, branched_at, harness_form, every_end, public)
+
+
+def side_by_side(groups: Sequence[Sequence[Any]], public: bool = True) -> Written:
+    """Several candidates (each one op, or ops each reading the one before) in one layer, none wired
+    to another: each is fed the tensors it received, even one another candidate produced, and
+    returns its main output. An op that fails alone fails here too — its own inputs, its own
+    output fetched — unless another candidate's error comes first (then the pool says nothing and is
+    split); so a pool that runs clean and within tolerance clears every candidate in one program."""
+    layer = _LayerText()
+    lines: List[str] = []
+    returned: List[str] = []
+    harness_form = False
+    j = 0
+    for group in groups:
+        layer.produced = {}  # nothing a candidate made is read by another
+        for call in group:
+            expression, harness_made = layer.spoken(call, j, public)
+            lines.append(f"        r{j} = {expression}")
+            harness_form = harness_form or harness_made
+            j += 1
+        main = _main_output(group[-1])
+        if main in layer.produced:
+            returned.append(layer.produced[main])
+    calls = [c for group in groups for c in group]
+    source = _module(layer, lines, returned, f"{len(groups)} candidates side by side, written by the harness")
+    return Written(calls, source, layer.fed, layer.held, None, harness_form, False, public, pool=[len(g) for g in groups])
+
+
+def _module(layer: "_LayerText", lines: List[str], returned: List[str], what: str) -> str:
+    """The generated module of a written layer: ``lines`` its forward's body."""
     params = ", ".join(f"in{k}" for k in range(len(layer.fed)))
     init = ["    def __init__(self):", "        super().__init__()"] + [
         f"        self.register_buffer({name!r}, paddle.zeros({list(a.shape)}, dtype={str(a.dtype)!r}), persistable=True)"
         for name, a in layer.held.items()] + [""] if layer.held else []
-    what = ("an if on an op's output, as the model branched" if branched_at is not None else
-            "one op alone" if len(calls) == 1 else f"{len(calls)} ops, each reading the one before")
-    source = (
-        f'"""{what[0].upper() + what[1:]}, written by the harness: {" -> ".join(c.op_type for c in calls)} as the '
-        f'model\'s forward called it."""\n'
+    return (
+        f'"""{what[0].upper() + what[1:]} as the model\'s forward called it."""\n'
         "import paddle\n\n\n"
         f"class {ONE_OP}(paddle.nn.Layer):\n"
         + "".join(f"{line}\n" for line in init)
         + f"    def forward(self{', ' if params else ''}{params}):\n"
         + "".join(f"{line}\n" for line in lines)
         + f"        return [{', '.join(returned)}]\n")
-    return Written(list(calls), source, layer.fed, layer.held, branched_at, harness_form, every_end, public)
 
 
 class _LayerText:
@@ -206,4 +245,4 @@ def _ends(calls: Sequence[Any]) -> List[int]:
     return [t for t in (_main_output(c) for c in calls) if t is not None and t not in read]
 
 
-__all__ = ["Written", "written", "DYGRAPH_ONLY", "ONE_OP"]
+__all__ = ["Written", "written", "side_by_side", "DYGRAPH_ONLY", "ONE_OP"]

@@ -249,13 +249,17 @@ def _respelled(ctx: CellContext, plan: StagePlan, done: Ledger, shapes: List[int
             tried.append(taken)
             continue
         folder = ctx.work / f"{plan.name}.workaround" / f"respelled{k}"
-        built = respell.export_in_child(ctx, done.setup, respelling, folder)
+        # Another runtime's cell of this conversion exported it already: the same files (and ONNX).
+        built = (shared_setup.step_export(ctx, plan, done, respelling.words, folder)
+                 or respell.export_in_child(ctx, done.setup, respelling, folder))
         if "files" not in built:
             tried.append({"change": respelling.words, "verdicts": {}, "why": built["why"]})
             continue
         verifier = Verifier(ctx, plan, done, shapes, files=built["files"])
         verdicts, why, session = _checked_in_child(ctx, verifier, plan.config, k, respelling.words, deaths)
-        tried.append(_tried(plan, respelling.words, verdicts, why, model_side=True))
+        exported = {"folder": str(folder), "files": built["files"], "calls": built["calls"],
+                    **({"reused_from": built["reused_from"]} if built.get("reused_from") else {})}
+        tried.append(_tried(plan, respelling.words, verdicts, why, model_side=True, exported=exported))
         if session is not None:
             return (respelling.words, plan.config, session), {
                 "api": respelling.api, "instead": respelling.instead, "op": respelling.op,

@@ -173,10 +173,16 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
     ranked, rules = isolation.schedule(calls, message, first)
     types = len({c.name.rstrip("_") for c in ranked})
     tried: List[JsonObject] = []
-    for group in [[c] for c in ranked]:
+    # The ops the failure's words or the diff point at, each alone; the rest pooled (``_first_of``).
+    suspects = [c for c in ranked if isolation.suspicion(c, message, first) > 0]
+    for group in [[c] for c in suspects]:
         found = _try_written(trials, isolation.written(group), tried)
         if found is not None:
             return _isolated(found, trials, tried, len(ranked), rules, types)
+    together = [False]  # see ``_first_of``
+    found = _first_of(trials, [[c] for c in ranked if c not in suspects], tried, together)
+    if found is not None:
+        return _isolated(found, trials, tried, len(ranked), rules, types)
     # No op alone: an if the forward took on an op's output (control flow), then adjacent ops (a
     # fusion needs both of its ops).
     taken = isolation.branches(calls)
@@ -187,21 +193,25 @@ def _isolate(ctx: CellContext, trials: PieceTrials, answer: Optional[Trial], mod
             return _isolated(found, trials, tried, len(ranked) + len(taken), rules, types)
     grouped, chain_rules = isolation.chains(calls, message, first)
     rules.update(chain_rules)
-    for group in grouped:
-        found = _try_written(trials, isolation.written(group), tried)
-        if found is not None:
-            return _isolated(found, trials, tried, len(ranked) + len(taken) + len(grouped), rules, types)
+    found = _first_of(trials, grouped, tried, together)
+    if found is not None:
+        return _isolated(found, trials, tried, len(ranked) + len(taken) + len(grouped), rules, types)
     # Then the shortest run of the forward's ops, in order, that still reproduces (longer chains).
     found, rules["windows"] = _smallest_window(trials, isolation.in_order(calls), tried)
     if found is not None:
         return _isolated(found, trials, tried, len(ranked) + len(taken) + len(grouped) + rules["windows"], rules, types)
-    why = (f"none of its {len(ranked)} ops tried ({types} op types, every type at least once, at most "
+    pools = sum(1 for t in tried if t.get("pooled"))
+    why = ((f"{pools} of its {len(tried)} runs pooled candidates side by side (each on the tensors it received); "
+            if pools else "")
+           + f"none of its {len(ranked)} ops tried ({types} op types, every type at least once, at most "
            f"{isolation.PER_TYPE} per type) reproduces alone"
            + (f"; {rules['capped']} more calls of types already tried twice were not" if rules["capped"] else "")
            + f"; nor {rules['branches']} branch(es) the forward took, {rules['pairs']} adjacent pair(s) and "
              f"{rules['chains']} chain(s) of three, nor a run of the forward's ops ({rules['windows']} tried)"
            + (f" ({rules['capped_pairs']} pairs and {rules['capped_chains']} chains beyond the caps not tried)"
-              if rules["capped_pairs"] or rules["capped_chains"] else ""))
+              if rules["capped_pairs"] or rules["capped_chains"] else "")
+           + ("; pools reproduced where no candidate of them did alone: the failure needs several ops at once"
+              if together[0] else ""))
     return {"isolation": {"outcome": Outcome.NOT_FOUND, "runs": len(tried), "candidates": len(ranked) + len(taken) + len(grouped),
                           "rules": rules, "op_types": types, "tried": tried, "why": why}}
 
@@ -281,6 +291,45 @@ def _smallest_window(trials: PieceTrials, ops: List["isolation.OpCall"],
         else:
             low = middle + 1
     return best, len(tried) - before
+
+
+# The most candidates one pooled program holds: a larger list is asked in parts this size.
+POOL_LIMIT = 64
+
+
+def _first_of(trials: PieceTrials, groups: List[List["isolation.OpCall"]], tried: List[JsonObject],
+              together: Optional[List[bool]] = None) -> Optional[Tuple[Any, Trial]]:
+    """The first of ``groups`` (in their order) that reproduces alone, found by group testing: the
+    candidates side by side in one program (``isolation.side_by_side``); one that runs clean clears
+    them all in one run; one that reproduces or says nothing (another candidate raised first) is
+    split in halves, the first half asked first. Every answer is a candidate that reproduced alone.
+
+    ``together`` (shared by the calls of one isolation): set once a reproducing pool held no
+    candidate that reproduces alone — the failure needs several ops at once (a conversion that
+    reads memory it never wrote fails on a larger graph): later pools that reproduce are not split
+    further, and the isolation goes on to runs of the forward's ops, where such a failure is found."""
+    together = together if together is not None else [False]
+    if len(groups) > POOL_LIMIT:
+        return next((found for start in range(0, len(groups), POOL_LIMIT)
+                     for found in [_first_of(trials, groups[start:start + POOL_LIMIT], tried, together)]
+                     if found is not None), None)
+    if len(groups) <= 2:
+        return next((found for group in groups
+                     for found in [_try_written(trials, isolation.written(group), tried)] if found is not None), None)
+    pool = isolation.side_by_side(groups)
+    trial = trials.one_op(pool)
+    tried.append({"op": pool.op_type, "call": pool.describe(), "form": _form(pool), "pooled": len(groups),
+                  **trial.to_dict()})
+    if not trial.reproduces and not trial.says_nothing:
+        return None
+    if trial.reproduces and together[0]:
+        tried[-1]["note"] += "; not split: an earlier pool reproduced with no candidate of it reproducing alone"
+        return None
+    half = len(groups) // 2
+    found = _first_of(trials, groups[:half], tried, together) or _first_of(trials, groups[half:], tried, together)
+    if found is None and trial.reproduces:
+        together[0] = True
+    return found
 
 
 def _try_written(trials: PieceTrials, program: "isolation.Written", tried: List[JsonObject]) -> Optional[Tuple[Any, Trial]]:

@@ -381,6 +381,7 @@ def publish_steps(ctx: Any, done: Any, plans: Any) -> None:
     cause = step_cause(plan, str(entry.get("message") or ""))
     analyses = {}
     changes: JsonObject = {}
+    exports: JsonObject = {}
     for kind in SHARED_ANALYSES:
         kept = _plain(done.entries().get(kind.journal_key))
         if not isinstance(kept, dict) or kept.get("stage") != plan.name or kept.get("reused_from"):
@@ -389,12 +390,15 @@ def publish_steps(ctx: Any, done: Any, plans: Any) -> None:
             analyses[kind.journal_key] = kept
         elif kind is Analysis.WORKAROUND:  # its changes that ended in the step answer for the others too
             changes = {t["change"]: t for t in kept.get("tried") or [] if _ended_in_the_step(t, cause) and t.get("change")}
-    if path is None or path.exists() or not (analyses or changes):
+        if kind is Analysis.WORKAROUND:  # the model exported with a change: the same program for every runtime
+            exports = {t["change"]: t["exported"] for t in kept.get("tried") or []
+                       if isinstance(t.get("exported"), dict) and not t["exported"].get("reused_from")}
+    if path is None or path.exists() or not (analyses or changes or exports):
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(path, {"step": entry["shared_step"], "cause": cause, "made_by": ctx.cell.id,
-                                 "stage": plan.name, "analysis": analyses, "changes": changes})
+                                 "stage": plan.name, "analysis": analyses, "changes": changes, "exports": exports})
     except OSError:
         pass  # the others analyse it themselves
 
@@ -427,6 +431,23 @@ def step_change(ctx: Any, plan: Any, done: Any, change: str) -> "JsonObject | No
     return dict(taken, reused_from=published["made_by"])
 
 
+def step_export(ctx: Any, plan: Any, done: Any, change: str, folder: Path) -> "JsonObject | None":
+    """The model exported with a workaround's model-side change by another session's cell of the same
+    conversion (the same program, weights and change: the same files, and the same ONNX where the
+    options are the same), brought into ``folder``; None when there is none to take."""
+    published = _published(ctx, plan, done)
+    made = ((published or {}).get("exports") or {}).get(change)
+    if not isinstance(made, dict) or not made.get("folder") or not Path(made["folder"]).is_dir():
+        return None
+    source = Path(made["folder"])
+    try:
+        _bring(source, folder, [f.name for f in source.iterdir() if f.is_file() and not f.name.endswith(".log")
+                                or f.name.endswith(".convert.log")])
+    except OSError:
+        return None  # this cell exports it itself
+    return dict(_moved(made, str(source), str(folder)), reused_from=published["made_by"])
+
+
 def step_analysis(ctx: Any, journal_key: str, plan: Any, done: Any) -> "JsonObject | None":
     """Another session's analysis of the very failure this cell's stage met in a shared step (the
     same step key and words), else None."""
@@ -442,5 +463,5 @@ def step_analysis(ctx: Any, journal_key: str, plan: Any, done: Any) -> "JsonObje
 
 
 __all__ = ["program_key", "reuse", "failed_setup_reproducer", "publish", "publish_work", "publish_steps", "step_analysis",
-           "step_change", "Reused",
+           "step_change", "step_export", "Reused",
            "made_here", "plan_digest"]
