@@ -22,8 +22,8 @@ is rewritten so that the script runs alone, and said in the script:
   cannot go unnoticed; one it does not (a download helper, a config's ``from_pretrained``) costs
   nothing, and the minimizer takes it out.
 
-Two suite definitions of one name from two modules cannot share the script's namespace: said, and
-no standalone script is written. The script is then verified like every reproducer and minimized
+Two suite definitions of one name from two modules: the later one renamed, and every definition that
+reads it rewritten (``renames.py``). The script is then verified like every reproducer and minimized
 (``minimize.py``)."""
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import textwrap
 import types
 from typing import Any, Dict, List, Optional, Set
 
+from .renames import Renames
 from .source_repro import Unspellable, Writer, _installed, _names_read
 
 # What a standalone script may import: Paddle, numpy and the standard library.
@@ -108,7 +109,7 @@ class StandaloneWriter(Writer):
     def __init__(self, paddle: Any):
         super().__init__(paddle)
         self.dropped: List[str] = []  # the suite's decorators left out, said in the script
-        self._named: Dict[str, str] = {}  # a bare name written in -> the definition it is
+        self.renames = Renames()  # a bare name written in -> the definition it is; the renamed
         self._module_trees: Dict[str, Optional[ast.Module]] = {}
         self._namespaces: Dict[str, Dict[str, str]] = {}  # a suite module read as a namespace: attribute -> spelling
         self.left_out: List[str] = []  # suite names bound to a _LeftOut, with why
@@ -122,24 +123,27 @@ class StandaloneWriter(Writer):
     def _read(self, module: types.ModuleType, name: str, user: str, source: str) -> None:
         self._global(module, name, user, source)
 
-    def _claim(self, name: str, key: str) -> None:
-        """One bare name, one definition: the script has a single namespace."""
-        held = self._named.setdefault(name, key)
-        if held != key:
-            raise Unspellable(f"two definitions named {name!r} ({held} and {key}) would share the script's namespace")
+    def _claim(self, name: str, key: str, obj: Any = None) -> str:
+        """One bare name, one definition (the script has a single namespace): a later one renamed."""
+        return self.renames.claim(name, key, obj)
+
+    def reference(self, obj: Any) -> str:
+        spelled = super().reference(obj)
+        return self.renames.name_of(obj, spelled) if spelled == getattr(obj, "__qualname__", None) else spelled
 
     def _global(self, module: types.ModuleType, name: str, user: str, source: str = "") -> None:  # type: ignore[override]
         try:
             self._written_in(module, name, user, source)
         except Unspellable as exc:
-            if self._named.get(name, f"{module.__name__}.{name}=left out") != f"{module.__name__}.{name}=left out":
-                raise  # the name is another definition's already: two cannot share it
-            self._leave_out(f"{module.__name__}.{name}", name, str(exc))
+            self._leave_out(module, name, str(exc))
 
-    def _leave_out(self, qualified: str, name: str, why: str) -> None:
+    def _leave_out(self, module: types.ModuleType, name: str, why: str) -> None:
         """``name`` bound to a ``_LeftOut`` (it raises when used): what the script could not write in."""
+        qualified = f"{module.__name__}.{name}"
         key = f"{qualified}=left out"
-        self._claim(name, key)
+        if key in self.definitions:
+            return
+        self._claim(name, key, vars(module).get(name))
         self.left_out.append(f"{qualified} ({' '.join(why.split())[:160]})")
         self.definitions[key] = f"{name} = _LeftOut({qualified!r}, {why[:200]!r})\n"
 
@@ -152,14 +156,22 @@ class StandaloneWriter(Writer):
         if isinstance(value, types.ModuleType) and not kept(value.__name__):
             self._namespace(module, name, value, user, source)
             return
-        if isinstance(value, types.ModuleType) or isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
-            super()._global(module, name, user)  # a definition: written in (or why not, said as it is)
+        if isinstance(value, types.ModuleType):  # the standard library's, Paddle's, numpy's: imported
+            bound = self._claim(name, f"import {value.__name__} as {name}", value)
+            self.imports[f"import {value.__name__}" if value.__name__ == bound else f"import {value.__name__} as {bound}"] = ""
+            return
+        if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
+            spelled = self.reference(value)  # a definition: written in (or why not, said as it is)
+            if spelled != self.renames.name_of(value, name):  # bound by another name: an alias of it
+                bound = self._claim(name, f"{module.__name__}.{name}=alias", value)
+                self.definitions[f"{module.__name__}.{name}=alias"] = f"{bound} = {spelled}\n"
             return
         # A literal's own type only: a dict subclass (PaddleX's ``ACT2FN = ClassInstantier(ACT2CLS)``, whose
         # lookup builds the layer) written as a dict literal would hand back the class (measured on the zoo).
         if value is None or type(value) in (bool, int, float, str, tuple, list, dict):
             try:
                 super()._global(module, name, user)
+                self._claim(name, f"{module.__name__}.{name}=constant", value)
                 return
             except Unspellable:
                 pass  # a constant with no literal form: the statement that made it, below
@@ -172,7 +184,7 @@ class StandaloneWriter(Writer):
         # Keyed by the module it stands for: two suite modules reading one module by one name (PaddleX's
         # ``logging``, PaddleSeg's ``layers``: found on the zoo) share one namespace of what both read.
         key = f"{value.__name__} as {name}=namespace"
-        self._claim(name, key)
+        bound = self._claim(name, key, value)
         held = self._namespaces.setdefault(key, {})
         for attr in attrs:
             if hasattr(value, attr) and attr not in held:
@@ -180,7 +192,7 @@ class StandaloneWriter(Writer):
         self.imports["import types"] = ""
         # After what it names (written in just now): a namespace is built when the script runs it.
         self.definitions.pop(key, None)
-        self.definitions[key] = f"{name} = types.SimpleNamespace({', '.join(f'{a}={v}' for a, v in sorted(held.items()))})\n"
+        self.definitions[key] = f"{bound} = types.SimpleNamespace({', '.join(f'{a}={v}' for a, v in sorted(held.items()))})\n"
 
     def _assignment(self, module: types.ModuleType, name: str, user: str) -> None:
         """The module-level statement that bound ``name``, with what it reads."""
@@ -199,12 +211,12 @@ class StandaloneWriter(Writer):
                 target, original = origin
                 self._global(target, original, user)
                 if original != name:
-                    self._claim(name, key)
-                    self.definitions[key] = f"{name} = {original}\n"
+                    bound = self._claim(name, key, vars(module)[name])
+                    self.definitions[key] = f"{bound} = {self.renames.name_of(vars(target)[original], original)}\n"
                 return
             raise Unspellable(f"{user} reads the module global {name!r} ({type(vars(module)[name]).__qualname__}), "
                               f"made by no statement of {module.__name__} the script can copy")
-        self._claim(name, key)
+        self._claim(name, key, vars(module)[name])
         self._busy.add(key)
         statement = ast.unparse(found) + "\n"
         for read in sorted(_names_read(statement) - {name}):
@@ -297,7 +309,8 @@ class StandaloneWriter(Writer):
             if spelled is None:
                 raise Unspellable(f"{user} imports the module {target}.{alias.name} inside a function")
             if spelled != bound:
-                self._claim(bound, f"{user}:{bound}")
+                if self._claim(bound, f"{user}:{bound}", value) != bound:  # read inside the function: not rewritten
+                    raise Unspellable(f"{user} imports {bound!r} inside a function, a name another definition holds")
                 self.definitions[f"{user}:{bound}=bound"] = f"{bound} = {spelled}\n"
 
     def _left_out_import(self, node: ast.AST, user: str, exc: Exception) -> str:
@@ -308,12 +321,23 @@ class StandaloneWriter(Writer):
         return "raise ImportError(" + repr(why).replace("{", "{{").replace("}", "}}") + ")  # {}"
 
     def body(self) -> str:
-        self.definitions = in_definition_order(self.definitions)
+        self.definitions = in_definition_order({key: self.renames.rewritten(key, source, _home(key))
+                                                for key, source in self.definitions.items()})
         left = (f"# Left out (using one raises; the failing run did not): {'; '.join(self.left_out)}\n\n"
                 + LEFT_OUT + "\n\n" if self.left_out else "")
         said = left + (f"# Left out: the suite's own decorator(s) {', '.join(sorted(set(self.dropped)))} (they file a "
                        f"class in the suite's registry).\n\n" if self.dropped else "")
         return said + super().body()
+
+
+def _home(key: str) -> Optional[Dict[str, Any]]:
+    """The globals of the module a definition came from (its bare names are that module's), from its
+    key; None for what the writer spelled itself (a namespace, a name a function imported)."""
+    if key.endswith(("=namespace", "=bound")) or key.startswith("import "):
+        return None
+    qualified = key.rsplit("=", 1)[0]
+    module = sys.modules.get(qualified.rsplit(".", 1)[0])
+    return vars(module) if module is not None else None
 
 
 def _bound_and_needed(source: str) -> "tuple[Set[str], Set[str]]":

@@ -175,7 +175,7 @@ class Writer:
             return
         if "." in obj.__qualname__:
             raise Unspellable(f"{obj.__qualname__} is nested in a class; it is not copied on its own")
-        self._claim(obj.__name__, key)
+        self._claim(obj.__name__, key, obj)
         self._busy.add(key)
         try:
             source = textwrap.dedent(inspect.getsource(obj))
@@ -193,8 +193,8 @@ class Writer:
         self.definitions[key] = source
 
     # What a writer that writes in more (``inline.StandaloneWriter``) does besides.
-    def _claim(self, name: str, key: str) -> None:
-        """Note that ``name`` is ``key``'s in the script's namespace."""
+    def _claim(self, name: str, key: str, obj: Any = None) -> str:
+        return name  # the name ``key``'s definition (of ``obj``) has in the script's namespace
 
     def _as_written(self, source: str, module: types.ModuleType, key: str) -> str:
         """A definition's source as the script holds it."""

@@ -1,0 +1,5 @@
+"""A suite module named as the standard library's."""
+
+
+def note(message):
+    return "suite:" + message

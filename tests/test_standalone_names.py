@@ -1,0 +1,35 @@
+"""A standalone script writes a suite's definitions into one namespace: two definitions of one name
+(two modules' ``_UNSET`` sentinels and ``HTTPError`` classes, a suite module named ``logging`` beside the
+standard library's) are kept apart — the later renamed, every definition that reads it rewritten — and
+the script behaves as the suite did."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from harness.cell.handover.inline import StandaloneWriter, foreign_imports
+
+
+def test_two_definitions_of_one_name_are_kept_apart_and_the_script_behaves_as_the_suite(tmp_path):
+    import paddle
+
+    from .suites.clash_suite.model import Net
+
+    original = Net()
+    original(paddle.ones([1, 4]))
+    assert original.said == ("web", "api-unset", "suite:call")  # the planted suite's own behaviour
+
+    writer = StandaloneWriter(paddle)
+    name = writer.reference(Net)
+    script = (writer.header() + "import paddle\n\n" + writer.body()
+              + f"\nnet = {name}()\nnet(paddle.ones([1, 4]))\nprint(repr(net.said))\n")
+    assert foreign_imports(script) == [] and not writer.left_out, (foreign_imports(script), writer.left_out)
+    # Each name once at the top level: the later definitions renamed, the standard library's module too.
+    for bound in ("class HTTPError(", "class HTTPError_2(", "_UNSET = ", "_UNSET_2 = ", "logging = types.SimpleNamespace",
+                  "import logging as logging_2"):
+        assert script.count(bound) == 1, (bound, script)
+    (tmp_path / "standalone.py").write_text(script)
+    ran = subprocess.run([sys.executable, "standalone.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.strip().splitlines()[-1] == repr(original.said), script
