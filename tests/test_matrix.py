@@ -58,6 +58,15 @@ def test_every_declared_session_name_says_what_runs():
         ('[paddle."3.3.1"]\npython = "3.11"\npackages = ["paddlepaddle==3.3.1"]\nflavour = 1\n'
          '[sessions.cpu_fp32]\ndevice = "cpu"\nbackend = "native"\nprecision = "fp32"\n'
          '[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4\n[models.m]\nfactory = "a.b:c"\n', 'paddle."3.3.1".flavour'),
+        # The train modes a model's suite trains it in: known modes, each with where the suite does so.
+        ('[paddle."3.3.1"]\npython = "3.11"\npackages = ["paddlepaddle==3.3.1"]\n'
+         '[sessions.cpu_fp32]\ndevice = "cpu"\nbackend = "native"\nprecision = "fp32"\n'
+         '[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4\n[models.m]\nfactory = "a.b:c"\nmodes.fp8 = "x.yaml"\n',
+         "models.m.modes.fp8"),
+        ('[paddle."3.3.1"]\npython = "3.11"\npackages = ["paddlepaddle==3.3.1"]\n'
+         '[sessions.cpu_fp32]\ndevice = "cpu"\nbackend = "native"\nprecision = "fp32"\n'
+         '[tolerances.fp32]\natol = 1e-4\nrtol = 1e-4\n[models.m]\nfactory = "a.b:c"\nmodes.qat = true\n',
+         "models.m.modes.qat"),
     ],
 )
 def test_malformed_matrix_is_one_line_naming_the_key(tmp_path, text, key):

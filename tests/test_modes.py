@@ -65,6 +65,24 @@ def test_qat_on_this_paddle_trains_converts_and_exports_or_records_paddles_error
         assert {s["name"]: s for s in record["stages"]}["baseline"]["status"] == "pass"
 
 
+def test_a_mode_the_models_suite_does_not_train_it_in_is_a_declared_skip_with_where_it_does(tmp_path, paddle_version):
+    """A model whose entry lists the modes its suite trains it in (``models.X.modes``): a cell of another
+    mode is ``skip`` with that declaration as its reason, never run and never silently absent; a cell
+    of a listed mode runs."""
+    path = tmp_path / "matrix.toml"
+    path.write_text(matrix_text(paddle_version, {"clean": "tests.factories:clean"}, extra=INT8)
+                    .replace('factory = "tests.factories:clean"\n',
+                             'factory = "tests.factories:clean"\nmodes.qat = "the suite\'s quant config"\n', 1))
+    for mode in ("amp_o1", "qat"):
+        run_harness("run", "--matrix", str(path), "--session", "cpu_fp32", "--mode", mode, "--results", str(tmp_path / "r"))
+    skipped = load_record(tmp_path / "r" / "default", f"cpu_fp32/{paddle_version}/amp_o1/clean")
+    assert skipped["setup"]["status"] == "skip" and skipped["verdict"]["status"] == "skip", skipped["setup"]
+    assert skipped["setup"]["message"] == ("its suite does not train clean in amp_o1 (models.clean.modes lists how "
+                                           "it does: qat: the suite's quant config)")
+    ran = load_record(tmp_path / "r" / "default", f"cpu_fp32/{paddle_version}/qat/clean")
+    assert "its suite does not train" not in str(ran["setup"].get("message"))  # run: trained, or Paddle's own words
+
+
 @pytest.mark.skipif(NOX is None, reason="nox is not installed in this environment")
 def test_qat_at_2_6_2_passes_its_consistency_and_shows_the_real_int8_diff(tmp_path, nox_envdir):
     head = installed_paddle()

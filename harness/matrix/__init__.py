@@ -219,6 +219,7 @@ class Matrix:
                           {"factory": raw_model["factory"], "inputs": copy.deepcopy(raw_model.get("inputs", {})),
                            "derive_shapes": raw_model.get("derive_shapes", self.run["derive_shapes"]),
                            **({"task": copy.deepcopy(raw_model["task"])} if "task" in raw_model else {}),
+                           **({"modes": dict(raw_model["modes"])} if "modes" in raw_model else {}),
                            **self._family(raw_model.get("family"))},
                           raw_model.get("tolerances", {}), mode_table)
 

@@ -26,7 +26,7 @@ _FACTORY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 _TOP_KEYS = {"run", "paddle", "sessions", "modes", "tolerances", "models", "docker", "qualify", "families", "zoo"}
 _FAMILY_KEYS = {"packages", "no_deps", "requires_paddle", "description"}
-_ZOO_KEYS = {"models", "versions"}
+_ZOO_KEYS = {"models", "versions", "modes"}
 ZOO = "zoo"  # the name that selects the zoo's models (``--model zoo``)
 _QUALIFY_KEYS = {"sessions", "versions", "modes", "models", "optional", "precision_risks"}
 RUNNERS = ("venv", "docker")
@@ -50,7 +50,7 @@ _SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tag
 _MODE_KEYS = {"description", "requires_device", "packages"}
 _TOL_KEYS = {"atol", "rtol", "scaled_atol"}
 _TOL_REQUIRED = {"atol", "rtol"}
-_MODEL_KEYS = {"factory", "inputs", "tolerances", "description", "derive_shapes", "family", "task"}
+_MODEL_KEYS = {"factory", "inputs", "tolerances", "description", "derive_shapes", "family", "task", "modes"}
 _INPUT_KEYS = {"shape", "shapes", "low", "high"}
 
 RUN_DEFAULTS = {
@@ -141,8 +141,12 @@ def validate(path: Path, data: TomlTable) -> None:
     _check_keys(path, "zoo", zoo, _ZOO_KEYS)
     zoo.setdefault("models", [])
     zoo.setdefault("versions", [run["default_paddle"]])
-    for key in ("models", "versions"):
+    zoo.setdefault("modes", ["normal"])
+    for key in ("models", "versions", "modes"):
         _str_list(path, f"zoo.{key}", zoo[key])
+    for mode in zoo["modes"]:
+        if mode not in data.get("modes", {"normal": {}}):
+            _fail(path, "zoo.modes", f"{mode!r} is not declared in [modes].")
     for model in zoo["models"]:
         if model not in data["models"]:
             _fail(path, "zoo.models", f"{model!r} is not declared in [models].")
@@ -275,6 +279,11 @@ def _validate_model(path: Path, name: str, raw: Any) -> None:
             Task.of(raw["task"])
         except (ValueError, TypeError) as exc:
             _fail(path, f"{where}.task", f"{exc}.")
+    for mode, how in raw.get("modes", {}).items():  # the train modes its suite trains it in, and where
+        if mode not in MODES:
+            _fail(path, f"{where}.modes.{mode}", f"unknown train mode; known: {', '.join(MODES)}.")
+        if not isinstance(how, str) or not how.strip():
+            _fail(path, f"{where}.modes.{mode}", "expected the suite's config or script that trains it so (a string).")
     factory = _require(path, where, raw, "factory", str)
     if not _FACTORY_RE.match(factory):
         _fail(path, f"{where}.factory", f"{factory!r} is not of the form package.module:function.")

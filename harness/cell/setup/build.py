@@ -183,7 +183,8 @@ def _skip_reason(ctx: CellContext, api: Any) -> Optional[str]:
     """Why this cell does not run here (its mode, device or family), or None; a family's packages
     must be installed (the matrix's fault otherwise, in one line)."""
     cell = ctx.cell
-    reason = ctx.mode.unsupported(api)
+    reason = _not_trained_so(cell)
+    reason = reason or ctx.mode.unsupported(api)
     if reason is None and cell.mode_requires_device == "gpu" and not api.gpu_available():
         reason = f"train mode {cell.mode} needs a GPU"
     family = cell.model.get("family")
@@ -194,6 +195,17 @@ def _skip_reason(ctx: CellContext, api: Any) -> Optional[str]:
         check_packages(ctx, family["packages"], f"families.{family['name']}.packages",
                        "nox installs a family's packages in its zoo sessions")
     return reason
+
+
+def _not_trained_so(cell: Any) -> Optional[str]:
+    """Why a model whose matrix entry lists the modes its suite trains it in (``models.X.modes``) is
+    not trained in this cell's mode, or None: a declared skip, never a silent absence."""
+    declared = cell.model.get("modes")
+    if declared is None or cell.mode == "normal" or cell.mode in declared:
+        return None
+    said = "; ".join(f"{mode}: {how}" for mode, how in declared.items()) or "none besides normal"
+    return (f"its suite does not train {cell.model['name']} in {cell.mode} (models.{cell.model['name']}.modes "
+            f"lists how it does: {said})")
 
 
 def _build(ctx: CellContext, sources: Any) -> Tuple[Any, List[Any]]:
