@@ -155,6 +155,11 @@ def test_one_model_of_each_suite_beyond_paddlex_builds_exports_and_agrees_on_nat
         assert any(p.startswith(dist) for p in record["setup"]["model_packages"]), record["setup"]["model_packages"]
         baseline = stages_by_name(record)["baseline"]
         assert baseline["status"] == "pass" and baseline["worst"]["ref_absmax"] > 1e-3, (name, baseline["worst"])
+    # A mode the model's suite does not train it in (the PINN: normal only): a declared skip, in its own column.
+    run_harness("run", "--matrix", str(MATRIX), "--session", "cpu_fp32", "--paddle", paddle_version, "--model",
+                "sci_ns_pinn", "--mode", "amp_o1", "--results", str(results), "--no-root-cause")
+    skipped = load_record(results / "default", f"cpu_fp32/{paddle_version}/amp_o1/sci_ns_pinn")
+    assert skipped["verdict"]["status"] == "skip" and "its suite does not train" in skipped["setup"]["message"]
     # The zoo at a glance names every zoo model: these three with their verdicts, the others "not run".
     glance = tmp_path / "zoo.md"
     assert run_harness("report", "--results", str(results), "--zoo", str(glance)).returncode == 0
@@ -164,7 +169,11 @@ def test_one_model_of_each_suite_beyond_paddlex_builds_exports_and_agrees_on_nat
 
     zoo = tomllib.loads(MATRIX.read_text())["zoo"]["models"]
     assert len(rows) == len(zoo) >= 30 and text.startswith(f"{len(zoo)} models from ")
+    assert f"| cpu_fp32 · {paddle_version} | cpu_fp32 · {paddle_version} · amp_o1 |" in text
     for name in models:
         row = next(r for r in rows if r.startswith(f"| `{name}` |"))
-        assert row.endswith("| pass |") and "paddle" in row, row
-    assert all(r.endswith("| not run |") for r in rows if not any(r.startswith(f"| `{n}` |") for n in models))
+        assert row.endswith(("| pass | skip |", "| pass | not run |")) and "paddle" in row, row
+    assert all(r.endswith("| not run | not run |") for r in rows if not any(r.startswith(f"| `{n}` |") for n in models))
+    # The modes each suite trains its model in, as the matrix declares them (with the suite's config).
+    assert "| qat |" in next(r for r in rows if r.startswith("| `seg_bisenetv2` |"))
+    assert "| none |" in next(r for r in rows if r.startswith("| `sci_ns_pinn` |"))

@@ -1,6 +1,7 @@
 """The zoo at a glance (host side): every model of the matrix's zoo — its family, what is exported
-(its factory's own first line), its task — and its verdict in every (session, Paddle version) of a
-run, with the cause it met (the report's labels) and where the analysis placed it.
+(its factory's own first line), its task, the train modes its suite trains it in — and its verdict
+in every (session, Paddle version, train mode) of a run, with the cause it met (the report's labels)
+and where the analysis placed it.
 
 ``python -m harness report --run RUN --zoo docs/zoo.md`` writes it beside the usual report. A zoo
 model the run did not reach says "not run" (never left out): the file names every one.
@@ -52,17 +53,23 @@ def table(model: RunModel, matrix: Matrix, run: Path) -> str:
     for label, cause in zip(labels.values(), model.causes()):
         for place, stages in cause.stages.items():
             label_of.setdefault((place, stages[0] if stages else ""), label)
-    by_cell = {(r.model, r.column): r for r in model.records if r.mode == "normal"}
-    head = ["model", "family", "what is exported", "task"] + [f"{s} · {v}" for s, v in columns]
+    by_cell = {(r.model, r.column, r.mode): r for r in model.records}
+    # One column per (session, version) and train mode the run has: normal first, then the others.
+    modes = sorted({r.mode for r in model.records}, key=lambda m: (m != "normal", m))
+    columns = [(s, v, m) for m in modes for s, v in columns]
+    head = (["model", "family", "what is exported", "task", "train modes its suite uses (besides normal)"]
+            + [f"{s} · {v}" + (f" · {m}" if m != "normal" else "") for s, v, m in columns])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name in zoo:
         spec = matrix.data["models"].get(name, {})
         task = spec.get("task")
         task_words = task if isinstance(task, str) else (task or {}).get("kind", "") if task else ""
+        declared = spec.get("modes")
         row = [f"`{name}`", str(spec.get("family") or ""), at_word(_first_line(str(spec.get("factory") or "")), 140),
-               task_words or "outputs"]
-        for column in columns:
-            record = by_cell.get((name, column))
+               task_words or "outputs",
+               "not declared" if declared is None else ", ".join(declared) or "none"]
+        for session, version, mode in columns:
+            record = by_cell.get((name, (session, version), mode))
             if record is None:
                 row.append(_cell(None, "", ""))
                 continue

@@ -46,6 +46,9 @@ def add_parser(sub: Any, default_matrix: Path) -> None:
     parser.add_argument("--tag", action="append", default=[], help="sessions with this nox tag (default: zoo)")
     parser.add_argument("--session", action="append", default=[], help="this nox session too (repeatable)")
     parser.add_argument("--model", action="append", default=[], help="only this model (repeatable; default: the zoo)")
+    parser.add_argument("--mode", action="append", default=[],
+                        help="this train mode (repeatable; default: the matrix's run.modes); a zoo model whose suite "
+                             "does not train it so is a declared skip (models.X.modes)")
     parser.add_argument("--results", type=folder_to_write, default=Path("results"))
     parser.add_argument("--run", dest="run_name", type=run_name, default="qualification")
     parser.add_argument("--out", type=folder_to_write, default=None,
@@ -81,6 +84,7 @@ def _steps(args: Any, out: Path) -> List[Tuple[str, List[str]]]:
     pool = ["pool", "--matrix", str(args.matrix), *common, *envs,
             *[a for t in (args.tag or ([] if args.session else ["zoo"])) for a in ("--tag", t)],
             *[a for s in args.session for a in ("--session", s)], *[a for m in models for a in ("--model", m)],
+            *[a for m in args.mode for a in ("--mode", m)],
             *(["--jobs", str(args.jobs)] if args.jobs else []), *(["--python", args.python] if args.python else [])]
     if args.shard is not None:
         return [("pool", pool)]
@@ -200,7 +204,7 @@ def _said(args: Any) -> str:
     """The command as a person would type it again."""
     parts = ["python -m harness qualification"]
     parts += [f"--tag {t}" for t in args.tag] + [f"--session {s}" for s in args.session]
-    parts += [f"--model {m}" for m in args.model]
+    parts += [f"--model {m}" for m in args.model] + [f"--mode {m}" for m in args.mode]
     parts += [f"--run {args.run_name}"] + ([f"--out {_shown(args.out)}"] if args.out else [])
     parts += [f"--releases {args.releases}"] if args.releases else []
     return " ".join(parts)
