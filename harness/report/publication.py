@@ -141,6 +141,7 @@ class Made:
     zoo: str
     known: str
     made_by: str
+    not_run: Sequence[str] = ()  # the matrix's sessions the publication has no cell of, each with why
 
 
 def document(model: RunModel, run: Path, made: Made) -> str:
@@ -164,7 +165,9 @@ def document(model: RunModel, run: Path, made: Made) -> str:
     table = [f"| {r.label} | {r.kind} | {_text(run_words(r.words, run))} | {len(r.cells)}: {_text(', '.join(r.cells), 200)} | "
              f"{_text(r.place, 200)} | {_text(r.reproducer, 200)} | {_text(r.released, 240)} | {_text(r.workaround, 200)} |"
              for r in found]
-    return "\n".join([*head, *table, "", "## What changed", "", *_changed(found, version), ""])
+    missing = ([f"## Sessions not in it ({len(made.not_run)})", "", *[f"- {_text(line, 400)}" for line in made.not_run], ""]
+               if made.not_run else [])
+    return "\n".join([*head, *table, "", "## What changed", "", *_changed(found, version), "", *missing])
 
 
 __all__ = ["Made", "Row", "rows", "document"]

@@ -152,11 +152,38 @@ def command(args: Any) -> int:
     first = (bare.stdout.strip().splitlines() or ["(qualify printed nothing)"])[0]
     text = document(model, run.resolve(), Made(version, said, f"without the known issues: {first}\n"
                                                               f"with them ({known.name}): {verdict.stdout}", "zoo.md", known.name,
-                                               f"{_made_by()}; steps: {', '.join(timings)}"))
+                                               f"{_made_by()}; steps: {', '.join(timings)}",
+                                               _not_run(args, model)))
     target = out / f"qualification-{version}.md"
     target.write_text(text, encoding="utf-8")
     print(f"[qualification] {target}: {first}; with the known issues: {(verdict.stdout.strip().splitlines() or [''])[0]}")
     return verdict.returncode
+
+
+def _not_run(args: Any, model: Any) -> List[str]:
+    """The matrix's sessions with no cell in the run, each with why: what this machine lacks (a GPU,
+    bf16 instructions — read from the run's own machine facts), or that the command did not ask."""
+    from ..matrix import load
+
+    matrix = load(args.matrix)
+    ran = {r.session for r in model.records}
+    flags = {f for m in model.machines() for f in ((m.facts or {}).get("flags") or [])}
+    gpu = Path("/dev/nvidia0").exists() or shutil.which("nvidia-smi") is not None
+    said: List[str] = []
+    for name in matrix.data["sessions"]:
+        if name in ran:
+            continue
+        session = matrix.session(name)
+        if session.device == "gpu" and not gpu:
+            why = "needs a GPU: this machine has none (no /dev/nvidia0, no nvidia-smi)"
+        elif session.precision.value == "bf16" and not flags & {"avx512_bf16", "amx_bf16"}:
+            why = f"needs a CPU with bf16 instructions (avx512_bf16 or amx_bf16); this one has {' '.join(sorted(flags))}"
+        elif session.precision.value == "int8" and not set(args.mode) & {"qat", "pact"}:
+            why = "runs on quantized programs only: this command asked no qat or pact mode (--mode)"
+        else:
+            why = "this machine can run it; the command did not ask for it (--session)"
+        said.append(f"{name}: {why}")
+    return said
 
 
 def _pool_floor(run: Path, began: str, jobs: Any) -> str:
