@@ -33,3 +33,18 @@ def test_two_definitions_of_one_name_are_kept_apart_and_the_script_behaves_as_th
     ran = subprocess.run([sys.executable, "standalone.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stdout.strip().splitlines()[-1] == repr(original.said), script
+
+
+def test_a_module_handed_to_a_layer_is_spelled_by_its_import_and_a_suite_module_is_said_unwritable():
+    import paddle
+    import pytest
+
+    from harness.cell.handover.source_repro import Unspellable
+
+    from .suites.clash_suite import web
+
+    writer = StandaloneWriter(paddle)
+    assert writer.value(paddle.nn.functional) == "paddle.nn.functional"
+    assert "import paddle.nn.functional" in writer.header()
+    with pytest.raises(Unspellable, match="clash_suite.web"):
+        writer.value(web)  # a suite module: written in only where a definition reads it as a namespace

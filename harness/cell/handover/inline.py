@@ -127,6 +127,11 @@ class StandaloneWriter(Writer):
         """One bare name, one definition (the script has a single namespace): a later one renamed."""
         return self.renames.claim(name, key, obj)
 
+    def value(self, value: Any) -> str:
+        if isinstance(value, types.ModuleType) and not kept(value.__name__):
+            raise Unspellable(f"the suite module {value.__name__} is handed to a layer as a value: it has no source form")
+        return super().value(value)
+
     def reference(self, obj: Any) -> str:
         spelled = super().reference(obj)
         return self.renames.name_of(obj, spelled) if spelled == getattr(obj, "__qualname__", None) else spelled

@@ -98,8 +98,10 @@ class Writer:
             return "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in value.items()) + "}"
         if isinstance(value, paddle.nn.Layer):
             return self.layer(value)
-        if isinstance(value, type) or isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
+        if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
             return self.reference(value)
+        if isinstance(value, types.ModuleType) and self.imports_module(value.__name__):  # a module handed to a layer
+            return self._module_name(value.__name__)
         if type(value).__name__ == "DataType" or type(value).__name__ == "VarType":  # a paddle dtype
             return f"paddle.{str(value).split('.')[-1].lower()}"
         if callable(getattr(value, "to_dict", None)) and _installed(type(value).__module__):
@@ -318,9 +320,7 @@ def whole_model(paddle: Any, model: Any, input_spec: Sequence[Any], feeds: Dict[
     writer = writer or Writer(paddle)
     expression = writer.layer(model)
     specs = ", ".join(_spec_words(paddle, s) for s in input_spec)
-    build = (f"layer = {expression}\n"
-             f"spec = [{specs}]\n"
-             f"feed_names = {[s.name for s in input_spec]!r}\n")
+    build = f"layer = {expression}\nspec = [{specs}]\nfeed_names = {[s.name for s in input_spec]!r}\n"
     weights = {k: v.numpy() for k, v in model.state_dict().items()}
     return Source(writer, build, weights, dict(feeds), f"the whole model ({type(model).__qualname__})",
                   feed_names=[s.name for s in input_spec])
