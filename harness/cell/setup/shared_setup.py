@@ -326,6 +326,7 @@ class Reused:
 # pool runs the first cell of a program's converting sessions before the others.
 
 SHARED_ANALYSES = (Analysis.REDUCE, Analysis.REPRODUCER, Analysis.WORKAROUND)
+PADDLE_FILES = (".json", ".pdmodel", ".pdiparams", ".info")  # an export's own files (``.info``: .pdiparams.info)
 STEPS = "steps"
 
 
@@ -433,16 +434,18 @@ def step_change(ctx: Any, plan: Any, done: Any, change: str) -> "JsonObject | No
 
 def step_export(ctx: Any, plan: Any, done: Any, change: str, folder: Path) -> "JsonObject | None":
     """The model exported with a workaround's model-side change by another session's cell of the same
-    conversion (the same program, weights and change: the same files, and the same ONNX where the
-    options are the same), brought into ``folder``; None when there is none to take."""
+    conversion (the same program and weights: the same files), brought into ``folder``; None when there
+    is none to take. Only Paddle's files: the conversion is the cell's own check, run again with its
+    memory comparison — an ONNX brought along was read as converted and never compared (measured on the
+    zoo: the maker's conversion of PP-OCRv6 medium det's respelled program depended on memory, and the
+    reader passed on the maker's file)."""
     published = _published(ctx, plan, done)
     made = ((published or {}).get("exports") or {}).get(change)
     if not isinstance(made, dict) or not made.get("folder") or not Path(made["folder"]).is_dir():
         return None
     source = Path(made["folder"])
     try:
-        _bring(source, folder, [f.name for f in source.iterdir() if f.is_file() and not f.name.endswith(".log")
-                                or f.name.endswith(".convert.log")])
+        _bring(source, folder, [f.name for f in source.iterdir() if f.is_file() and f.suffix in PADDLE_FILES])
     except OSError:
         return None  # this cell exports it itself
     return dict(_moved(made, str(source), str(folder)), reused_from=published["made_by"])
