@@ -1151,9 +1151,10 @@ class NoisyAtInference(nn.Layer):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(8, 8)
+        self.drop = nn.Dropout(0.1)  # in eval the identity: no draw (PaddleTS's Informer has both kinds)
 
     def forward(self, x):
-        hidden = self.fc(x)
+        hidden = self.drop(self.fc(x))
         return hidden + 0.5 * paddle.randn(paddle.shape(hidden))
 
 

@@ -283,7 +283,10 @@ def random_draws(paddle: Any, model: Any, args: Sequence[Any]) -> List[JsonObjec
     calls = record_ops(paddle, lambda: model(*args), held)
     found: List[JsonObject] = []
     for call in calls:
-        if call.name.split(".")[-1].rstrip("_") in RANDOM_OPS:
+        name = call.name.split(".")[-1].rstrip("_")
+        if name == "dropout" and len(call.args) > 3 and call.args[3] is True:
+            continue  # is_test: dropout in eval is the identity, no draw
+        if name in RANDOM_OPS:
             entry = {"op": call.name, "at": _shareable_line(call.at) if call.at else ""}
             if entry not in found:
                 found.append(entry)
