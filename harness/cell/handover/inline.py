@@ -36,6 +36,7 @@ import inspect
 import sys
 import textwrap
 import types
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Set
 
 from .renames import Renames
@@ -335,6 +336,17 @@ class StandaloneWriter(Writer):
         return said + super().body()
 
 
+def writer_failed(exc: BaseException) -> Dict[str, Any]:
+    """A standalone script the writer itself failed to write (its own bug, not the model's nor Paddle's):
+    said as the harness's gap, with where it raised; the cell's other reproducers stand."""
+    import traceback
+
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" at {Path(frame.filename).name}:{frame.lineno}" if frame is not None else ""
+    return {"why": f"not written: the harness's writer failed ({type(exc).__name__}: {str(exc)[:200]}{where})",
+            "harness_gap": True}
+
+
 def _home(key: str) -> Optional[Dict[str, Any]]:
     """The globals of the module a definition came from (its bare names are that module's), from its
     key; None for what the writer spelled itself (a namespace, a name a function imported)."""
@@ -409,4 +421,4 @@ def in_definition_order(definitions: Dict[str, str]) -> Dict[str, str]:
     return ordered
 
 
-__all__ = ["StandaloneWriter", "kept", "imports_of", "foreign_imports", "in_definition_order"]
+__all__ = ["StandaloneWriter", "writer_failed", "kept", "imports_of", "foreign_imports", "in_definition_order"]

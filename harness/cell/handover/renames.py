@@ -93,7 +93,8 @@ def _names_with_scope(tree: ast.AST) -> List[Tuple[ast.Name, Set[str]]]:
 
     def visit(node: ast.AST, local: Set[str]) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            for part in ([*node.decorator_list, *node.args.defaults, *[d for d in node.args.kw_defaults if d]]
+            for part in ([*getattr(node, "decorator_list", []), *node.args.defaults,
+                          *[d for d in node.args.kw_defaults if d]]
                          + ([node.returns] if getattr(node, "returns", None) else [])):
                 visit(part, local)
             inner = local | _locals_of(node)

@@ -314,9 +314,11 @@ def _standalone(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path, r
     release with it, the suite's releases or not."""
     try:
         built, tolerances = _source_of_piece_or_model(ctx, plan, done, reduced, inline.StandaloneWriter(ctx.paddle))
+        written = _source_written(ctx, plan, done, folder, built, tolerances, run_it=False)
     except (source_repro.Unspellable, HarnessFailure) as why:
         return {"why": f"not written: {why}"}
-    written = _source_written(ctx, plan, done, folder, built, tolerances, run_it=False)
+    except Exception as exc:  # the writer's own bug: the harness's gap, said; the reproducer above stands
+        return inline.writer_failed(exc)
     foreign = inline.foreign_imports(Path(written["script"]).read_text(encoding="utf-8"))
     if foreign:
         return {"why": f"not written: it would still import {', '.join(foreign[:3])}"}

@@ -9,6 +9,7 @@ class HTTPError(Exception):
 
 def fetch(x, default=_UNSET):
     logging.getLogger("web").debug("fetch")
-    if default is _UNSET:
+    unset = (lambda value: value is _UNSET)(default)  # a lambda reading the renamed sentinel
+    if unset:
         raise HTTPError("web")
     return default
