@@ -48,3 +48,22 @@ def test_a_module_handed_to_a_layer_is_spelled_by_its_import_and_a_suite_module_
     assert "import paddle.nn.functional" in writer.header()
     with pytest.raises(Unspellable, match="clash_suite.web"):
         writer.value(web)  # a suite module: written in only where a definition reads it as a namespace
+
+
+def test_a_statement_that_calls_a_written_function_comes_after_what_that_function_reads():
+    """PaddleX's ``gelu = get_activation('gelu')`` runs when the script reaches it, and
+    ``get_activation`` reads ``ACT2FN``: the table (and what it names) must come first — found on the
+    zoo, where the script stopped with ``NameError: name 'ACT2FN' is not defined``."""
+    from harness.cell.handover.inline import in_definition_order
+
+    written = {"m.get_activation": "def get_activation(s):\n    return ACT2FN[s]\n",
+               "m.gelu=statement": "gelu = get_activation('gelu')\n",
+               "m.GELU": "class GELU:\n    pass\n",
+               "m.ACT2CLS=statement": "ACT2CLS = {'gelu': GELU}\n",
+               "m.ACT2FN=statement": "ACT2FN = dict(ACT2CLS)\n"}
+    ordered = list(in_definition_order(written))
+    assert ordered.index("m.ACT2FN=statement") < ordered.index("m.gelu=statement"), ordered
+    assert ordered.index("m.GELU") < ordered.index("m.ACT2CLS=statement") < ordered.index("m.ACT2FN=statement")
+    namespace: dict = {}
+    exec("".join(written[k] for k in ordered), namespace)  # the order runs as a script
+    assert namespace["gelu"] is namespace["GELU"]

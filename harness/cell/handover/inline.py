@@ -389,10 +389,27 @@ def _bound_and_needed(source: str) -> "tuple[Set[str], Set[str]]":
     return bound, needed - bound
 
 
+def _body_reads(source: str) -> "Optional[Set[str]]":
+    """What a function definition's body reads (empty for a class: its methods run later, when
+    everything is defined); None for a statement, which runs when the script reaches it."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    top = tree.body[0] if len(tree.body) == 1 else None
+    if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {n.id for n in ast.walk(top) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - {top.name}
+    if isinstance(top, ast.ClassDef):
+        return set()
+    return None
+
+
 def in_definition_order(definitions: Dict[str, str]) -> Dict[str, str]:
     """``definitions`` ordered so that each comes after what it reads when the script runs it (a
     module-level table of classes after those classes: found on the zoo, where PaddleX's ``ACT2CLS``
-    came before the classes it names), otherwise as written; a cycle keeps the written order."""
+    came before the classes it names), otherwise as written; a cycle keeps the written order. A
+    statement that calls a function written in needs what that function's body reads too (PaddleX's
+    ``gelu = get_activation('gelu')`` reads ``ACT2FN`` through it: found on the zoo)."""
     shapes = {}
     for key, source in definitions.items():
         try:
@@ -403,14 +420,26 @@ def in_definition_order(definitions: Dict[str, str]) -> Dict[str, str]:
     for key, (bound, _) in shapes.items():
         for name in bound:
             providers.setdefault(name, []).append(key)
+    bodies = {key: _body_reads(source) for key, source in definitions.items()}
     ordered: Dict[str, str] = {}
     visiting: Set[str] = set()
+
+    def called(names: Set[str]) -> Set[str]:
+        """``names`` and, through every function among them, what its body reads (transitively)."""
+        found, frontier = set(names), set(names)
+        while frontier:
+            more = {read for name in frontier for provider in providers.get(name, [])
+                    for read in bodies[provider] or ()} - found
+            found |= more
+            frontier = more
+        return found
 
     def visit(key: str) -> None:
         if key in ordered or key in visiting:
             return
         visiting.add(key)
-        for name in sorted(shapes[key][1]):
+        needed = called(shapes[key][1]) if bodies[key] is None else shapes[key][1]
+        for name in sorted(needed):
             for provider in providers.get(name, []):
                 visit(provider)
         visiting.discard(key)
