@@ -359,7 +359,6 @@ def test_one_command_qualifies_the_run_and_publishes_each_cause_with_its_place_r
     # The matrix's other sessions are said, each with why it is not in the publication: bf16 by the CPU's
     # own flags (the run's machine facts), the others as not asked for.
     missing = text.split("## Sessions not in it", 1)[1]
-    assert "- cpu_ort_fp32: this machine can run it; the command did not ask for it" in missing, missing[:1500]
     bf16 = next(ln for ln in missing.splitlines() if ln.startswith("- cpu_onednn_bf16: "))
     cpu = Path("/proc/cpuinfo").read_text()
     assert ("needs a CPU with bf16 instructions" in bf16) == ("avx512_bf16" not in cpu and "amx_bf16" not in cpu), bf16

@@ -315,11 +315,11 @@ def _standalone(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path, r
     try:
         built, tolerances = _source_of_piece_or_model(ctx, plan, done, reduced, inline.StandaloneWriter(ctx.paddle))
         written = _source_written(ctx, plan, done, folder, built, tolerances, run_it=False)
+        foreign = inline.foreign_imports(Path(written["script"]).read_text(encoding="utf-8"))
     except (source_repro.Unspellable, HarnessFailure) as why:
         return {"why": f"not written: {why}"}
-    except Exception as exc:  # the writer's own bug: the harness's gap, said; the reproducer above stands
+    except Exception as exc:  # the writer's own bug (a script that does not parse): the harness's gap, said
         return inline.writer_failed(exc)
-    foreign = inline.foreign_imports(Path(written["script"]).read_text(encoding="utf-8"))
     if foreign:
         return {"why": f"not written: it would still import {', '.join(foreign[:3])}"}
     return dict(written, program="inlined")

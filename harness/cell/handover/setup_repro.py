@@ -90,11 +90,11 @@ def _standalone(ctx: CellContext, build: Callable[..., source_repro.Source],
         source = build(inline.StandaloneWriter(ctx.paddle))
         source.setup = source_repro.factory_setup(ctx.paddle, ctx.cell.model["factory"])
         script = write(folder, source)
+        foreign = inline.foreign_imports(script.read_text(encoding="utf-8"))
     except (source_repro.Unspellable, HarnessFailure) as why:
         return {"why": f"not written: {why}"}
-    except Exception as exc:  # the writer's own bug: the harness's gap, said; the reproducer above stands
+    except Exception as exc:  # the writer's own bug (a script that does not parse): the harness's gap, said
         return inline.writer_failed(exc)
-    foreign = inline.foreign_imports(script.read_text(encoding="utf-8"))
     if foreign:
         return {"why": f"not written: it would still import {', '.join(foreign[:3])}"}
     return {"folder": str(folder), "script": str(script), "what": source.what, "verified": None,
