@@ -67,3 +67,30 @@ def test_a_statement_that_calls_a_written_function_comes_after_what_that_functio
     namespace: dict = {}
     exec("".join(written[k] for k in ordered), namespace)  # the order runs as a script
     assert namespace["gelu"] is namespace["GELU"]
+
+
+def test_an_int_enum_is_spelled_by_its_member_and_a_subclass_repr_is_never_taken_for_source():
+    """urllib3's ``_SSL_VERSION_TO_TLS_VERSION`` maps ``ssl`` IntEnum members: an IntEnum is an int,
+    and its repr (``<_SSLMethod.PROTOCOL_TLSv1_2: 5>``) written as a literal made PaddleFormers'
+    Gemma 3 script unparsable (found on the zoo). Members are spelled by name; another int
+    subclass, whose repr may be anything, has no source form."""
+    import ssl
+
+    import paddle
+    import pytest
+
+    from harness.cell.handover.source_repro import Unspellable
+
+    table = {ssl.PROTOCOL_TLS_CLIENT: ssl.TLSVersion.TLSv1_2}
+    writer = StandaloneWriter(paddle)
+    spelled = writer.value(table)
+    namespace: dict = {}
+    exec(writer.header() + f"table = {spelled}\n", namespace)
+    assert namespace["table"] == table and type(next(iter(namespace["table"]))) is ssl._SSLMethod, spelled
+
+    class Flags(int):
+        def __repr__(self):
+            return "<flags>"
+
+    with pytest.raises(Unspellable):
+        writer.value(Flags(3))

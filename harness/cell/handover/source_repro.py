@@ -83,14 +83,14 @@ class Writer:
     # values -------------------------------------------------------------------------------
     def value(self, value: Any) -> str:
         paddle = self.paddle
-        if value is None or isinstance(value, (bool, int, str)):
+        if isinstance(value, enum.Enum):  # before the literals: an IntEnum's repr is ``<E.A: 3>``, not source
+            return f"{self.reference(type(value))}.{value.name}"
+        if value is None or type(value) in (bool, int, str):  # a subclass's repr need not be source
             return repr(value)
-        if isinstance(value, float):
+        if type(value) is float:
             return repr(value) if np.isfinite(value) else f"float({str(value)!r})"
         if isinstance(value, np.generic):
             return self.value(value.item())
-        if isinstance(value, enum.Enum):
-            return f"{self.reference(type(value))}.{value.name}"
         if isinstance(value, (list, tuple)):
             inner = ", ".join(self.value(v) for v in value)
             return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
