@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Set
 
 from .renames import Renames
+from .unused import attributes_read, without_unread_methods
 from .source_repro import Unspellable, Writer, _installed, _names_read
 
 # What a standalone script may import: Paddle, numpy and the standard library.
@@ -114,12 +115,40 @@ class StandaloneWriter(Writer):
         self._module_trees: Dict[str, Optional[ast.Module]] = {}
         self._namespaces: Dict[str, Dict[str, str]] = {}  # a suite module read as a namespace: attribute -> spelling
         self.left_out: List[str] = []  # suite names bound to a _LeftOut, with why
+        self.unread: Dict[str, "tuple[type, Set[str]]"] = {}  # a class written in -> (it, its methods left out)
+        self._read_attributes: Set[str] = set()  # attribute names the written definitions read (``unused.py``)
 
     def imports_module(self, module: str) -> bool:
         return kept(module)
 
     def _as_written(self, source: str, module: types.ModuleType, key: str) -> str:
-        return self._imports_in_bodies(self._without_suite_decorators(source, module), module, key)
+        source = self._without_suite_decorators(source, module)
+        cls = vars(module).get(key[len(module.__name__) + 1:])
+        if isinstance(cls, type):  # its methods nothing reads left out before what they read is followed
+            source, unread = without_unread_methods(source, cls, self._read_attributes, kept)
+            self.unread.pop(key, None)
+            if unread:
+                self.unread[key] = (cls, unread)
+        self._read_attributes |= attributes_read(source)
+        return self._imports_in_bodies(source, module, key)
+
+    def settle(self) -> None:
+        """Every class whose left-out method a written definition reads, written again with it —
+        until none is (a class written before the code that calls its method)."""
+        while True:
+            for source in self.definitions.values():
+                self._read_attributes |= attributes_read(source)
+            stale = [key for key, (_, unread) in self.unread.items() if unread & self._read_attributes]
+            if not stale:
+                return
+            for key in stale:
+                cls, _ = self.unread.pop(key)
+                self.definitions.pop(key, None)
+                self.inline(cls)
+
+    def header(self, said: "set[str]" = frozenset()) -> str:  # type: ignore[assignment]
+        self.settle()  # what the settled definitions import
+        return super().header(said)
 
     def _read(self, module: types.ModuleType, name: str, user: str, source: str) -> None:
         self._global(module, name, user, source)
@@ -327,10 +356,14 @@ class StandaloneWriter(Writer):
         return "raise ImportError(" + repr(why).replace("{", "{{").replace("}", "}}") + ")  # {}"
 
     def body(self) -> str:
+        self.settle()
         self.definitions = in_definition_order({key: self.renames.rewritten(key, source, _home(key))
                                                 for key, source in self.definitions.items()})
         left = (f"# Left out (using one raises; the failing run did not): {'; '.join(self.left_out)}\n\n"
                 + LEFT_OUT + "\n\n" if self.left_out else "")
+        unread = sorted(f"{key.rsplit('.', 1)[-1]}.{name}" for key, (_, names) in self.unread.items() for name in names)
+        left += (f"# Left out: {len(unread)} method(s) of the suite's classes that nothing in this script reads "
+                 f"({', '.join(unread[:12])}{', ...' if len(unread) > 12 else ''}).\n\n" if unread else "")
         said = left + (f"# Left out: the suite's own decorator(s) {', '.join(sorted(set(self.dropped)))} (they file a "
                        f"class in the suite's registry).\n\n" if self.dropped else "")
         return said + super().body()
