@@ -60,12 +60,18 @@ def test_a_statement_that_calls_a_written_function_comes_after_what_that_functio
                "m.gelu=statement": "gelu = get_activation('gelu')\n",
                "m.GELU": "class GELU:\n    pass\n",
                "m.ACT2CLS=statement": "ACT2CLS = {'gelu': GELU}\n",
-               "m.ACT2FN=statement": "ACT2FN = dict(ACT2CLS)\n"}
+               "m.ACT2FN=statement": "ACT2FN = dict(ACT2CLS)\n",
+               # A statement that calls a class runs its __init__ (PaddleFormers' ``logger = Logger()``,
+               # whose __init__ reads colorlog's namespace: found on the zoo).
+               "m.Logger": "class Logger:\n    def __init__(self):\n        self.format = colorlog.Formatter\n",
+               "m.logger=statement": "logger = Logger()\n",
+               "colorlog as colorlog=namespace": "colorlog = types.SimpleNamespace(Formatter=GELU)\n"}
     ordered = list(in_definition_order(written))
+    assert ordered.index("colorlog as colorlog=namespace") < ordered.index("m.logger=statement"), ordered
     assert ordered.index("m.ACT2FN=statement") < ordered.index("m.gelu=statement"), ordered
     assert ordered.index("m.GELU") < ordered.index("m.ACT2CLS=statement") < ordered.index("m.ACT2FN=statement")
     namespace: dict = {}
-    exec("".join(written[k] for k in ordered), namespace)  # the order runs as a script
+    exec("import types\n" + "".join(written[k] for k in ordered), namespace)  # the order runs as a script
     assert namespace["gelu"] is namespace["GELU"]
 
 
@@ -102,7 +108,9 @@ def test_methods_nothing_reads_are_left_out_and_a_method_read_later_is_written_i
     a 125,948-line script that stopped at a logger); nothing the model runs reads them, so they are
     left out, said in the script, and what only they read is not written. A template method — the
     base's ``forward`` calling ``head``, which only the subclass defines, written before the base — is
-    kept by settling, and the script runs as the suite does."""
+    kept by settling; a package read through its submodule (``colors.codes.parse``, as colorlog's
+    formatter reads ``colorlog.escape_codes``) is a namespace inside a namespace; and the script runs
+    as the suite does."""
     import paddle
 
     from .suites.unread_suite.model import Lonely, Net
@@ -121,7 +129,8 @@ def test_methods_nothing_reads_are_left_out_and_a_method_read_later_is_written_i
     assert foreign_imports(script) == [], foreign_imports(script)
     for gone in ("def from_pretrained", "def save_pretrained", "def hub_name", "def export_card", "SESSION", "def download"):
         assert gone not in script, (gone, script)
-    for kept in ("def head", "def scale", "def body", "def forward", "def __init__", "size = 4"):
+    for kept in ("def head", "def scale", "def body", "def forward", "def __init__", "size = 4", "def parse",
+                 "colors = types.SimpleNamespace(codes=types.SimpleNamespace(parse=parse))"):
         assert kept in script, (kept, script)
     assert "Base.from_pretrained" in script and "Net.save_pretrained" in script  # said where it is left out
     (tmp_path / "s.py").write_text(script)

@@ -34,11 +34,11 @@ import importlib
 import importlib.util
 import inspect
 import sys
-import textwrap
 import types
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set
 
+from .order import in_definition_order
 from .renames import Renames
 from .unused import attributes_read, without_unread_methods
 from .source_repro import Unspellable, Writer, _installed, _names_read
@@ -113,7 +113,7 @@ class StandaloneWriter(Writer):
         self.dropped: List[str] = []  # the suite's decorators left out, said in the script
         self.renames = Renames()  # a bare name written in -> the definition it is; the renamed
         self._module_trees: Dict[str, Optional[ast.Module]] = {}
-        self._namespaces: Dict[str, Dict[str, str]] = {}  # a suite module read as a namespace: attribute -> spelling
+        self._namespaces: Dict[str, Dict[str, Any]] = {}  # a suite module read as a namespace: attribute -> spelling
         self.left_out: List[str] = []  # suite names bound to a _LeftOut, with why
         self.unread: Dict[str, "tuple[type, Set[str]]"] = {}  # a class written in -> (it, its methods left out)
         self._read_attributes: Set[str] = set()  # attribute names the written definitions read (``unused.py``)
@@ -213,21 +213,31 @@ class StandaloneWriter(Writer):
         self._assignment(module, name, user)
 
     def _namespace(self, module: types.ModuleType, name: str, value: types.ModuleType, user: str, source: str) -> None:
-        """A suite module read as ``name.attr``: a namespace of the attributes read, each written in."""
-        attrs = sorted({node.attr for node in ast.walk(ast.parse(source or "pass"))
-                        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name})
+        """A suite module read as ``name.attr``: a namespace of the attributes read, each written in; a
+        suite module read through it (``colorlog.escape_codes.parse_colors``, colorlog's formatter:
+        PaddleFormers' logger) a namespace inside it, of what is read through it."""
         # Keyed by the module it stands for: two suite modules reading one module by one name (PaddleX's
         # ``logging``, PaddleSeg's ``layers``: found on the zoo) share one namespace of what both read.
         key = f"{value.__name__} as {name}=namespace"
         bound = self._claim(name, key, value)
         held = self._namespaces.setdefault(key, {})
-        for attr in attrs:
-            if hasattr(value, attr) and attr not in held:
-                held[attr] = self.value(getattr(value, attr))
+        self._fill(held, value, _chains(source or "pass", name))
         self.imports["import types"] = ""
         # After what it names (written in just now): a namespace is built when the script runs it.
         self.definitions.pop(key, None)
-        self.definitions[key] = f"{bound} = types.SimpleNamespace({', '.join(f'{a}={v}' for a, v in sorted(held.items()))})\n"
+        self.definitions[key] = f"{bound} = {_spelled_namespace(held)}\n"
+
+    def _fill(self, held: Dict[str, Any], value: types.ModuleType, chains: "Set[tuple]") -> None:
+        for chain in sorted(chains):
+            attr, rest = chain[0], chain[1:]
+            if not hasattr(value, attr):
+                continue
+            got = getattr(value, attr)
+            if isinstance(got, types.ModuleType) and not kept(got.__name__):
+                inner = held[attr] if isinstance(held.get(attr), dict) else held.setdefault(attr, {})
+                self._fill(inner, got, {rest} if rest else set())
+            elif attr not in held:
+                held[attr] = self.value(got)
 
     def _assignment(self, module: types.ModuleType, name: str, user: str) -> None:
         """The module-level statement that bound ``name``, with what it reads."""
@@ -369,6 +379,24 @@ class StandaloneWriter(Writer):
         return said + super().body()
 
 
+def _chains(source: str, name: str) -> "Set[tuple]":
+    """The attribute chains ``source`` reads from the bare name ``name`` (``a.b.c`` -> ``("b", "c")``, ``("b",)``)."""
+    found: Set[tuple] = set()
+    for node in ast.walk(ast.parse(source)):
+        parts: List[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if parts and isinstance(node, ast.Name) and node.id == name:
+            found.add(tuple(reversed(parts)))
+    return found
+
+
+def _spelled_namespace(held: Dict[str, Any]) -> str:
+    return "types.SimpleNamespace(" + ", ".join(
+        f"{a}={_spelled_namespace(v) if isinstance(v, dict) else v}" for a, v in sorted(held.items())) + ")"
+
+
 def writer_failed(exc: BaseException) -> Dict[str, Any]:
     """A standalone script the writer itself failed to write (its own bug, not the model's nor Paddle's):
     said as the harness's gap, with where it raised; the cell's other reproducers stand."""
@@ -388,99 +416,6 @@ def _home(key: str) -> Optional[Dict[str, Any]]:
     qualified = key.rsplit("=", 1)[0]
     module = sys.modules.get(qualified.rsplit(".", 1)[0])
     return vars(module) if module is not None else None
-
-
-def _bound_and_needed(source: str) -> "tuple[Set[str], Set[str]]":
-    """The names a definition binds at the script's top level, and the names it reads while the script
-    runs it (a class's bases, decorators and class-level statements; a function's decorators and
-    defaults; all of an assignment's) — not what bodies read later, when everything is defined."""
-    tree = ast.parse(source)
-    bound: Set[str] = set()
-    needed: Set[str] = set()
-
-    def reads(node: Any) -> None:
-        needed.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
-
-    def at_definition(node: Any) -> None:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for part in [*node.decorator_list, *node.args.defaults, *[d for d in node.args.kw_defaults if d]]:
-                reads(part)
-        elif isinstance(node, ast.ClassDef):
-            for part in [*node.decorator_list, *node.bases, *[k.value for k in node.keywords]]:
-                reads(part)
-            for statement in node.body:
-                at_definition(statement)
-        else:
-            reads(node)
-
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        else:
-            bound.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
-        at_definition(node)
-    return bound, needed - bound
-
-
-def _body_reads(source: str) -> "Optional[Set[str]]":
-    """What a function definition's body reads (empty for a class: its methods run later, when
-    everything is defined); None for a statement, which runs when the script reaches it."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    top = tree.body[0] if len(tree.body) == 1 else None
-    if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return {n.id for n in ast.walk(top) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - {top.name}
-    if isinstance(top, ast.ClassDef):
-        return set()
-    return None
-
-
-def in_definition_order(definitions: Dict[str, str]) -> Dict[str, str]:
-    """``definitions`` ordered so that each comes after what it reads when the script runs it (a
-    module-level table of classes after those classes: found on the zoo, where PaddleX's ``ACT2CLS``
-    came before the classes it names), otherwise as written; a cycle keeps the written order. A
-    statement that calls a function written in needs what that function's body reads too (PaddleX's
-    ``gelu = get_activation('gelu')`` reads ``ACT2FN`` through it: found on the zoo)."""
-    shapes = {}
-    for key, source in definitions.items():
-        try:
-            shapes[key] = _bound_and_needed(source)
-        except SyntaxError:
-            shapes[key] = (set(), set())
-    providers: Dict[str, List[str]] = {}
-    for key, (bound, _) in shapes.items():
-        for name in bound:
-            providers.setdefault(name, []).append(key)
-    bodies = {key: _body_reads(source) for key, source in definitions.items()}
-    ordered: Dict[str, str] = {}
-    visiting: Set[str] = set()
-
-    def called(names: Set[str]) -> Set[str]:
-        """``names`` and, through every function among them, what its body reads (transitively)."""
-        found, frontier = set(names), set(names)
-        while frontier:
-            more = {read for name in frontier for provider in providers.get(name, [])
-                    for read in bodies[provider] or ()} - found
-            found |= more
-            frontier = more
-        return found
-
-    def visit(key: str) -> None:
-        if key in ordered or key in visiting:
-            return
-        visiting.add(key)
-        needed = called(shapes[key][1]) if bodies[key] is None else shapes[key][1]
-        for name in sorted(needed):
-            for provider in providers.get(name, []):
-                visit(provider)
-        visiting.discard(key)
-        ordered[key] = definitions[key]
-
-    for key in definitions:
-        visit(key)
-    return ordered
 
 
 __all__ = ["StandaloneWriter", "writer_failed", "kept", "imports_of", "foreign_imports", "in_definition_order"]
