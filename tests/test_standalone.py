@@ -76,6 +76,8 @@ def test_a_numeric_failure_in_an_installed_suite_gets_a_standalone_minimized_scr
     assert "download = _LeftOut('harness_planted_suite.ops.download'" in text and "class _LeftOut" in text
     assert "fetch = functools.partial(_fetch, timeout=5)" in text
     assert "raise ImportError('import harness_planted_download_client is left out" in text
+    # A method nothing reads is not written at all (``unused.py``), said.
+    assert "def save_card" not in text and "CountingNet.save_card" in text
     # Objects made by a call where they were imported from: their statement there, after what it names (a
     # table of classes whose lookup builds the layer stays that table, not a dict of classes).
     assert "ACTS = ClassInstantier({'double': (Scaled, {'k': 2.0})})" in text, text

@@ -48,6 +48,8 @@ class CountingNet(nn.Layer):
         from harness_planted_suite.ops import scaled
 
         self.calls += 1
+        if self.calls < 0:  # never taken: a download the forward can reach and the failing run does not
+            return self.load_pretrained("")
         y = self.act(self.head(self.stem(image)))
         return scaled(F.scaled(y, SCALE), float(self.calls))
 
@@ -55,6 +57,10 @@ class CountingNet(nn.Layer):
         import harness_planted_download_client  # noqa: F401 - installed nowhere: a download client
 
         return fetch(download(url))
+
+    def save_card(self, path):
+        """Nothing calls it: left out of a standalone script, with what only it reads."""
+        return MODELS, path
 
 
 @register
