@@ -113,7 +113,7 @@ def test_methods_nothing_reads_are_left_out_and_a_method_read_later_is_written_i
     as the suite does."""
     import paddle
 
-    from .suites.unread_suite.model import Lonely, Net
+    from .suites.unread_suite.model import Aliased, Lonely, Net
 
     paddle.seed(0)
     net = Net()
@@ -122,18 +122,19 @@ def test_methods_nothing_reads_are_left_out_and_a_method_read_later_is_written_i
     writer = StandaloneWriter(paddle)
     name = writer.reference(Net)
     lonely = writer.reference(Lonely)
+    aliased = writer.reference(Aliased)
     weights = {k: v.numpy().tolist() for k, v in net.state_dict().items()}
     script = (writer.header() + "import numpy as np\nimport paddle\n\n" + writer.body()
               + f"\nnet = {name}()\nnet.set_state_dict({{k: paddle.to_tensor(np.array(v, 'float32')) for k, v in {weights!r}.items()}})\n"
-              + f"print(net(paddle.ones([1, 4])).numpy().tolist(), {lonely}.size, list({lonely}()(paddle.ones([1])).shape))\n")
+              + f"print(net(paddle.ones([1, 4])).numpy().tolist(), {lonely}.size, list({lonely}()(paddle.ones([1])).shape), {aliased}()(paddle.ones([1])).tolist())\n")
     assert foreign_imports(script) == [], foreign_imports(script)
     for gone in ("def from_pretrained", "def save_pretrained", "def hub_name", "def export_card", "SESSION", "def download"):
         assert gone not in script, (gone, script)
-    for kept in ("def head", "def scale", "def body", "def forward", "def __init__", "size = 4", "def parse",
+    for kept in ("def head", "def scale", "def body", "def forward", "def __init__", "size = 4", "def parse", "def _doubled",
                  "colors = types.SimpleNamespace(codes=types.SimpleNamespace(parse=parse))"):
         assert kept in script, (kept, script)
     assert "Base.from_pretrained" in script and "Net.save_pretrained" in script  # said where it is left out
     (tmp_path / "s.py").write_text(script)
     ran = subprocess.run([sys.executable, "s.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr[-3000:]
-    assert ran.stdout.strip().splitlines()[-1] == f"{expected.tolist()} 4 [1]", (ran.stdout, script)
+    assert ran.stdout.strip().splitlines()[-1] == f"{expected.tolist()} 4 [1] [2.0]", (ran.stdout, script)

@@ -40,6 +40,10 @@ def attributes_read(source: str) -> Set[str]:
     return found
 
 
+def _names(node: ast.AST) -> Set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
 def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
@@ -59,11 +63,14 @@ def without_unread_methods(source: str, cls: type, read: Set[str], kept: Callabl
     protocol = {name for base in cls.__mro__[1:] if kept(getattr(base, "__module__", "") or "") for name in vars(base)}
     keep = {name for name in methods if _is_dunder(name) or name in protocol or name in read}
     others = [node for node in top.body if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    reads = set().union(*(attributes_read(ast.unparse(node)) for node in others)) if others else set()
+    # A class-level statement or a method's decorator names a method of the class body bare
+    # (``__call__ = _forward``, ``@_cached``); a method's body reads bare names from the module.
+    reads = set().union(*(attributes_read(ast.unparse(node)) | _names(node) for node in others)) if others else set()
     while True:
         for name in keep:
             for node in methods[name]:
                 reads |= attributes_read(ast.unparse(node))
+                reads |= set().union(*(_names(d) for d in node.decorator_list)) if node.decorator_list else set()
         grown = keep | (reads & set(methods))
         if grown == keep:
             break

@@ -47,3 +47,12 @@ class Lonely(nn.Layer):
 
     def export_card(self):
         return download("card")
+
+
+class Aliased(nn.Layer):
+    """A method bound by a class-level statement, by its bare name."""
+
+    def _doubled(self, x):
+        return x * 2.0
+
+    forward = _doubled
