@@ -90,6 +90,8 @@ def test_a_numeric_failure_in_an_installed_suite_gets_a_standalone_minimized_scr
     assert "minimized" in span["standalone"] and span["reproducer"].endswith("minimized/source_repro.py"), span
     smaller = Path(span["reproducer"])
     assert len(_model_source(smaller).splitlines()) < len(_model_source(Path(standalone["script"])).splitlines())
+    # The cell made no eager call before its export: the minimized script does not carry the branch for one.
+    assert not (smaller.parent / "eager.npz").exists() and "eager.npz" not in smaller.read_text()
     # It runs with the suite gone (the fixture removed it): Paddle alone, the mismatch reproduced.
     alone = subprocess.run([sys.executable, smaller.name], cwd=smaller.parent, capture_output=True, text=True, timeout=600)
     assert alone.returncode != 0 and "MISMATCH: reproduced" in alone.stdout, alone.stdout[-2000:] + alone.stderr[-2000:]

@@ -32,7 +32,7 @@ from typing import Optional, Tuple
 
 from ...shared.protocol import forked, reap
 from ...shared.releases import RunOutcome, outcome
-from .source_repro import MODEL_SOURCE, MODEL_SOURCE_END, SCRIPT
+from .source_repro import EAGER_CALL, MODEL_SOURCE, MODEL_SOURCE_END, SCRIPT
 
 CHECK_TIMEOUT = 120.0
 # The rebuilt layer's weights against the recorded ones: equal sets (as written) or, once minimized,
@@ -45,12 +45,13 @@ LOAD_OWN = 'layer.set_state_dict({name: paddle.to_tensor(state[name]) for name i
 DATA = ("inputs.npz", "weights.npz", "eager.npz")
 
 
-def parts(script: str) -> Tuple[str, str, str]:
-    """The script around its model's source, the model's source, and the harness's check after it."""
+def parts(script: str, eager: bool = True) -> Tuple[str, str, str]:
+    """The script around its model's source, the model's source, and the harness's check after it
+    (without the eager call before the export where the cell made none: ``eager`` False)."""
     start = script.index(MODEL_SOURCE) + len(MODEL_SOURCE)
     end = script.index(MODEL_SOURCE_END, start)
     tail = script[end:].replace(EQUAL_WEIGHTS, SUBSET_WEIGHTS).replace(LOAD_ALL, LOAD_OWN)
-    return script[:start], script[start:end], tail
+    return script[:start], script[start:end], tail if eager else tail.replace(EAGER_CALL, "")
 
 
 def run_forked(text: str, path: Path, timeout: float) -> Tuple[Optional[int], str]:
@@ -99,7 +100,8 @@ class Minimizer:
     def __init__(self, script: Path, words: str, numeric: bool, budget: float, scratch: Path):
         self.script, self.words, self.numeric, self.budget = script, words, numeric, budget
         self.scratch = scratch
-        self.head, self.model, self.tail = parts(script.read_text(encoding="utf-8"))
+        self.head, self.model, self.tail = parts(script.read_text(encoding="utf-8"),
+                                                 (script.parent / "eager.npz").exists())
         self.started = time.monotonic()
         self.checks = 0
         self.best = self.model

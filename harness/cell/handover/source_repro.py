@@ -39,6 +39,7 @@ import numpy as np
 
 from ...shared.releases import BUILT, NOT_RUNNABLE
 from ...shared.json_types import JsonObject
+from .replay import factory_setup
 
 SCRIPT = "source_repro.py"
 # Around what the script writes of the model (its classes, the helpers and constants they read): the
@@ -263,54 +264,6 @@ class Source:
         self.eager: Optional[Dict[str, np.ndarray]] = None
 
 
-def _changes_other_modules(node: ast.stmt) -> bool:
-    """A module-level statement that changes what another module holds when the module is imported:
-    an attribute or item assigned or deleted (``collections.Iterable = ...``, ``sys.modules[...] =``),
-    a call made for its effect (``setattr(...)``, ``patch()``)."""
-    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-        return any(isinstance(t, (ast.Attribute, ast.Subscript)) for target in targets for t in ast.walk(target))
-    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
-
-
-def factory_setup(paddle: Any, factory_path: str) -> str:
-    """What the model's factory module does to other modules when it is imported (a suite patched or
-    stubbed so that it imports or builds here: PaddleTS 1.1.0 reads ``collections.Iterable``, gone in
-    Python 3.10): those statements in the order the module has them, with the imports they read and
-    the functions they name, to run before the script imports the suite. "" for the harness's own
-    models and for a module that changes nothing; a patch made inside the factory's body is not
-    replayed (it may read the factory's locals)."""
-    module_name = factory_path.partition(":")[0]
-    module = sys.modules.get(module_name)
-    if module is None or module_name.startswith("harness."):
-        return ""
-    try:
-        source = inspect.getsource(module)
-    except (OSError, TypeError):
-        return ""
-    tree = ast.parse(source)
-    effects = [node for node in tree.body if _changes_other_modules(node)]
-    if not effects:
-        return ""
-    read = set().union(*(_names_read(ast.unparse(node)) for node in effects))
-    kept: List[ast.stmt] = []
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            if {(a.asname or a.name).split(".")[0] for a in node.names} & read:
-                kept.append(node)
-        elif node in effects:
-            kept.append(node)
-    imported = {(a.asname or a.name).split(".")[0] for n in kept if isinstance(n, (ast.Import, ast.ImportFrom))
-                for a in n.names}
-    writer = Writer(paddle)
-    for name in sorted(read - imported):
-        writer._global(module, name, f"{module_name}'s module-level setup")
-    lines = source.splitlines(keepends=True)
-    statements = "".join("".join(lines[n.lineno - 1:n.end_lineno]) for n in kept)
-    return (f"# What the model's factory module ({module_name}) does to other modules when imported, replayed\n"
-            "# before anything of the model is imported:\n" + writer.header() + writer.body() + statements + "\n")
-
-
 def whole_model(paddle: Any, model: Any, input_spec: Sequence[Any], feeds: Dict[str, np.ndarray],
                 writer: Optional["Writer"] = None) -> Source:
     """The model itself, exported with its own InputSpecs (a flat list of them only); ``writer``: how
@@ -411,6 +364,16 @@ def by_format(lines: Dict[str, Optional[str]], stage: str) -> str:
     return "\n".join([*before, *middle, *after]) + "\n"
 
 
+# The cell exported after an eager call at another shape (its triage: the export depends on an earlier
+# eager call): that call, the last before the export. Left out of a minimized script that has no eager.npz.
+EAGER_CALL = textwrap.dedent('''\
+    if os.path.exists(os.path.join(here, "eager.npz")):  # the cell's eager call before its export
+        eager = np.load(os.path.join(here, "eager.npz"))
+        with paddle.no_grad():
+            layer(*[paddle.to_tensor(eager[name]) for name in feed_names])
+    ''')
+
+
 def rebuilt(source: Source) -> str:
     """The script's lines that rebuild the layer, set its recorded weights and run it once in dygraph
     (``dygraph``): what both kinds of source reproducer start with."""
@@ -426,13 +389,7 @@ def rebuilt(source: Source) -> str:
         layer.eval()
         with paddle.no_grad():
             dygraph = layer(*[paddle.to_tensor(inputs[name]) for name in feed_names])
-        if os.path.exists(os.path.join(here, "eager.npz")):
-            # The cell exported after an eager call at another shape (its triage: the export depends
-            # on an earlier eager call): that call, the last before the export, as the cell made it.
-            eager = np.load(os.path.join(here, "eager.npz"))
-            with paddle.no_grad():
-                layer(*[paddle.to_tensor(eager[name]) for name in feed_names])
-        ''')
+        ''') + EAGER_CALL
 
 
 def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances: List[JsonObject],
