@@ -138,3 +138,27 @@ def test_methods_nothing_reads_are_left_out_and_a_method_read_later_is_written_i
     ran = subprocess.run([sys.executable, "s.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stdout.strip().splitlines()[-1] == f"{expected.tolist()} 4 [1] [2.0]", (ran.stdout, script)
+
+
+def test_a_table_is_spelled_by_its_own_kind_and_the_value_the_suite_computed():
+    """PaddleX's ``BASE_DEP_SPECS = _get_base_dep_specs()`` reads the installed package's metadata when
+    the module is imported: copied as a statement it raised ``PackageNotFoundError`` in the environment
+    without the suite (three causes' standalone scripts on the zoo). A defaultdict, an OrderedDict and a
+    set are spelled by their own kind with the value the suite had — a plain dict literal would lose a
+    defaultdict's default."""
+    import collections
+
+    import paddle
+
+    from .suites.unread_suite import tables
+
+    writer = StandaloneWriter(paddle)
+    writer._global(tables, "SPECS", "test")
+    writer._global(tables, "ORDER", "test")
+    writer._global(tables, "NAMES", "test")
+    namespace: dict = {}
+    exec(writer.header() + writer.body(), namespace)
+    assert type(namespace["SPECS"]) is collections.defaultdict and namespace["SPECS"] == tables.SPECS
+    assert namespace["SPECS"]["absent"] == []  # the default, as the suite's table has it
+    assert type(namespace["ORDER"]) is collections.OrderedDict and list(namespace["ORDER"]) == list(tables.ORDER)
+    assert namespace["NAMES"] == tables.NAMES and "importlib" not in writer.body()

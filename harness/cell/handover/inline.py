@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import importlib
 import importlib.util
 import inspect
@@ -203,7 +204,10 @@ class StandaloneWriter(Writer):
             return
         # A literal's own type only: a dict subclass (PaddleX's ``ACT2FN = ClassInstantier(ACT2CLS)``, whose
         # lookup builds the layer) written as a dict literal would hand back the class (measured on the zoo).
-        if value is None or type(value) in (bool, int, float, str, tuple, list, dict):
+        # A defaultdict or an OrderedDict by its own kind; a table an import-time statement computed from the
+        # installed package (PaddleX's ``BASE_DEP_SPECS``, from its metadata) by the value the suite had.
+        if value is None or type(value) in (bool, int, float, str, tuple, list, dict, set, frozenset,
+                                            collections.defaultdict, collections.OrderedDict):
             try:
                 super()._global(module, name, user)
                 self._claim(name, f"{module.__name__}.{name}=constant", value)

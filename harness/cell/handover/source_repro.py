@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import enum
 import importlib.util
 import inspect
@@ -95,6 +96,18 @@ class Writer:
         if isinstance(value, (list, tuple)):
             inner = ", ".join(self.value(v) for v in value)
             return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+        if type(value) in (collections.defaultdict, collections.OrderedDict):  # a literal would lose its kind
+            self.imports["import collections"] = ""
+            items = ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in value.items())
+            if type(value) is collections.OrderedDict:
+                return f"collections.OrderedDict({{{items}}})"
+            factory = value.default_factory
+            named = factory is not None and getattr(builtins, getattr(factory, "__name__", ""), None) is factory
+            spelled = "None" if factory is None else factory.__name__ if named else self.value(factory)
+            return f"collections.defaultdict({spelled}, {{{items}}})"
+        if type(value) in (set, frozenset):
+            inner = ", ".join(sorted(self.value(v) for v in value))
+            return (f"{{{inner}}}" if inner else "set()") if type(value) is set else f"frozenset({{{inner}}})"
         if isinstance(value, dict):
             return "{" + ", ".join(f"{self.value(k)}: {self.value(v)}" for k, v in value.items()) + "}"
         if isinstance(value, paddle.nn.Layer):
@@ -218,7 +231,7 @@ class Writer:
             spelled = self.reference(value)
             if spelled != name:
                 self.definitions[f"{module.__name__}.{name}=alias"] = f"{name} = {spelled}\n"
-        elif value is None or isinstance(value, (bool, int, float, str, tuple, list, dict)):
+        elif value is None or isinstance(value, (bool, int, float, str, tuple, list, dict, set, frozenset)):
             try:
                 spelled = self.value(value)
             except Unspellable:
