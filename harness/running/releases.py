@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 import time
@@ -276,6 +277,11 @@ def _fixed(bisect: Bisection, own: str, newer: List[str]) -> Tuple[Optional[str]
     return fixed, newest
 
 
+def _distribution(spec: str) -> str:
+    """The distribution a requirement names (``numpy<2`` -> ``numpy``)."""
+    return re.split(r"[<>=!~\[; ]", spec.strip(), maxsplit=1)[0].lower()
+
+
 class Environments:
     """A release's environment for one cause: Paddle at that release with the runtime packages a cell
     of its session installs there (as the record's matrix pins them, else the shipped matrix's) —
@@ -330,6 +336,11 @@ class Environments:
                 # converter and runtime that release line used, as the shipped matrix pins them.
                 runtime = session_runtime_packages(self.shipped.data["sessions"].get(record.session, {}), version)
             model = self._model_packages(version) if suite else {"packages": [], "no_deps": []}
+            numpy = (record.paddle or {}).get("numpy")
+            if not suite and numpy and not any(_distribution(spec) == "numpy" for spec in runtime):
+                # Beside the numpy the cell ran with (its family's pin, in the suite's environment): a
+                # script asked beside another numpy may answer for numpy, not for the cause (measured).
+                runtime = [*runtime, f"numpy=={numpy}"]
             env = Environment(self.python, tuple(dict.fromkeys([f"{PACKAGE}=={version}", *runtime, *CELL_SIDE_EXTRAS])),
                               tuple(model["no_deps"]), tuple(model["packages"]))
             try:

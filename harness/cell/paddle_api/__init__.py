@@ -67,6 +67,14 @@ def pir_default() -> bool:
     return bool(flag)
 
 
+def _numpy_version() -> Optional[str]:
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return str(numpy.__version__)
+
+
 def paddle_info() -> JsonObject:
     """Version and build facts recorded in every result."""
     version = paddle.version
@@ -75,6 +83,9 @@ def paddle_info() -> JsonObject:
         "commit": getattr(version, "commit", None),
         "with_cuda": bool(paddle.is_compiled_with_cuda()),
         "pir": pir_default(),
+        # numpy changes what Paddle does (3.3.1's F.pad with Tensor paddings gives -1 under numpy 2.x,
+        # not under 1.26): ``releases`` asks a standalone script beside the numpy the cell had.
+        "numpy": _numpy_version(),
     }
     for key, getter in (("cuda", "cuda"), ("cudnn", "cudnn"), ("tensorrt", "tensorrt")):
         fn = getattr(version, getter, None)

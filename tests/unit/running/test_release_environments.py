@@ -78,3 +78,24 @@ def test_openvino_at_2_6_holds_that_lines_converter_so_a_converter_cause_is_aske
     environments("3.3.1")
     assert {"openvino==2026.4.1", "paddle2onnx==1.3.1", "numpy<2"} <= set(asked[0].packages), asked[0].packages
     assert "paddle2onnx==2.1.0" in asked[1].packages, asked[1].packages
+
+
+def test_the_environment_without_the_suite_holds_the_numpy_the_cell_ran_with(monkeypatch):
+    """A standalone script of Qwen2.5-VL's vision tower did not reproduce at its own release beside
+    numpy 2.4.6 where its cell had 1.26.4 (Paddle 3.3.1's ``F.pad`` with Tensor paddings reads -1
+    under numpy 2): the environment without the suite pins the cell's numpy, unless the session's
+    runtime pins one of its own (paddle2onnx 1.x's ``numpy<2``)."""
+    asked = _asked(monkeypatch)
+    record = as_record({"id": "cpu_openvino_fp32/3.3.1/normal/net", "session": "cpu_openvino_fp32",
+                        "paddle": {"version": "3.3.1", "numpy": "1.26.4"},
+                        "cell": {"model": {"name": "pp_lcnet"}, "matrix": str(ROOT / "matrix" / "default.toml"),
+                                 "session": {"name": "cpu_openvino_fp32", "device": "cpu", "backend": "openvino",
+                                             "precision": "fp32"}},
+                        "setup": {"status": "pass", "model_packages": ["paddlex==3.7.2"]}})
+    environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    environments("3.3.1")
+    environments("3.3.1", True)
+    environments("2.6.2")
+    assert "numpy==1.26.4" in asked[0].packages, asked[0].packages
+    assert not any(p.startswith("numpy") for p in asked[1].packages), asked[1].packages  # the family's own pins
+    assert "numpy<2" in asked[2].packages and "numpy==1.26.4" not in asked[2].packages, asked[2].packages
