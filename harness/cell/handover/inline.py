@@ -256,6 +256,13 @@ class StandaloneWriter(Writer):
                 found = node
         if found is None:
             origin = self._imported_from(tree, module, name)
+            if origin is not None and kept(origin[0].__name__):
+                # Imported from Paddle, numpy or the standard library as an object with no source form
+                # (Paddle 3.3's ``from paddle import tensor``: a ``_TensorMethodOrModule``): imported so.
+                bound = self._claim(name, key, vars(module)[name])
+                self.imports[f"from {origin[0].__name__} import {origin[1]}"
+                             + (f" as {bound}" if bound != origin[1] else "")] = ""
+                return
             if origin is not None:  # made in the module it was imported from: its statement there
                 target, original = origin
                 self._global(target, original, user)
@@ -275,8 +282,8 @@ class StandaloneWriter(Writer):
 
     @staticmethod
     def _imported_from(tree: Optional[ast.Module], module: types.ModuleType, name: str) -> "Optional[tuple]":
-        """The module and name a top-level ``from X import original as name`` of ``module`` binds, when
-        it is not kept (a suite module the script writes in); else None."""
+        """The module and name a top-level ``from X import original as name`` of ``module`` binds (a kept
+        module's too: Paddle's, numpy's, the standard library's); else None."""
         for node in tree.body if tree is not None else []:
             if not isinstance(node, ast.ImportFrom):
                 continue
@@ -285,8 +292,6 @@ class StandaloneWriter(Writer):
                     continue
                 target = (importlib.util.resolve_name("." * node.level + (node.module or ""), module.__package__ or "")
                           if node.level else node.module or "")
-                if kept(target):
-                    return None
                 found = sys.modules.get(target) or importlib.import_module(target)
                 return (found, alias.name) if alias.name in vars(found) else None
         return None

@@ -1,3 +1,5 @@
+from os import environ
+
 import paddle.nn as nn
 
 from . import colors
@@ -43,7 +45,9 @@ class Lonely(nn.Layer):
     size = 4
 
     def forward(self, x):
-        return x
+        # An object imported from the standard library with no source form (as Paddle 3.3's
+        # ``from paddle import tensor`` is a ``_TensorMethodOrModule``): imported so.
+        return x if environ is not None else None
 
     def export_card(self):
         return download("card")
