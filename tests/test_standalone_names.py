@@ -162,3 +162,24 @@ def test_a_table_is_spelled_by_its_own_kind_and_the_value_the_suite_computed():
     assert namespace["SPECS"]["absent"] == []  # the default, as the suite's table has it
     assert type(namespace["ORDER"]) is collections.OrderedDict and list(namespace["ORDER"]) == list(tables.ORDER)
     assert namespace["NAMES"] == tables.NAMES and "importlib" not in writer.body()
+
+
+def test_an_alias_of_a_renamed_name_keeps_pointing_at_what_it_named():
+    """requests' ``from urllib3.exceptions import HTTPError as BaseHTTPError`` beside its own
+    ``HTTPError``: with urllib3's written first (it keeps the name), the alias line was rewritten as if
+    it were requests' source — ``BaseHTTPError = HTTPError_2``, requests' own — and the script stopped
+    on "Cannot create a consistent method resolution order" (found on the zoo)."""
+    import paddle
+
+    from .suites.clash_suite import errors, web
+
+    writer = StandaloneWriter(paddle)
+    decoding = writer.reference(errors.ContentDecodingError)  # urllib3's (here: web's) HTTPError claimed first
+    own = writer.reference(errors.HTTPError)
+    namespace: dict = {}
+    exec(writer.header() + writer.body(), namespace)
+    mro = [c.__name__ for c in namespace[decoding].__mro__]
+    assert own != "HTTPError" and namespace["HTTPError"].__doc__ is None and issubclass(
+        namespace[decoding], namespace["HTTPError"]), (mro, writer.body())
+    assert not issubclass(namespace[decoding], namespace[own]), mro  # not requests' own HTTPError
+    assert web.HTTPError.__name__ == "HTTPError"

@@ -266,9 +266,10 @@ class StandaloneWriter(Writer):
             if origin is not None:  # made in the module it was imported from: its statement there
                 target, original = origin
                 self._global(target, original, user)
-                if original != name:
-                    bound = self._claim(name, key, vars(module)[name])
-                    self.definitions[key] = f"{bound} = {self.renames.name_of(vars(target)[original], original)}\n"
+                if original != name:  # an alias, spelled in the script's names (never rewritten as the module's)
+                    alias = f"{module.__name__}.{name}=alias"
+                    bound = self._claim(name, alias, vars(module)[name])
+                    self.definitions[alias] = f"{bound} = {self.renames.name_of(vars(target)[original], original)}\n"
                 return
             raise Unspellable(f"{user} reads the module global {name!r} ({type(vars(module)[name]).__qualname__}), "
                               f"made by no statement of {module.__name__} the script can copy")
@@ -420,7 +421,9 @@ def writer_failed(exc: BaseException) -> Dict[str, Any]:
 def _home(key: str) -> Optional[Dict[str, Any]]:
     """The globals of the module a definition came from (its bare names are that module's), from its
     key; None for what the writer spelled itself (a namespace, a name a function imported)."""
-    if key.endswith(("=namespace", "=bound")) or key.startswith("import "):
+    # An alias is written in the script's names already: rewritten as its module's, requests'
+    # ``BaseHTTPError = HTTPError`` (urllib3's) became ``= HTTPError_2`` (requests' own; found on the zoo).
+    if key.endswith(("=namespace", "=bound", "=alias")) or key.startswith("import "):
         return None
     qualified = key.rsplit("=", 1)[0]
     module = sys.modules.get(qualified.rsplit(".", 1)[0])
