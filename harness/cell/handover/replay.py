@@ -8,6 +8,8 @@ import inspect
 import sys
 from typing import Any, List
 
+from .source_repro import Writer, _names_read
+
 
 def _changes_other_modules(node: ast.stmt) -> bool:
     """A module-level statement that changes what another module holds when the module is imported:
@@ -26,8 +28,6 @@ def factory_setup(paddle: Any, factory_path: str) -> str:
     the functions they name, to run before the script imports the suite. "" for the harness's own
     models and for a module that changes nothing; a patch made inside the factory's body is not
     replayed (it may read the factory's locals)."""
-    from .source_repro import Writer, _names_read  # it imports this module: read when called
-
     module_name = factory_path.partition(":")[0]
     module = sys.modules.get(module_name)
     if module is None or module_name.startswith("harness."):

@@ -43,7 +43,7 @@ from ...shared.releases import RunOutcome, outcome as run_outcome
 from ...shared.vocab import Analysis, ProgramFormat, Status
 from ..base.context import CellContext
 from ..base.ledger import Ledger
-from . import inline, source_repro
+from . import inline, replay, source_repro
 from ..base.registry import runtime
 
 if TYPE_CHECKING:
@@ -353,10 +353,10 @@ def _source_of_piece_or_model(ctx: CellContext, plan: StagePlan, done: Ledger, r
         what = f"the piece {', '.join(chosen['members'])} of {ctx.cell.model['name']}"
         built = source_repro.piece(ctx.paddle, Path(chosen["module"]).read_text(encoding="utf-8"), members, feeds, what,
                                    writer)
-        built.setup = source_repro.factory_setup(ctx.paddle, ctx.cell.model["factory"])
+        built.setup = replay.factory_setup(ctx.paddle, ctx.cell.model["factory"])
         return built, [ctx.tolerance(plan).to_dict()]
     built = source_repro.whole_model(ctx.paddle, model, input_spec, ctx.feeds(stage.failing_shape or 0), writer)
-    built.setup = source_repro.factory_setup(ctx.paddle, ctx.cell.model["factory"])
+    built.setup = replay.factory_setup(ctx.paddle, ctx.cell.model["factory"])
     triage = done.analysis(Analysis.TRIAGE)
     fresh = ((triage.get("export") or {}).get("fresh_export") or {}) if triage is not None else {}
     # The setup's last eager call before the export: its last shape variant's reference (else the first shape's).

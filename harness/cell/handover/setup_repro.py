@@ -25,7 +25,7 @@ from ...shared.errors import HarnessFailure
 from ...shared.json_types import JsonObject
 from ...shared.releases import BUILT, RunOutcome, outcome as run_outcome
 from ...shared.vocab import Status
-from . import inline, source_repro
+from . import inline, replay, source_repro
 from ..base.context import CellContext
 from .reproducer import run_script
 
@@ -66,7 +66,7 @@ def _written(ctx: CellContext, build: Callable[..., source_repro.Source],
         shutil.rmtree(folder)
     try:
         source = build()
-        source.setup = source_repro.factory_setup(ctx.paddle, ctx.cell.model["factory"])
+        source.setup = replay.factory_setup(ctx.paddle, ctx.cell.model["factory"])
     except (source_repro.Unspellable, HarnessFailure) as why:
         return {"status": Status.PASS, "stage": "setup", "verified": False, "source": {"why": f"not written: {why}"}}
     script = write(folder, source)
@@ -88,7 +88,7 @@ def _standalone(ctx: CellContext, build: Callable[..., source_repro.Source],
     ``releases`` runs it without the suite, minimizes it and asks every release with it."""
     try:
         source = build(inline.StandaloneWriter(ctx.paddle))
-        source.setup = source_repro.factory_setup(ctx.paddle, ctx.cell.model["factory"])
+        source.setup = replay.factory_setup(ctx.paddle, ctx.cell.model["factory"])
         script = write(folder, source)
         foreign = inline.foreign_imports(script.read_text(encoding="utf-8"))
     except (source_repro.Unspellable, HarnessFailure) as why:

@@ -40,7 +40,6 @@ import numpy as np
 
 from ...shared.releases import BUILT, NOT_RUNNABLE
 from ...shared.json_types import JsonObject
-from .replay import factory_setup
 
 SCRIPT = "source_repro.py"
 # Around what the script writes of the model (its classes, the helpers and constants they read): the
@@ -466,5 +465,5 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
     return path
 
 
-__all__ = ["SCRIPT", "MODEL_SOURCE", "MODEL_SOURCE_END", "Unspellable", "Writer", "Source", "whole_model", "piece", "op_program", "factory_setup",
+__all__ = ["SCRIPT", "MODEL_SOURCE", "MODEL_SOURCE_END", "Unspellable", "Writer", "Source", "whole_model", "piece", "op_program",
            "by_format", "write", "rebuilt"]

@@ -6,7 +6,7 @@ import numpy as np
 import paddle
 import pytest
 
-from harness.cell.handover import source_repro
+from harness.cell.handover import replay, source_repro
 from harness.models.construction import made_with, recording_construction
 from tests import factories
 
@@ -100,7 +100,7 @@ def test_what_a_factory_module_does_to_other_modules_is_replayed_before_the_mode
     monkeypatch.syspath_prepend(str(tmp_path))
     import patching_factory  # noqa: F401 - the module factory_setup reads, as a cell has it imported
 
-    setup = source_repro.factory_setup(paddle, "patching_factory:build")
+    setup = replay.factory_setup(paddle, "patching_factory:build")
     assert "import json\n" in setup and "import string as text\n" in setup and "import os.path" not in setup
     assert setup.index("def loose(") < setup.index("json.harness_loose = loose") < setup.index("setattr(text,")
     assert "LIMIT = 3" in setup and "def build(" not in setup
@@ -114,7 +114,7 @@ def test_what_a_factory_module_does_to_other_modules_is_replayed_before_the_mode
     finally:
         json.__dict__.pop("harness_loose", None)
         string.__dict__.pop("harness_stub", None)
-    assert source_repro.factory_setup(paddle, "tests.factories:trial_dies") == ""  # changes nothing elsewhere
+    assert replay.factory_setup(paddle, "tests.factories:trial_dies") == ""  # changes nothing elsewhere
 
 
 def test_a_class_whose_package_rebinds_its_module_s_name_is_reached_through_importlib(tmp_path, monkeypatch):
