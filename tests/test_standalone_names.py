@@ -183,3 +183,17 @@ def test_an_alias_of_a_renamed_name_keeps_pointing_at_what_it_named():
         namespace[decoding], namespace["HTTPError"]), (mro, writer.body())
     assert not issubclass(namespace[decoding], namespace[own]), mro  # not requests' own HTTPError
     assert web.HTTPError.__name__ == "HTTPError"
+
+
+def test_an_interpreter_type_the_builtins_do_not_name_is_spelled_from_types():
+    """requests and urllib3 read ``MappingProxyType``, whose type says it is ``builtins.mappingproxy``
+    — a name the builtins do not have: the script stopped on "module 'builtins' has no attribute
+    'mappingproxy'" (found on the zoo). Spelled by its name in ``types``."""
+    import types
+
+    import paddle
+
+    writer = StandaloneWriter(paddle)
+    assert writer.value(types.MappingProxyType) == "types.MappingProxyType" and "import types" in writer.header()
+    assert writer.value(types.FunctionType) == "types.FunctionType"
+    assert writer.value(dict) == "builtins.dict" or writer.value(dict) == "dict"

@@ -148,6 +148,14 @@ class Writer:
         if public:
             return public
         if self.imports_module(module):
+            if module == "builtins" and getattr(builtins, qualname, None) is not obj:
+                # An interpreter type the builtins do not name (``mappingproxy``: requests' and urllib3's
+                # ``MappingProxyType``, found on the zoo): by its name in ``types``.
+                named = next((n for n, v in vars(types).items() if v is obj), None)
+                if named is None:
+                    raise Unspellable(f"the interpreter's type {qualname} has no importable name")
+                self.imports["import types"] = ""
+                return f"types.{named}"
             return f"{self._module_name(module)}.{qualname}"
         self.inline(obj)
         return qualname
