@@ -74,6 +74,7 @@ class ReleaseCause:
     numeric: bool
     records: List[CellRecord]
     standalone: Optional[Path] = None  # its standalone script, verified here (``standalone.py``): asked first
+    whole: Optional[Path] = None  # that script before minimization: asked where the minimized one says nothing
 
     @property
     def home(self) -> CellRecord:
@@ -152,6 +153,14 @@ class Bisection:
 
     def run(self, version: str) -> RunOutcome:
         answer = self._asked(version, self.cause.script, self.cause.needs_suite)
+        whole = self.cause.whole
+        if (answer[0] is not RunOutcome.REPRODUCED and whole is not None and whole != self.cause.script
+                and version != self.cause.home.version):
+            # The minimizer kept what the cause's own release needed: another release may read what
+            # it cut (an import only an older branch reads — measured). The whole script answers there.
+            said = self._asked(version, whole, False)
+            minimized = answer[0].value.replace("_", " ")
+            answer = (said[0], f"the minimized script {minimized} ({answer[1][:90]}); the whole: {said[1][:110]}")
         larger = self.cause.larger_script
         if not answer[0].says and larger is not None and self._larger_reproduces():
             # The smallest cannot be asked here (a form this release does not build or load): the
@@ -402,7 +411,7 @@ def _run_locked(results: Path, options: Options, say: Say) -> int:
         environments = Environments(options.envs_root, cause.home, options.python, said)
         made = standalone.prepare(cause, environments, said, options.minimize_budget)
         if made.script is not None:
-            cause = dataclasses.replace(cause, standalone=made.script)
+            cause = dataclasses.replace(cause, standalone=made.script, whole=made.whole)
         span = dataclasses.replace(place(cause, served, environments, said, options.confirm), standalone=made.words)
         said(f"[releases] {shown[cause.key]}: {span.words()}")
         return span

@@ -7,8 +7,10 @@ run at the cause's own release in an environment holding Paddle and the stage's 
 the suite — reproducing there is the proof that it needs nothing else — then minimized in that
 environment (``cell/handover/minimize.py``: pysource-minimize, checks in forked children, a budget
 in seconds), the smaller script run once more in a fresh interpreter, and the one that reproduces
-(the minimized, else the whole) is what every release is asked with. Whatever stops it is said in
-the span (``standalone``), and the suite's script stays the one asked.
+(the minimized, else the whole) is what every release is asked with; where the minimized one does
+not reproduce at another release, the whole is asked there too (the minimizer kept only what the
+cause's own release needed). Whatever stops it is said in the span (``standalone``), and the suite's
+script stays the one asked.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Made:
 
     script: Optional[Path]
     words: str
+    whole: Optional[Path] = None  # the script before minimization (the same as ``script`` when not minimized)
 
 
 def _ran(python: Path, script: Path, words: str, numeric: bool) -> "tuple[RunOutcome, str]":
@@ -94,8 +97,8 @@ def prepare(cause: Any, environments: Any, say: Callable[[str], object], budget:
     run = cause.home.run
     shown = str(chosen.relative_to(run)) if run and chosen.is_relative_to(run) else chosen.name
     say(f"[releases] standalone script reproduces at {own} without the suite; {how}")
-    return Made(chosen, f"{shown}: the suite's source written in, Paddle alone; reproduces at {own} without the "
-                        f"suite; {how}")
+    words = f"{shown}: the suite's source written in, Paddle alone; reproduces at {own} without the suite; {how}"
+    return Made(chosen, words, whole=script)
 
 
 __all__ = ["Made", "prepare"]

@@ -25,6 +25,9 @@ class _Cause:
     cause_words = "words"
     home = _Home()
     script = Path("source_repro.py")
+    whole = None
+    needs_suite = False
+    larger_script = None
 
 
 class _Table(releases.Bisection):
@@ -221,3 +224,28 @@ def test_a_cause_met_alike_by_two_runtimes_is_asked_with_the_script_of_the_cell_
                     "analysis": {"reproducer": dict(made, stage="openvino_convert", reused_from=ort.id)}})
     assert ReleaseCause("k", False, [ov, ort]).home is ort
     assert ReleaseCause("k", False, [ov]).home is ov  # none of its own: the one there is
+
+
+def test_a_minimized_script_that_says_nothing_at_another_release_is_followed_by_the_whole(tmp_path):
+    """The minimizer keeps what the cause's own release needs: at another release the minimized
+    script can stop on what it cut (Qwen2.5-VL's at 3.0.0: "NameError: name 'inspect' is not
+    defined"). There the whole standalone script is asked and its answer is the release's; at the
+    cause's own release the minimized script's answer stands alone."""
+    import sys
+
+    from harness.shared.releases import BUILT
+
+    minimized, whole = tmp_path / "minimized.py", tmp_path / "whole.py"
+    minimized.write_text("inspect.signature(print)\n")  # its import was cut: NameError before it builds
+    whole.write_text(f"import inspect\ninspect.signature(print)\nprint({BUILT!r})\nraise SystemExit('ValueError: words')\n")
+
+    class _Minimized(_Cause):
+        script, home = minimized, type("_Own", (), {"version": "3.3.1", "run": None})()
+
+    _Minimized.whole = whole
+    said: List[str] = []
+    bisect = releases.Bisection(_Minimized(), lambda v, suite=False: Path(sys.executable), said.append)
+    assert bisect.run("3.0.0") is RunOutcome.REPRODUCED, said
+    assert "the minimized script not built (NameError: name 'inspect' is not defined); the whole: " in said[-1], said
+    assert bisect.run("3.3.1") is RunOutcome.NOT_BUILT, said  # its own release: the minimized script alone
+    assert "the whole" not in said[-1], said
