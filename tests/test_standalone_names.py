@@ -197,3 +197,44 @@ def test_an_interpreter_type_the_builtins_do_not_name_is_spelled_from_types():
     assert writer.value(types.MappingProxyType) == "types.MappingProxyType" and "import types" in writer.header()
     assert writer.value(types.FunctionType) == "types.FunctionType"
     assert writer.value(dict) == "builtins.dict" or writer.value(dict) == "dict"
+
+
+def test_paddles_newer_aliases_are_written_by_the_names_they_alias(tmp_path):
+    """PaddleX's ``nn.Conv2d`` stopped its standalone script at 2.6.2–3.1.1 on the name alone ("module
+    'paddle.nn' has no attribute 'Conv2d'"): written as ``nn.Conv2D`` — the same object at the cell's
+    release — it runs there, behaves as the suite did, and says what it rewrote. A parameter that
+    shadows a module's name is the function's own and stays as written."""
+    import paddle
+    import pytest
+
+    from harness.cell.handover.aliases import spelled_by_own_names
+
+    if not hasattr(paddle.nn, "Conv2d"):
+        pytest.skip(f"Paddle {paddle.__version__} has no nn.Conv2d alias (3.2+)")
+    from .suites.aliased_suite import AliasedBlock
+
+    paddle.seed(0)
+    original = AliasedBlock()
+    x = paddle.rand([1, 3, 8, 8])
+    writer = StandaloneWriter(paddle)
+    name = writer.reference(AliasedBlock)
+    script = (writer.header() + "import paddle\nimport numpy\n\n" + writer.body()
+              + f"\nnet = {name}()\nnet.set_state_dict({{k: paddle.to_tensor(v) for k, v in numpy.load('w.npz').items()}})\n"
+              + "print(net(paddle.to_tensor(numpy.load('x.npy'))).numpy().tolist())\n")
+    code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("#"))
+    for alias in ("Conv2d", "AdaptiveAvgPool2d", "paddle.cat("):
+        assert alias not in code, (alias, script)
+    assert "nn.Conv2D(3, 4, 3)" in script and "paddle.concat([" in script and "nn.AdaptiveAvgPool2D(1)" in script
+    assert "# Paddle's aliases written by the names they alias" in script and "nn.Conv2d as nn.Conv2D" in script
+    import numpy
+
+    numpy.savez(tmp_path / "w.npz", **{k: v.numpy() for k, v in original.state_dict().items()})
+    numpy.save(tmp_path / "x.npy", x.numpy())
+    (tmp_path / "standalone.py").write_text(script)
+    ran = subprocess.run([sys.executable, "standalone.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert numpy.allclose(eval(ran.stdout.strip().splitlines()[-1]), original(x).numpy(), atol=1e-6)
+    # A local name that shadows the module: its own, never rewritten.
+    source = "def pick(nn):\n    return nn.Conv2d\n"
+    assert spelled_by_own_names(source, {"nn": paddle.nn}) == (source, set())
+    assert spelled_by_own_names("f = nn.Conv2d\n", {"nn": paddle.nn})[0] == "f = nn.Conv2D\n"

@@ -23,8 +23,9 @@ is rewritten so that the script runs alone, and said in the script:
   nothing, and the minimizer takes it out.
 
 Two suite definitions of one name from two modules: the later one renamed, and every definition that
-reads it rewritten (``renames.py``). The script is then verified like every reproducer and minimized
-(``minimize.py``)."""
+reads it rewritten (``renames.py``); Paddle's newer aliases (``nn.Conv2d``) spelled by the names they
+alias (``aliases.py``), so that older releases can be asked. The script is then verified like every
+reproducer and minimized (``minimize.py``)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ import types
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set
 
+from .aliases import spelled_by_own_names
 from .order import in_definition_order
 from .renames import Renames
 from .unused import attributes_read, without_unread_methods
@@ -118,12 +120,15 @@ class StandaloneWriter(Writer):
         self.left_out: List[str] = []  # suite names bound to a _LeftOut, with why
         self.unread: Dict[str, "tuple[type, Set[str]]"] = {}  # a class written in -> (it, its methods left out)
         self._read_attributes: Set[str] = set()  # attribute names the written definitions read (``unused.py``)
+        self.aliases: Set[str] = set()  # Paddle's aliases written by their own names (``aliases.py``), said
 
     def imports_module(self, module: str) -> bool:
         return kept(module)
 
     def _as_written(self, source: str, module: types.ModuleType, key: str) -> str:
         source = self._without_suite_decorators(source, module)
+        source, aliased = spelled_by_own_names(source, vars(module))
+        self.aliases |= aliased
         cls = vars(module).get(key[len(module.__name__) + 1:])
         if isinstance(cls, type):  # its methods nothing reads left out before what they read is followed
             source, unread = without_unread_methods(source, cls, self._read_attributes, kept)
@@ -386,6 +391,8 @@ class StandaloneWriter(Writer):
                  f"({', '.join(unread[:12])}{', ...' if len(unread) > 12 else ''}).\n\n" if unread else "")
         said = left + (f"# Left out: the suite's own decorator(s) {', '.join(sorted(set(self.dropped)))} (they file a "
                        f"class in the suite's registry).\n\n" if self.dropped else "")
+        said += (f"# Paddle's aliases written by the names they alias (the same objects at this release; older "
+                 f"releases have only these): {', '.join(sorted(self.aliases))}.\n\n" if self.aliases else "")
         return said + super().body()
 
 

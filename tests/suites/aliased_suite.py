@@ -1,0 +1,16 @@
+"""A planted suite written against Paddle 3.2+'s PyTorch-style aliases, as PaddleX's PP-LCNet and
+SLANet are (``nn.Conv2d``): the same objects as ``nn.Conv2D`` there, absent from older releases."""
+
+import paddle
+from paddle import nn
+
+
+class AliasedBlock(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+
+    def forward(self, x):
+        y = paddle.cat([self.conv(x), paddle.nn.functional.relu(self.conv(x))], axis=1)
+        return self.pool(y).flatten(1)
