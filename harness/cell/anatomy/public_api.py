@@ -16,6 +16,7 @@ which Paddle's API checker replays."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import types
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -112,6 +113,26 @@ def public_functions(paddle: Any) -> List[Tuple[str, Any, str, Callable[..., Any
     return found
 
 
+_NO_DEFAULT = object()
+
+
+def _literal_defaults(fn: Callable[..., Any]) -> Dict[str, Any]:
+    """``fn``'s keyword defaults that are literals (None, a bool, a number, a string)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in parameters
+            if p.default is None or type(p.default) in (bool, int, float, str)}
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    """A keyword the caller passed at its default (Paddle's ``Embedding`` hands ``F.embedding`` its
+    ``max_norm=None``): left out of the written call, which means the same at this release and runs at
+    releases without that keyword (``embedding()`` at 2.6.2 has no ``max_norm``: measured on the zoo)."""
+    return default is not _NO_DEFAULT and type(value) is type(default) and value == default
+
+
 class PublicRecorder:
     """Wraps the public functions while a forward runs; sets ``public`` on the ops recorded inside
     the outermost call (``ops``: the op recorder's list, appended to as ops run)."""
@@ -123,6 +144,8 @@ class PublicRecorder:
         self.alive: List[Any] = []  # what the calls returned: their ``id`` names them while recording
 
     def _wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        defaults = _literal_defaults(fn)
+
         def call(*args: Any, **kwargs: Any) -> Any:
             if self.depth:
                 return fn(*args, **kwargs)
@@ -132,7 +155,8 @@ class PublicRecorder:
             try:
                 spelled: Optional[PublicCall] = PublicCall(
                     name, [_spelled(self.paddle, a, arrays, ids) for a in args],
-                    {k: _spelled(self.paddle, v, arrays, ids) for k, v in kwargs.items()}, arrays, ids)
+                    {k: _spelled(self.paddle, v, arrays, ids) for k, v in kwargs.items()
+                     if not _is_default(v, defaults.get(k, _NO_DEFAULT))}, arrays, ids)
             except TypeError:
                 spelled = None  # an argument with no literal form: the ops keep their _C_ops form only
             self.depth += 1

@@ -44,3 +44,25 @@ def test_the_written_call_traces_and_computes_what_the_model_did(tmp_path):
     static = paddle.jit.to_static(layer, input_spec=[paddle.static.InputSpec([2, 3, 4], "float32")], full_graph=True)
     out = static(paddle.to_tensor(x))
     np.testing.assert_array_equal(paddle.utils.flatten(out)[0].numpy(), x.transpose(0, 2, 1))
+
+
+class Embeds(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.table = paddle.nn.Embedding(10, 4)  # its forward passes every keyword, max_norm=None among them
+
+    def forward(self, ids):
+        return paddle.nn.functional.embedding(ids, self.table.weight, padding_idx=None, sparse=True)
+
+
+def test_a_keyword_passed_at_its_default_is_left_out_of_the_written_call():
+    """Paddle's ``Embedding`` hands ``F.embedding`` ``max_norm=None``, a keyword 2.6.2's ``embedding``
+    does not take: the written call leaves out what equals the default (found on the zoo, where
+    2.6.2 answered "embedding() got an unexpected keyword argument 'max_norm'"), keeps the rest."""
+    ids = paddle.to_tensor([[1, 2, 3]], dtype="int64")
+    model = Embeds()
+    calls = isolation.record_ops(paddle, lambda: (model.table(ids), model(ids)))
+    layer_call, own_call = [c.public for c in calls if c.name == "embedding"][:2]
+    assert "max_norm" not in layer_call.describe() and "padding_idx" not in layer_call.describe(), layer_call.describe()
+    assert own_call.describe().endswith("sparse=True)"), own_call.describe()  # not the default: kept
+    assert "padding_idx" not in own_call.describe()
