@@ -1,4 +1,4 @@
-"""Which packages a release's environment gets for a cause (``running/releases.Environments``): Paddle
+"""Which packages a release's environment gets for a cause (``running/release_envs.Environments``): Paddle
 and the session's runtime pins for an op-level script; the model's packages too for a script that
 builds the model's own classes — its family's, or what the cell's environment held for a model of
 no family. The environments themselves are real venvs in ``tests/test_crossversion.py``; here the
@@ -6,7 +6,7 @@ list each asks ``envs.ensure`` for is the subject."""
 
 from pathlib import Path
 
-from harness.running import releases
+from harness.running import release_envs
 
 from tests.conftest import ROOT, as_record
 
@@ -18,7 +18,7 @@ def _asked(monkeypatch):
         asked.append(env)
         return Path(f"/venvs/{label}-{len(asked)}/bin/python")
 
-    monkeypatch.setattr(releases.envs, "ensure", ensure)
+    monkeypatch.setattr(release_envs.envs, "ensure", ensure)
     return asked
 
 
@@ -26,7 +26,7 @@ def test_a_model_of_no_family_brings_what_its_cell_environment_held_only_to_scri
     asked = _asked(monkeypatch)
     record = as_record({"id": "cpu_fp32/3.3.1/normal/nhits", "cell": {"model": {"name": "nhits"}},
                         "setup": {"status": "pass", "model_packages": ["paddlets==1.1.0"]}})
-    environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    environments = release_envs.Environments(Path("/envs"), record, "3.11", lambda line: None)
     plain, with_model = environments("3.0.0"), environments("3.0.0", True)
     assert plain != with_model and environments("3.0.0", True) == with_model  # each made once
     assert len(asked) == 2
@@ -41,7 +41,7 @@ def test_a_model_of_a_family_brings_the_familys_packages_where_the_family_instal
     record = as_record({"id": "cpu_fp32/3.3.1/normal/pp_lcnet",
                         "cell": {"model": {"name": "pp_lcnet"}, "matrix": str(ROOT / "matrix" / "default.toml")},
                         "setup": {"status": "pass", "model_packages": ["paddlex==3.7.2"]}})
-    environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    environments = release_envs.Environments(Path("/envs"), record, "3.11", lambda line: None)
     environments("3.3.1", True)
     environments("2.6.2", True)  # PaddleX's family requires Paddle 3.0.0: nothing of it at 2.6.2
     assert "paddlex==3.7.2" in asked[0].families and "paddlex==3.7.2" not in asked[1].families + asked[1].no_deps
@@ -51,7 +51,7 @@ def test_a_model_of_a_family_brings_the_familys_packages_where_the_family_instal
 def test_a_built_in_model_asks_one_environment_per_release(monkeypatch):
     asked = _asked(monkeypatch)
     record = as_record({"id": "cpu_fp32/3.3.1/normal/net", "setup": {"status": "pass", "model_packages": []}})
-    environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    environments = release_envs.Environments(Path("/envs"), record, "3.11", lambda line: None)
     assert environments("3.3.1") == environments("3.3.1", True) and len(asked) == 1
 
 
@@ -60,7 +60,7 @@ def test_a_release_below_the_familys_floor_is_said_so_and_never_run_without_it(m
     record = as_record({"id": "cpu_fp32/3.3.1/normal/pp_lcnet",
                         "cell": {"model": {"name": "pp_lcnet"}, "matrix": str(ROOT / "matrix" / "default.toml")},
                         "setup": {"status": "pass", "model_packages": ["paddlex==3.7.2"]}})
-    environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    environments = release_envs.Environments(Path("/envs"), record, "3.11", lambda line: None)
     assert environments.suite_missing("3.3.1") == ""
     said = environments.suite_missing("2.6.2")
     assert said == "the paddlex family (paddlex==3.7.2) installs from Paddle 3.0.0 on (its requires_paddle)", said
@@ -73,7 +73,7 @@ def test_openvino_at_2_6_holds_that_lines_converter_so_a_converter_cause_is_aske
                                              "precision": "fp32"},
                                  "matrix": str(ROOT / "matrix" / "default.toml")},
                         "setup": {"status": "pass", "model_packages": []}})
-    environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    environments = release_envs.Environments(Path("/envs"), record, "3.11", lambda line: None)
     environments("2.6.2")
     environments("3.3.1")
     assert {"openvino==2026.4.1", "paddle2onnx==1.3.1", "numpy<2"} <= set(asked[0].packages), asked[0].packages
@@ -92,7 +92,7 @@ def test_the_environment_without_the_suite_holds_the_numpy_the_cell_ran_with(mon
                                  "session": {"name": "cpu_openvino_fp32", "device": "cpu", "backend": "openvino",
                                              "precision": "fp32"}},
                         "setup": {"status": "pass", "model_packages": ["paddlex==3.7.2"]}})
-    environments = releases.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    environments = release_envs.Environments(Path("/envs"), record, "3.11", lambda line: None)
     environments("3.3.1")
     environments("3.3.1", True)
     environments("2.6.2")
