@@ -34,7 +34,8 @@ from ..shared.causes import shareable_words, shown_apart
 from ..shared.errors import UserError
 from ..shared.record_model import AnalysisEntry, Analyses, CellRecord
 from ..shared.records import scan_records, write_record
-from ..shared.releases import ReleaseRun, ReleaseSpan, RunOutcome, SpanOutcome, outcome as run_outcome
+from ..shared.releases import (ONEDNN_CHECK, ReleaseRun, ReleaseSpan, RunOutcome, SpanOutcome, onednn_refusals,
+                               outcome as run_outcome)
 from ..shared.spec import version_order
 from . import standalone
 from .release_envs import PACKAGE, Environments
@@ -146,6 +147,7 @@ class Bisection:
         self.cause, self.environment, self.say, self.timeout = cause, environment, say, timeout
         self.answers: Dict[str, List[Tuple[RunOutcome, str]]] = {}
         self.larger_ok: Optional[bool] = None  # the larger script at the cell's own release (asked when needed)
+        self.refusal: Optional[str] = None  # what oneDNN refused, and why, where it reproduced at its own release
 
     def run(self, version: str) -> RunOutcome:
         answer = self._asked(version, self.cause.script, self.cause.needs_suite)
@@ -177,7 +179,7 @@ class Bisection:
         python = self.environment(version, suite)
         if python is None:
             return RunOutcome.NO_ENVIRONMENT, self._not_installed(version, suite)
-        return self._ran(python, script)
+        return self._ran(python, script, version)
 
     def _larger_reproduces(self) -> bool:
         """Whether the larger script reproduces at the cell's own release (run once, the first time it
@@ -193,17 +195,25 @@ class Bisection:
         model = self.environment.model_words() if suite else ""
         return f"{PACKAGE}=={version}{' with ' + model if model else ''} could not be installed"
 
-    def _ran(self, python: Path, script: Path) -> Tuple[RunOutcome, str]:
+    def _ran(self, python: Path, script: Path, version: str = "") -> Tuple[RunOutcome, str]:
         try:
             proc = subprocess.run([str(python), script.name], cwd=script.parent, capture_output=True, text=True,
-                                  timeout=self.timeout, stdin=subprocess.DEVNULL)
-            said, line = run_outcome(proc.returncode, proc.stdout + proc.stderr, self.cause.cause_words,
-                                     self.cause.numeric)
-            # Python's words name files by their path in the release's environment or the script's
-            # scratch folder: said as a record says a path.
-            return said, shareable_words(line)
+                                  timeout=self.timeout, stdin=subprocess.DEVNULL, env={**os.environ, **ONEDNN_CHECK})
         except subprocess.TimeoutExpired:
             return RunOutcome.OTHER, f"ran over {self.timeout:g} s"
+        output = proc.stdout + proc.stderr
+        said, line = run_outcome(proc.returncode, output, self.cause.cause_words, self.cause.numeric)
+        refusals = onednn_refusals(output) if not self.cause.numeric else []
+        if version == self.cause.home.version and said is RunOutcome.REPRODUCED and refusals:
+            self.refusal = self.refusal or refusals[0]  # the cause's own words, as oneDNN says them
+            line = f"{line}; {self.refusal}"
+        elif said is RunOutcome.OTHER and self.refusal in refusals and proc.returncode != 0:
+            # Another release's words for the same refusal (2.6 printed oneDNN's message, 3.x's
+            # predictor "std::exception"): oneDNN's own reason is the same, so is the cause.
+            said, line = RunOutcome.REPRODUCED, f"{self.refusal}, as at {self.cause.home.version} ({line[:120]})"
+        # Python's words name files by their path in the release's environment or the script's
+        # scratch folder: said as a record says a path.
+        return said, shareable_words(line)
 
     def first(self, version: str) -> RunOutcome:
         return self.answers[version][0][0] if version in self.answers else self.run(version)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Optional, Tuple
+import re
+from typing import List, Optional, Tuple
 
 from .causes import cause_of, death_words
 from .json_types import JsonMapping, JsonObject
@@ -160,6 +161,20 @@ def _missing_api(line: str) -> bool:
     return line.startswith("AttributeError") and ("paddle" in line or "Config" in line)
 
 
+# oneDNN's own reason for refusing a primitive, printed when ``ONEDNN_VERBOSE=check`` (by 2.6 and 3.x
+# alike): where 3.x's predictor says only "std::exception" and 2.6 said oneDNN's words ("could not create
+# a descriptor for a pooling forward propagation primitive"), both print
+# ``onednn_verbose,[v1,primitive,]create:check,pooling,problem is not mathematically consistent,src/...``.
+ONEDNN_CHECK = {"ONEDNN_VERBOSE": "check"}
+_REFUSAL = re.compile(r"onednn_verbose,(?:v\d+,)?(?:primitive,)?create:check,([\w ]+),([^,\n]+)")
+
+
+def onednn_refusals(output: str) -> List[str]:
+    """What oneDNN said it refused to create, and why, in the order it said it (once each)."""
+    return list(dict.fromkeys(f"oneDNN refused to create {m.group(1)}: {m.group(2).strip()}"
+                              for m in _REFUSAL.finditer(output)))
+
+
 def outcome(exit_code: Optional[int], output: str, cause_words: str, numeric: bool) -> Tuple[RunOutcome, str]:
     """What one run of the script says: ``reproduced``, ``not_reproduced`` or ``not_built`` (it
     failed before the program was exported: that release cannot run it), or ``other`` (it failed
@@ -192,4 +207,4 @@ def outcome(exit_code: Optional[int], output: str, cause_words: str, numeric: bo
     return (RunOutcome.REPRODUCED if reproduced else RunOutcome.OTHER), last
 
 
-__all__ = ["SourceReproducer", "outcome", "BUILT", "NOT_RUNNABLE", "RunOutcome", "SpanOutcome", "ReleaseRun", "ReleaseSpan"]
+__all__ = ["SourceReproducer", "outcome", "onednn_refusals", "ONEDNN_CHECK", "BUILT", "NOT_RUNNABLE", "RunOutcome", "SpanOutcome", "ReleaseRun", "ReleaseSpan"]

@@ -249,3 +249,82 @@ def test_a_minimized_script_that_says_nothing_at_another_release_is_followed_by_
     assert "the minimized script not built (NameError: name 'inspect' is not defined); the whole: " in said[-1], said
     assert bisect.run("3.3.1") is RunOutcome.NOT_BUILT, said  # its own release: the minimized script alone
     assert "the whole" not in said[-1], said
+
+
+POOL_REFUSED = """import os, sys
+import numpy as np
+import paddle
+import paddle.inference
+
+class Pool(paddle.nn.Layer):
+    def forward(self, x):
+        return paddle.nn.functional.avg_pool2d(x, kernel_size=2, stride=2, padding="SAME", ceil_mode=True)
+
+out = sys.argv[1]
+paddle.jit.save(paddle.jit.to_static(Pool(), input_spec=[paddle.static.InputSpec([2, 3, 97, 97], "float32")],
+                                     full_graph=True), os.path.join(out, "model"))
+model = "model.json" if os.path.exists(os.path.join(out, "model.json")) else "model.pdmodel"
+config = paddle.inference.Config(os.path.join(out, model), "")
+config.enable_mkldnn()
+predictor = paddle.inference.create_predictor(config)
+handle = predictor.get_input_handle(predictor.get_input_names()[0])
+handle.reshape([2, 3, 97, 97])
+handle.copy_from_cpu(np.ones([2, 3, 97, 97], "float32"))
+predictor.run()
+"""
+
+
+def test_onednn_says_why_it_refused_a_primitive_where_the_predictor_says_std_exception(tmp_path):
+    """PP-ResNet50-vd's ``avg_pool2d(padding="SAME", ceil_mode=True)`` at 97x97 under oneDNN: 3.x's
+    predictor raises only "RuntimeError: std::exception", 2.6.2 "could not create a descriptor for a
+    pooling forward propagation primitive". With ``ONEDNN_VERBOSE=check`` oneDNN prints its own reason at
+    both (measured at 2.6.2 and 3.3.1); here, at the tests' Paddle, that the reason is printed and read."""
+    import os
+    import subprocess
+    import sys
+
+    from harness.shared.releases import ONEDNN_CHECK, onednn_refusals
+
+    (tmp_path / "pool.py").write_text(POOL_REFUSED)
+    ran = subprocess.run([sys.executable, "pool.py", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300, env={**os.environ, **ONEDNN_CHECK})
+    assert ran.returncode != 0, ran.stdout[-2000:]
+    assert onednn_refusals(ran.stdout + ran.stderr) == [
+        "oneDNN refused to create pooling: problem is not mathematically consistent"], (ran.stdout + ran.stderr)[-3000:]
+
+
+def test_another_releases_words_for_the_same_onednn_refusal_reproduce_the_cause(tmp_path):
+    """The cause's own release printed "std::exception" and oneDNN's refusal; an older release says
+    oneDNN's message instead of "std::exception", with the same refusal: reproduced, said with both.
+    A release refusing something else, or not failing, does not reproduce."""
+    import sys
+
+    from harness.shared.releases import BUILT
+
+    def script(name: str, message: str, refusal: str, code: int = 1) -> Path:
+        path = tmp_path / name
+        path.write_text(f"print({BUILT!r})\nprint({refusal!r})\nraise SystemExit({message!r})\n" if code else
+                        f"print({BUILT!r})\nprint({refusal!r})\n")
+        return path
+
+    pooling = "onednn_verbose,create:check,pooling,problem is not mathematically consistent,src/common/pooling.cpp:122"
+    own = script("own.py", "RuntimeError: std::exception",
+                 pooling.replace("onednn_verbose,", "onednn_verbose,v1,primitive,").replace(":122", ":123"))
+    older = script("older.py", "RuntimeError: could not create a descriptor for a pooling forward propagation primitive",
+                   pooling)
+    other = script("other.py", "RuntimeError: could not create a convolution primitive",
+                   "onednn_verbose,create:check,convolution,bad strides,src/common/convolution.cpp:50")
+
+    class _Std(_Cause):
+        cause_words = "RuntimeError: std::exception"
+        home = type("_Own", (), {"version": "3.3.1", "run": None})()
+
+    bisect = releases.Bisection(_Std(), lambda v, suite=False: Path(sys.executable), lambda line: None)
+    said, line = bisect._ran(Path(sys.executable), own, "3.3.1")
+    assert said is RunOutcome.REPRODUCED and line.endswith(
+        "; oneDNN refused to create pooling: problem is not mathematically consistent"), line
+    said, line = bisect._ran(Path(sys.executable), older, "2.6.2")
+    assert said is RunOutcome.REPRODUCED, line
+    assert line.startswith("oneDNN refused to create pooling: problem is not mathematically consistent, as at 3.3.1 ("), line
+    assert "could not create a descriptor" in line
+    assert bisect._ran(Path(sys.executable), other, "2.6.2")[0] is RunOutcome.OTHER
