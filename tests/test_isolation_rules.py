@@ -40,3 +40,6 @@ def test_an_if_on_a_parameter_is_isolated_as_the_branch_the_model_took(tmp_path)
     assert reproducer["verified"], reproducer
     text = Path(reproducer["script"]).read_text()  # load_record resolved it against the run folder
     assert "if r0:" in text and "register_buffer('p0'" in text and "held.npz" in text
+    # The parameters it holds are read from the file its export wrote beside the program: a runtime handed
+    # none (paddle2onnx) writes a graph that reads a name nothing defines (PP-LCNet under ORT, the zoo).
+    assert "'op/model.pdiparams'" in text, text

@@ -72,10 +72,14 @@ def write_and_verify(ctx: CellContext, plan: StagePlan, done: Ledger) -> JsonObj
     feeds = dict(np.load(piece["inputs"])) if piece else ctx.feeds(shape)
     np.savez(folder / "inputs.npz", **feeds)
     build = ""
-    if piece and piece.get("op_source"):  # one op: the script builds its program itself, no params file
+    if piece and piece.get("op_source"):  # one op: the script builds its program itself
         model, params = f"op/model{Path(files['program']).suffix}", ""
         if piece.get("held"):
             shutil.copyfile(piece["held"], folder / "held.npz")
+            # The parameters it holds are saved beside its program: a conversion handed no params file
+            # writes a graph that reads a name nothing defines (paddle2onnx: "Node input 'eager_tmp_0' is
+            # not a graph input", PP-LCNet's block under ORT — the reproducer, not the cell, failed).
+            params = "op/model.pdiparams"
         build = _op_build_lines(Path(piece["op_source"]).read_text(encoding="utf-8"), len(feeds), bool(piece.get("held")))
     else:
         model = f"model{Path(files['program']).suffix}"
