@@ -238,3 +238,37 @@ def test_paddles_newer_aliases_are_written_by_the_names_they_alias(tmp_path):
     source = "def pick(nn):\n    return nn.Conv2d\n"
     assert spelled_by_own_names(source, {"nn": paddle.nn}) == (source, set())
     assert spelled_by_own_names("f = nn.Conv2d\n", {"nn": paddle.nn})[0] == "f = nn.Conv2D\n"
+
+
+class _Config:
+    """A suite's config as PaddleX's are: every attribute in ``to_dict``, one computed from another
+    when not given (``head_dim`` from ``hidden`` and ``heads``)."""
+
+    def __init__(self, hidden=64, heads=4, head_dim=None, dropout=0.0, name="net"):
+        self.hidden, self.heads, self.dropout, self.name = hidden, heads, dropout, name
+        self.head_dim = head_dim if head_dim is not None else hidden // heads
+
+    def to_dict(self):
+        return dict(vars(self))
+
+
+def test_a_config_is_written_by_what_its_class_defaults_do_not_give():
+    """PaddleX's PP-LCNet config was written with all 96 keys of its ``to_dict`` (twice, 100 KB of the
+    build line): what the class's own defaults give is left out — when the class rebuilt from the rest
+    gives the whole dict back. A key a default computes from another key is kept."""
+    from harness.cell.handover.source_repro import _beyond_defaults
+
+    assert _beyond_defaults(_Config, _Config(dropout=0.1).to_dict()) == {"dropout": 0.1}
+    assert _beyond_defaults(_Config, _Config().to_dict()) == {}
+    # hidden 128 computes head_dim 32: a value other than the default's 16, kept.
+    assert _beyond_defaults(_Config, _Config(hidden=128).to_dict()) == {"hidden": 128, "head_dim": 32}
+    # head_dim 16 given beside hidden 128 equals the default's 16, but rebuilt from {"hidden": 128} the
+    # class would compute 32: the rebuilt dict is not the whole, so the whole is written.
+    whole = _Config(hidden=128, head_dim=16).to_dict()
+    assert _beyond_defaults(_Config, whole) == whole
+
+    class _NeedsArguments(_Config):
+        def __init__(self, hidden, **kwargs):
+            super().__init__(hidden=hidden, **kwargs)
+
+    assert _beyond_defaults(_NeedsArguments, _Config().to_dict()) == _Config().to_dict()  # no defaults to leave out
