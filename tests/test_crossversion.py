@@ -348,6 +348,9 @@ def test_one_command_qualifies_the_run_and_publishes_each_cause_with_its_place_r
     ifparam = next(ln for ln in rows if f"cpu_fp32/{head}/normal/ifparam" in ln)
     assert f"first bad {head}, last good {OLD}" in ifparam, ifparam
     assert f"**new since {OLD}**" in text, text[-2000:]
+    # The count the issue asks for, read from the spans: each exactly placed row counted, no other.
+    exact = sum(1 for ln in rows if ", last good " in ln or "in every release asked" in ln)
+    assert exact >= 2 and f"asked): **{exact} of {len(rows)}**." in text, text[:3000]
     known = out / f"known-issues-{head}.toml"
     assert known.is_file() and f"--known {known.name}" in text and (out / "zoo.md").is_file()
     # qualify's own line, over the cells the command asked for (not the matrix's [qualify] table): every

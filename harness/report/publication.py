@@ -131,6 +131,20 @@ def _changed(found: Sequence[Row], version: str) -> List[str]:
     return lines
 
 
+def _placed(found: Sequence[Row]) -> List[str]:
+    """How many causes are placed exactly, and asked with a script of Paddle, numpy and the standard
+    library alone — counted from the spans ``releases`` wrote, each said per cause in the table."""
+    spans = [r.span for r in found if r.span is not None]
+    exact = sum(1 for span in spans if span.exact)
+    alone = sum(1 for span in spans if span.needs_suite is False)
+    unknown = sum(1 for span in spans if span.needs_suite is None)
+    return [f"Placed exactly (a confirmed last good and first bad release, or in every release with every release "
+            f"asked): **{exact} of {len(found)}**. Asked at every release with a script that imports only Paddle, "
+            f"numpy and the standard library: {alone} of the {len(spans)} placed"
+            + (f" ({unknown} recorded before the span said which script it asked)" if unknown else "")
+            + f"; {len(found) - len(spans)} without a verified source reproducer (why, in their row)."]
+
+
 @dataclasses.dataclass(frozen=True)
 class Made:
     """How the publication was made: the release, the command, ``qualify``'s words, the files beside it."""
@@ -157,7 +171,7 @@ def document(model: RunModel, run: Path, made: Made) -> str:
             "## Verdict", "", "```", run_words(verdict.strip(), run) or "(qualify printed nothing)", "```", "",
             f"Known issues (`python -m harness qualify --known {known}`): `{known}`.", "",
             "## At a glance", "", f"Every zoo model in every session, with the cause it met: [{zoo}]({zoo}).", "",
-            f"## Causes ({len(found)})", "",
+            f"## Causes ({len(found)})", "", *_placed(found), "",
             f"Reproducers are under the run's folder (`{run.parent.name}/{run.name}/`), each with its README and, "
             "beside it, `source/source_repro.py` (the script `releases` ran at every release) and the issue draft.", "",
             "| # | kind | Paddle's words | cells | place | reproducer | releases | workaround |",

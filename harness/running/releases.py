@@ -262,7 +262,7 @@ def place(cause: ReleaseCause, releases: Sequence[str], environment: "Environmen
     newer = [v for v in ordered if version_order(v) > version_order(own)]
     run = cause.home.run
     common = dict(cause=cause.key, reproducer=str(cause.script.relative_to(run)) if run else cause.script.name,
-                  releases=tuple(ordered), confirmations=confirm)
+                  releases=tuple(ordered), confirmations=confirm, needs_suite=cause.needs_suite)
     if bisect.first(own) is not RunOutcome.REPRODUCED:
         return ReleaseSpan(SpanOutcome.NOT_AT_ITS_RELEASE, tried=bisect.tried(),
                            note=f"its script does not reproduce at {own} in a fresh environment: "

@@ -116,13 +116,22 @@ class ReleaseSpan:
     note: str = ""
     produced_by: str = "python -m harness releases"
     standalone: str = ""  # the standalone script asked (its suite's source written in, minimized), or why none
+    needs_suite: Optional[bool] = None  # whether the script asked imports the model's suite (None: not recorded)
+
+    @property
+    def exact(self) -> bool:
+        """Placed exactly: a confirmed last good and first bad, or in every release with every release
+        asked (none older than the first bad said nothing)."""
+        if self.outcome is SpanOutcome.FOUND:
+            return True
+        return self.outcome is SpanOutcome.IN_EVERY_RELEASE and not self.unasked_below(self.first_bad)
 
     def to_dict(self) -> JsonObject:
         return {"status": "pass", "outcome": self.outcome.value, "cause": self.cause, "reproducer": self.reproducer,
                 "releases": list(self.releases), "tried": [t.to_dict() for t in self.tried],
                 "first_bad": self.first_bad, "last_good": self.last_good, "fixed_in": self.fixed_in,
                 "newest": self.newest, "confirmations": self.confirmations, "note": self.note,
-                "produced_by": self.produced_by, "standalone": self.standalone}
+                "produced_by": self.produced_by, "standalone": self.standalone, "needs_suite": self.needs_suite}
 
     @classmethod
     def from_dict(cls, data: JsonMapping) -> "ReleaseSpan":
@@ -130,7 +139,8 @@ class ReleaseSpan:
                    tuple(data.get("releases") or ()), tuple(ReleaseRun.from_dict(t) for t in data.get("tried") or ()),
                    data.get("first_bad"), data.get("last_good"), data.get("fixed_in"), data.get("newest"),
                    int(data.get("confirmations") or 3), str(data.get("note") or ""),
-                   str(data.get("produced_by") or "python -m harness releases"), str(data.get("standalone") or ""))
+                   str(data.get("produced_by") or "python -m harness releases"), str(data.get("standalone") or ""),
+                   data.get("needs_suite"))
 
     def unasked_below(self, version: Optional[str]) -> Tuple[ReleaseRun, ...]:
         """The releases older than ``version`` whose run said nothing (not built there, failed another

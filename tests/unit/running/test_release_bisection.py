@@ -328,3 +328,18 @@ def test_another_releases_words_for_the_same_onednn_refusal_reproduce_the_cause(
     assert line.startswith("oneDNN refused to create pooling: problem is not mathematically consistent, as at 3.3.1 ("), line
     assert "could not create a descriptor" in line
     assert bisect._ran(Path(sys.executable), other, "2.6.2")[0] is RunOutcome.OTHER
+
+
+def test_a_span_is_exact_when_both_sides_were_asked():
+    """Placed exactly: a confirmed boundary, or in every release with every older release answering;
+    "first bad 3.0.0 or earlier" (2.6.2 could not run it) is not."""
+    found, _ = _place(_regression_at("3.3.0"))
+    assert found.exact and found.needs_suite is False
+    everywhere, _ = _place({v: [R] for v in SERVED})
+    assert everywhere.outcome is SpanOutcome.IN_EVERY_RELEASE and everywhere.exact
+    table = {v: [R] for v in SERVED}
+    table["2.6.2"] = [B]
+    bounded, _ = _place(table)
+    assert bounded.outcome is SpanOutcome.IN_EVERY_RELEASE and not bounded.exact
+    assert bounded.words().startswith("first bad 3.0.0 or earlier: 1 older release(s) could not be asked")
+    assert releases.ReleaseSpan.from_dict(found.to_dict()).needs_suite is False  # read back as written
