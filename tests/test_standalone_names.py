@@ -272,3 +272,31 @@ def test_a_config_is_written_by_what_its_class_defaults_do_not_give():
             super().__init__(hidden=hidden, **kwargs)
 
     assert _beyond_defaults(_NeedsArguments, _Config().to_dict()) == _Config().to_dict()  # no defaults to leave out
+
+
+def test_an_import_of_paddle_some_releases_lack_is_guarded_and_raises_only_when_used():
+    """PaddleFormers' Gemma 3 imports ``paddle.distributed.flex_checkpoint`` (3.3 only): as a plain
+    import its standalone script stopped at every older release on the import. Guarded, a missing
+    module or name binds a ``_LeftOut`` that raises the import's own words when used; Paddle's public
+    namespaces stay plain imports."""
+    import paddle
+    import pytest
+
+    from harness.cell.handover.guarded import split
+    from harness.cell.handover.inline import LEFT_OUT
+
+    plain, guarded = split(["import paddle", "import paddle.nn.functional as F", "from paddle import nn",
+                            "import collections", "from paddle.nn.functional import no_such_op_anywhere",
+                            "import paddle.no_such_module_anywhere as fc", "import paddle.no_such_module_anywhere",
+                            "_m = importlib.import_module('paddle.no_such_module_anywhere')"])
+    assert plain == ["import paddle", "import paddle.nn.functional as F", "from paddle import nn", "import collections"]
+    assert len(guarded) == 4
+    namespace: dict = {}
+    exec("import importlib\nimport paddle\n" + LEFT_OUT + "".join(guarded), namespace)  # a release without them
+    for name, words in (("no_such_op_anywhere", "cannot import name 'no_such_op_anywhere'"),
+                        ("fc", "No module named 'paddle.no_such_module_anywhere'"), ("_m", "No module named")):
+        with pytest.raises(RuntimeError, match=words):
+            namespace[name]()  # used: the import's own words
+    # Where the import works, the name is the module's own object.
+    exec("".join(split(["from paddle.nn.functional import relu"])[1]), namespace)
+    assert namespace["relu"] is paddle.nn.functional.relu

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Set
 
 from .aliases import spelled_by_own_names
+from .guarded import split as guarded_imports
 from .order import in_definition_order
 from .renames import Renames
 from .unused import attributes_read, without_unread_methods
@@ -154,7 +155,8 @@ class StandaloneWriter(Writer):
 
     def header(self, said: "set[str]" = frozenset()) -> str:  # type: ignore[assignment]
         self.settle()  # what the settled definitions import
-        return super().header(said)
+        plain, _ = guarded_imports(super().header(said).splitlines())
+        return "".join(f"{line}\n" for line in plain)
 
     def _read(self, module: types.ModuleType, name: str, user: str, source: str) -> None:
         self._global(module, name, user, source)
@@ -384,8 +386,10 @@ class StandaloneWriter(Writer):
         self.settle()
         self.definitions = in_definition_order({key: self.renames.rewritten(key, source, _home(key))
                                                 for key, source in self.definitions.items()})
+        _, guarded = guarded_imports(super().header().splitlines())
         left = (f"# Left out (using one raises; the failing run did not): {'; '.join(self.left_out)}\n\n"
-                + LEFT_OUT + "\n\n" if self.left_out else "")
+                if self.left_out else "") + (LEFT_OUT + "\n\n" if self.left_out or guarded else "")
+        left += "".join(guarded) + ("\n" if guarded else "")
         unread = sorted(f"{key.rsplit('.', 1)[-1]}.{name}" for key, (_, names) in self.unread.items() for name in names)
         left += (f"# Left out: {len(unread)} method(s) of the suite's classes that nothing in this script reads "
                  f"({', '.join(unread[:12])}{', ...' if len(unread) > 12 else ''}).\n\n" if unread else "")
