@@ -187,12 +187,28 @@ def names_its_call(message: str) -> bool:
 
 def cause_of(message: str) -> str:
     """The message with what varies between occurrences of one cause replaced by placeholders."""
-    text = _QUALIFIED_OP.sub(r"OP(\1)", message or "")
+    text = _by_what_differs(message or "")
+    text = _QUALIFIED_OP.sub(r"OP(\1)", text)
     text = _HEX.sub("<addr>", text)
     text = _PATH.sub("<path>", text)
     text = _GENERATED.sub(r"\1<id>", text)
     text = _NUMBER.sub("<n>", text)
     return _SPACE.sub(" ", text).strip()
+
+
+# A converter whose output depends on memory it never wrote says which nodes differed, with the values
+# that fresh memory held — other values in every cell (the zoo's pad3d defect was three causes by them).
+# One defect is the nodes it writes from that memory: the kinds, and the Paddle ops they came from.
+_NEVER_WROTE = "output depends on memory it never wrote"
+_NODE_KIND = re.compile(r"\((\w+)(?:, from ([\w.]+(?:, [\w.]+)*))?\)")
+
+
+def _by_what_differs(message: str) -> str:
+    if _NEVER_WROTE not in message or "): " not in message:
+        return message
+    head, rest = message.split("): ", 1)
+    kinds = sorted({f"{m.group(1)} from {m.group(2)}" if m.group(2) else m.group(1) for m in _NODE_KIND.finditer(rest)})
+    return f"{head}): {', '.join(kinds) or 'values'} differ"
 
 
 _SET_BY_CALLEE = "returned a result with an exception set"
