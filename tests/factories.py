@@ -1239,6 +1239,13 @@ def planted_suite_counting():
     return CountingNet(8), _image_spec()
 
 
+def planted_suite_upsampled():
+    """A model of the installed planted suite whose failure is one op inside the suite's layer."""
+    from harness_planted_suite.model import UpsampledNet
+
+    return UpsampledNet(8), _image_spec()
+
+
 def planted_suite_gated():
     """A model of the installed planted suite whose export raises ``bool(Tensor)`` in the suite's helper."""
     from harness_planted_suite.model import GatedNet

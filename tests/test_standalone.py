@@ -37,12 +37,17 @@ def standalone_run(tmp_path_factory, shared_envs):
     try:
         matrix = tmp / "matrix.toml"
         matrix.write_text(matrix_text(version, {"counting": "tests.factories:planted_suite_counting",
-                                                "gated": "tests.factories:planted_suite_gated"},
+                                                "gated": "tests.factories:planted_suite_gated",
+                                                "upsampled": "tests.factories:planted_suite_upsampled"},
                                       inputs={"gated": "x = { shape = [4, 8] }"}))
         results = tmp / "r"
-        run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--results", str(results))
+        run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--model", "counting", "--model", "gated",
+                    "--results", str(results))
+        run_harness("run", "--matrix", str(matrix), "--session", "cpu_onednn_fp32", "--model", "upsampled",
+                    "--results", str(results))
         run = results / "default"
         before = {m: load_record(run, f"cpu_fp32/{version}/normal/{m}") for m in ("counting", "gated")}
+        before["upsampled"] = load_record(run, f"cpu_onednn_fp32/{version}/normal/upsampled")
         proc = run_harness("releases", "--results", str(results), "--releases", version, "--envs", str(shared_envs),
                            "--confirm", "1", "--minimize-budget", "60", "--jobs", "2", timeout=1500)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -111,3 +116,28 @@ def test_an_export_that_raises_in_a_suite_helper_gets_a_standalone_minimized_scr
     assert "any(" in kept and len(kept.splitlines()) <= 20, kept
     alone = subprocess.run([sys.executable, smaller.name], cwd=smaller.parent, capture_output=True, text=True, timeout=600)
     assert alone.returncode != 0 and "bool" in alone.stderr, alone.stderr[-2000:]
+
+
+def test_an_op_in_a_suite_layer_gets_beside_its_op_program_the_piece_with_the_suite_written_in(standalone_run):
+    """The failure is one op inside the suite's layer (an interpolate under oneDNN at Paddle 3.3): its
+    source reproducer is the op alone (Paddle's public API), and beside it the piece for the releases
+    that cannot run the op program — once with the suite imported, once with the suite's source
+    written in, which runs with the suite gone and reproduces the same words."""
+    record = standalone_run["before"]["upsampled"]
+    stage = next(s for s in record["stages"] if s["name"] == "onednn_fp32")
+    if stage["status"] != "error":
+        pytest.skip(f"Paddle {standalone_run['version']}'s oneDNN runs the interpolate ({stage['status']})")
+    source = record["analysis"]["reproducer"]["source"]
+    assert source["program"] == "ops" and source["verified"] is True, source
+    larger = source["larger"]
+    assert "import harness_planted_suite" in Path(larger["script"]).read_text()
+    alone = larger["standalone"]
+    assert alone["program"] == "inlined", alone
+    text = Path(alone["script"]).read_text()
+    assert foreign_imports(text) == [] and "class Upsample(" in text, text[:3000]
+    ran = subprocess.run([sys.executable, Path(alone["script"]).name], cwd=Path(alone["script"]).parent,
+                         capture_output=True, text=True, timeout=600)  # the suite is gone (the fixture removed it)
+    from harness.shared.releases import RunOutcome, outcome
+
+    said, line = outcome(ran.returncode, ran.stdout + ran.stderr, source["cause_words"], False)
+    assert said is RunOutcome.REPRODUCED, (line, (ran.stdout + ran.stderr)[-3000:])

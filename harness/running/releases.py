@@ -97,11 +97,16 @@ class ReleaseCause:
         return self.standalone is None and not self.home.analysis.reproducer.source.needs_no_suite
 
     @property
-    def larger_script(self) -> Optional[Path]:
-        """The piece- or model-level script written beside an op-level one (not run yet, or verified), or None."""
+    def larger_scripts(self) -> List[Tuple[Path, bool]]:
+        """The piece- or model-level scripts written beside an op-level one (not run yet, or verified),
+        each with whether it needs the suite: its standalone form (the suite's source written in) first,
+        then the suite's."""
         larger = self.home.analysis.reproducer.source.larger
-        return (self.home.located(larger.script) if larger is not None and larger.script and larger.verified is not False
-                else None)
+        if larger is None or not larger.script or larger.verified is False:
+            return []
+        alone = larger.standalone
+        found = [(self.home.located(alone.script), False)] if alone is not None and alone.script else []
+        return found + [(self.home.located(larger.script), True)]
 
     @property
     def words(self) -> str:
@@ -146,7 +151,8 @@ class Bisection:
                  timeout: float = TIMEOUT):
         self.cause, self.environment, self.say, self.timeout = cause, environment, say, timeout
         self.answers: Dict[str, List[Tuple[RunOutcome, str]]] = {}
-        self.larger_ok: Optional[bool] = None  # the larger script at the cell's own release (asked when needed)
+        self.larger_ok: Optional[bool] = None  # a larger script reproduced at the cell's own release (asked when needed)
+        self.larger_chosen: Optional[Tuple[Path, bool]] = None  # that script, and whether it needs the suite
         self.refusal: Optional[str] = None  # what oneDNN refused, and why, where it reproduced at its own release
 
     def run(self, version: str) -> RunOutcome:
@@ -159,11 +165,12 @@ class Bisection:
             said = self._asked(version, whole, False)
             minimized = answer[0].value.replace("_", " ")
             answer = (said[0], f"the minimized script {minimized} ({answer[1][:90]}); the whole: {said[1][:110]}")
-        larger = self.cause.larger_script
-        if not answer[0].says and larger is not None and self._larger_reproduces():
+        larger = self._larger() if not answer[0].says else None
+        if larger is not None:
             # The smallest cannot be asked here (a form this release does not build or load): the
-            # piece or model the cell also verified is, where the model's packages install, and says so.
-            said = self._asked(version, larger, True)
+            # piece or model the cell also verified is — the suite's source written in, else where
+            # the model's packages install — and says so.
+            said = self._asked(version, *larger)
             smallest = answer[0].value.replace("_", " ")
             answer = (said[0], f"the smallest reproducer {smallest} ({answer[1][:90]}); the larger: {said[1][:110]}")
         self.answers.setdefault(version, []).append(answer)
@@ -181,15 +188,20 @@ class Bisection:
             return RunOutcome.NO_ENVIRONMENT, self._not_installed(version, suite)
         return self._ran(python, script, version)
 
-    def _larger_reproduces(self) -> bool:
-        """Whether the larger script reproduces at the cell's own release (run once, the first time it
-        is needed: the cell wrote it without running it)."""
+    def _larger(self) -> Optional[Tuple[Path, bool]]:
+        """The first larger script that reproduces at the cell's own release, with whether it needs the
+        suite (each run once, the first time it is needed: the cell wrote them without running them)."""
         if self.larger_ok is None:
             own = self.cause.home.version
-            said = self._asked(own, self.cause.larger_script, True)
-            self.larger_ok = said[0] is RunOutcome.REPRODUCED
-            self.say(f"[releases] the larger reproducer at {own}: {said[0].value} ({said[1][:120]})")
-        return self.larger_ok
+            self.larger_ok = False
+            for script, suite in self.cause.larger_scripts:
+                said = self._asked(own, script, suite)
+                self.say(f"[releases] the larger reproducer{'' if suite else ' (its suite written in)'} at {own}: "
+                         f"{said[0].value} ({said[1][:120]})")
+                if said[0] is RunOutcome.REPRODUCED:
+                    self.larger_ok, self.larger_chosen = True, (script, suite)
+                    break
+        return self.larger_chosen if self.larger_ok else None
 
     def _not_installed(self, version: str, suite: bool) -> str:
         model = self.environment.model_words() if suite else ""

@@ -338,8 +338,12 @@ def _larger(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path, reduc
         built, tolerances = _source_of_piece_or_model(ctx, plan, done, reduced)
     except (source_repro.Unspellable, HarnessFailure) as why:
         return {"why": f"not written: {why}"}
-    return dict(_source_written(ctx, plan, done, folder, built, tolerances, run_it=False),
-                program="piece" if reduced is not None and reduced.get("source_piece") else "model")
+    written = dict(_source_written(ctx, plan, done, folder, built, tolerances, run_it=False),
+                   program="piece" if reduced is not None and reduced.get("source_piece") else "model")
+    # Beside it, the same with the suite's source written in: asked where the suite does not install
+    # (PaddleX from Paddle 3.0 on), so a release the op program cannot run is asked all the same.
+    standalone = _standalone(ctx, plan, done, folder / "standalone", reduced)
+    return dict(written, standalone=standalone) if standalone.get("script") else written
 
 
 def _source_of_piece_or_model(ctx: CellContext, plan: StagePlan, done: Ledger, reduced: Any, writer: Any = None):

@@ -9,7 +9,7 @@ import paddle
 import paddle.nn as nn
 
 from . import ops as F
-from .blocks import Stem
+from .blocks import Stem, Upsample
 from .ops import ACTS, download, fetch, init_normal
 
 logger = logging.getLogger(__name__)
@@ -80,3 +80,16 @@ class GatedNet(nn.Layer):
             self.first = hidden.detach()
             return hidden
         return hidden * SCALE if F.positive(self.first) else hidden
+
+
+class UpsampledNet(nn.Layer):
+    """A stem, then the suite's upsampling block: the failure is one op (an interpolate under oneDNN
+    at Paddle 3.3), inside a suite layer."""
+
+    def __init__(self, width=8):
+        super().__init__()
+        self.stem = Stem(3, width)
+        self.up = Upsample(2)
+
+    def forward(self, image):
+        return self.up(self.stem(image)).mean(axis=[2, 3])

@@ -27,7 +27,7 @@ class _Cause:
     script = Path("source_repro.py")
     whole = None
     needs_suite = False
-    larger_script = None
+    larger_scripts: list = []
 
 
 class _Table(releases.Bisection):
@@ -343,3 +343,46 @@ def test_a_span_is_exact_when_both_sides_were_asked():
     assert bounded.outcome is SpanOutcome.IN_EVERY_RELEASE and not bounded.exact
     assert bounded.words().startswith("first bad 3.0.0 or earlier: 1 older release(s) could not be asked")
     assert releases.ReleaseSpan.from_dict(found.to_dict()).needs_suite is False  # read back as written
+
+
+def test_where_the_op_program_cannot_be_asked_the_larger_script_with_its_suite_written_in_is(tmp_path):
+    """PP-LCNet's op-level reproducer is written in ``_C_ops`` (2.6.2: "must be OpResult") and its
+    larger piece imports PaddleX, which installs from Paddle 3.0 only: 2.6.2 said nothing. The piece
+    with the suite's source written in needs Paddle alone: verified at the cell's own release, it is
+    asked there; where it does not reproduce, the suite's form is, as before."""
+    import sys
+
+    from harness.shared.releases import BUILT
+
+    def script(name: str, body: str) -> Path:
+        (tmp_path / name).write_text(body)
+        return tmp_path / name
+
+    reproduces = f"print({BUILT!r})\nraise SystemExit('ValueError: words')\n"
+    smallest = script("smallest.py", "raise SystemExit(\"ValueError: depthwise_conv2d(): argument must be OpResult\")\n")
+    alone, suite = script("alone.py", reproduces), script("suite.py", reproduces)
+
+    class _Env:
+        def suite_missing(self, version: str) -> str:
+            return "" if version != "2.6.2" else "the paddlex family (paddlex==3.7.2) installs from Paddle 3.0.0 on"
+
+        def __call__(self, version: str, suite: bool = False) -> Path:
+            return Path(sys.executable)
+
+    class _Op(_Cause):
+        script, home = smallest, type("_Own", (), {"version": "3.3.1", "run": None})()
+        larger_scripts = [(alone, False), (suite, True)]
+
+    said: List[str] = []
+    bisect = releases.Bisection(_Op(), _Env(), said.append)
+    assert bisect.run("2.6.2") is RunOutcome.REPRODUCED, said
+    assert any("the larger reproducer (its suite written in) at 3.3.1: reproduced" in line for line in said), said
+    line = bisect.answers["2.6.2"][0][1]
+    assert "the smallest reproducer not built" in line and "the larger: ValueError: words" in line, line
+    assert bisect.larger_chosen == (alone, False)
+
+    alone.write_text("raise SystemExit('ValueError: something else')\n")  # the written-in form does not reproduce
+    said.clear()
+    bisect = releases.Bisection(_Op(), _Env(), said.append)
+    assert bisect.run("2.6.2") is RunOutcome.NO_ENVIRONMENT, said  # the suite's form, where the suite cannot be
+    assert bisect.larger_chosen == (suite, True) and "the larger: the paddlex family" in bisect.answers["2.6.2"][0][1]
