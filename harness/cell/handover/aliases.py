@@ -15,7 +15,7 @@ import ast
 import types
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .renames import _applied, _names_with_scope
+from .renames import applied_edits, names_with_scope
 
 _UNRESOLVED = object()
 
@@ -35,7 +35,7 @@ def spelled_by_own_names(source: str, home: Optional[Dict[str, Any]]) -> Tuple[s
         tree = ast.parse(source)
     except SyntaxError:
         return source, set()
-    local_names = {id(node) for node, local in _names_with_scope(tree) if node.id in local}
+    local_names = {id(node) for node, local in names_with_scope(tree) if node.id in local}
 
     def resolved(node: ast.AST) -> Any:
         if isinstance(node, ast.Name):
@@ -60,7 +60,7 @@ def spelled_by_own_names(source: str, home: Optional[Dict[str, Any]]) -> Tuple[s
         edits.append((node.end_lineno, node.end_col_offset - len(node.attr), node.attr, own))
         written = ast.unparse(node.value)
         said.add(f"{written}.{node.attr} as {written}.{own}")
-    return _applied(source, edits), said
+    return applied_edits(source, edits), said
 
 
 __all__ = ["spelled_by_own_names"]

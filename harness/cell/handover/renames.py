@@ -68,13 +68,13 @@ class Renames:
             if found is not None:
                 edits.append((header, len(line[:found.start(2)].encode()), old, new))
         if home is not None:
-            for node, local in _names_with_scope(tree):
+            for node, local in names_with_scope(tree):
                 if node.id in local or node.id not in home:
                     continue
                 new = self.of_object.get((id(home[node.id]), node.id))
                 if new is not None:
                     edits.append((node.lineno, node.col_offset, node.id, new))
-        return _applied(source, edits)
+        return applied_edits(source, edits)
 
 
 def _header_line(source: str, node: Any) -> int:
@@ -86,7 +86,7 @@ def _header_line(source: str, node: Any) -> int:
     return node.lineno
 
 
-def _names_with_scope(tree: ast.AST) -> List[Tuple[ast.Name, Set[str]]]:
+def names_with_scope(tree: ast.AST) -> List[Tuple[ast.Name, Set[str]]]:
     """Every ``Name`` with the names local to the functions around it (their parameters, what they
     assign, define or import, less what they declare ``global``)."""
     found: List[Tuple[ast.Name, Set[str]]] = []
@@ -136,7 +136,7 @@ def _locals_of(function: Any) -> Set[str]:
     return names - declared
 
 
-def _applied(source: str, edits: List[Tuple[int, int, str, str]]) -> str:
+def applied_edits(source: str, edits: List[Tuple[int, int, str, str]]) -> str:
     """``source`` with each ``(line, byte column, old, new)`` replaced (columns are UTF-8 offsets)."""
     if not edits:
         return source
@@ -148,4 +148,4 @@ def _applied(source: str, edits: List[Tuple[int, int, str, str]]) -> str:
     return "".join(lines)
 
 
-__all__ = ["Renames"]
+__all__ = ["Renames", "names_with_scope", "applied_edits"]
