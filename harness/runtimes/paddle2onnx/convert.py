@@ -229,13 +229,11 @@ def memory_dependent_values(plain: Any, perturbed: Any, limit: int = 3) -> List[
             users = "; ".join(f"{n.name} ({n.op_type}{made_by(n)})" for n in plain.graph.node if init.name in n.input)
             said.append(f"initializer {init.name} (input of {users or 'no node'}): "
                         f"{numpy_helper.to_array(init).ravel()[:4].tolist()} vs {numpy_helper.to_array(other).ravel()[:4].tolist()}")
-    if not said:
-        return ["the files differ"] if plain != perturbed else []
-    # Every kind of node whose values differ, counted: the first few diffs alone name whichever came first (the
-    # zoo's SCINet listed three Pads under one runtime and two Pads and a LeakyRelu under the other).
+    # Every kind of node whose values differ, counted: the first few alone name whichever came first (the
+    # zoo's SCINet listed three Pads under one runtime, two Pads and a LeakyRelu under the other).
     kinds = collections.Counter(m.group(0) for line in said for m in _KIND_SAID.finditer(line.split(": ", 1)[0]))
-    every = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
-    return said[:limit] + ([f"every value that differs: {every}"] if len(said) > limit and every else [])
+    every = [f"every value that differs: {', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items()))}"]
+    return said[:limit] + (every if len(said) > limit and kinds else []) or (["the files differ"] if plain != perturbed else [])
 
 
 # A conversion finding reads "paddle2onnx 2.1.0 said: <its words> (its conversion died by signal 6)":
