@@ -42,6 +42,7 @@ PLUMBING = {"data", "fetch", "feed", "parameter", "p", "shadow_output", "constan
 CONVERT_TIMEOUT = 600.0
 # paddle2onnx names each value after the Paddle op that made it: ``p2o.<op>.<occurrence>.<output>``.
 P2O_NAME = re.compile(r"p2o\.(.+)\.(\d+)\.(\d+)")
+_KIND_SAID = re.compile(r"\((\w+)(?:, from [\w.]+(?:, [\w.]+)*)?\)")  # "(Pad, from pd_op.pad3d)" in what differs
 
 
 def unmet() -> Optional[str]:
@@ -192,9 +193,6 @@ def _glibc() -> bool:
     import platform
 
     return platform.libc_ver()[0] == "glibc"
-
-
-_KIND_SAID = re.compile(r"\((\w+)(?:, from [\w.]+(?:, [\w.]+)*)?\)")
 
 
 def memory_dependent_values(plain: Any, perturbed: Any, limit: int = 3) -> List[str]:
@@ -395,10 +393,8 @@ class Converter:
 
             supported = set(get_all_supported_operators_pir())
             missing = sorted({op for op in program_op_types(program) if not _listed(op, supported)})
-        where = (f"{MISSING_SAID}{', '.join(missing)}"
-                 if missing else "")
+        where = f"{MISSING_SAID}{', '.join(missing)}" if missing else ""
         return f"paddle2onnx {paddle2onnx.__version__}{CONVERTER_SAID} {said}{_HOW_IT_ENDED}{how}){where}"
-
 
 
 _CONVERTER: Optional[Converter] = None
@@ -479,6 +475,7 @@ def reproducer_lines(model: str, params: str, options: ExportOptions = ExportOpt
     params_path = f"os.path.join(here, {params!r})" if params else '""'
     extra = options.arguments()
     return [
+        "import atexit",
         "import subprocess",
         "",
         "import paddle2onnx",
@@ -494,7 +491,10 @@ def reproducer_lines(model: str, params: str, options: ExportOptions = ExportOpt
         f'enable_onnx_checker=True{extra})", program, params, again],',
         f'               env=dict(os.environ, MALLOC_PERTURB_="{PERTURB_BYTE}"), check=True, capture_output=True)',
         'with open(onnx_file, "rb") as one, open(again, "rb") as other:',
-        '    if one.read() != other.read():',
-        f'        raise RuntimeError("{DIFFERS_BY_MEMORY}: model.onnx and model.perturbed.onnx differ")',
+        '    differs = one.read() != other.read()',
+        'if differs:  # a finding, said; the runtime is asked all the same: its own failure, where it has one, follows',
+        f'    print("{DIFFERS_BY_MEMORY}: model.onnx and model.perturbed.onnx differ", flush=True)',
+        '    # ... and the script exits non-zero, whatever the runtime does (what it printed flushed first)',
+        '    atexit.register(lambda: (sys.stdout.flush(), sys.stderr.flush(), os._exit(1)))',
     ]
 
