@@ -140,8 +140,19 @@ def causes_of(records: Sequence[CellRecord]) -> Tuple[List[ReleaseCause], List[s
             continue
         # A converter's proven bug is one cause in every runtime's session that read its file.
         key = repro.converter_cause or (f"{record.id}:{repro.stage}" if source.numeric else source.cause_words)
+        if not repro.converter_cause and not source.numeric and _bare(source.cause_words):
+            # Words of no cause of their own ("RuntimeError: std::exception"): two failures that say only
+            # that are not one cause (PP-ResNet50-vd's oneDNN pooling refusal and LSTNet's reorder refusal
+            # were placed by one script): kept apart by what their scripts build.
+            key = f"{key} ({source.what})"
         found.setdefault(key, ReleaseCause(key, source.numeric, [])).records.append(record)
     return list(found.values()), without
+
+
+def _bare(words: str) -> bool:
+    """Whether a cause's words say only that something raised (a C++ exception with no message)."""
+    said = words.split(": ", 1)[-1].strip()
+    return said in ("std::exception", "") or said.endswith("with no message")
 
 
 class Bisection:

@@ -386,3 +386,25 @@ def test_where_the_op_program_cannot_be_asked_the_larger_script_with_its_suite_w
     bisect = releases.Bisection(_Op(), _Env(), said.append)
     assert bisect.run("2.6.2") is RunOutcome.NO_ENVIRONMENT, said  # the suite's form, where the suite cannot be
     assert bisect.larger_chosen == (suite, True) and "the larger: the paddlex family" in bisect.answers["2.6.2"][0][1]
+
+
+def test_two_failures_that_say_only_std_exception_are_not_one_cause():
+    """PP-ResNet50-vd's oneDNN pooling refusal and LSTNet's reorder refusal both reach Python as
+    "RuntimeError: std::exception": keyed by those words alone they were one cause, placed by one
+    script. Words of no cause of their own are kept apart by what each script builds; words of their
+    own still join cells into one cause."""
+    from tests.conftest import as_record
+
+    def record(model: str, what: str, words: str) -> "CellRecord":  # noqa: F821
+        source = {"script": "s.py", "verified": True, "outcome": "reproduced", "cause_words": words, "what": what}
+        return as_record({"id": f"cpu_onednn_fp32/3.3.1/normal/{model}", "verdict": {"status": "error"},
+                          "analysis": {"reproducer": {"status": "pass", "stage": "onednn_fp32", "source": source}}})
+
+    bare = [record("resnet", "pd_op.pool2d, as the model called it", "RuntimeError: std::exception"),
+            record("lstnet", "pd_op.conv2d -> pd_op.add, as the model called them", "RuntimeError: std::exception")]
+    causes, _ = releases.causes_of(bare)
+    assert len(causes) == 2, [c.key for c in causes]
+    worded = [record("a", "pd_op.pool2d", "ValueError: (InvalidArgument) words"),
+              record("b", "pd_op.conv2d", "ValueError: (InvalidArgument) words")]
+    causes, _ = releases.causes_of(worded)
+    assert len(causes) == 1 and len(causes[0].records) == 2
