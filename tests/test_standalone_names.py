@@ -202,8 +202,10 @@ def test_an_interpreter_type_the_builtins_do_not_name_is_spelled_from_types():
 def test_paddles_newer_aliases_are_written_by_the_names_they_alias(tmp_path):
     """PaddleX's ``nn.Conv2d`` stopped its standalone script at 2.6.2–3.1.1 on the name alone ("module
     'paddle.nn' has no attribute 'Conv2d'"): written as ``nn.Conv2D`` — the same object at the cell's
-    release — it runs there, behaves as the suite did, and says what it rewrote. A parameter that
-    shadows a module's name is the function's own and stays as written."""
+    release — it runs there, behaves as the suite did, and says what it rewrote. So is PyTorch's
+    ``bias=False`` ("unexpected keyword argument 'bias'" at 2.6.2–3.1.1): ``bias_attr=False``, the
+    same parameters. A parameter that shadows a module's name is the function's own and stays as
+    written."""
     import paddle
     import pytest
 
@@ -220,12 +222,15 @@ def test_paddles_newer_aliases_are_written_by_the_names_they_alias(tmp_path):
     name = writer.reference(AliasedBlock)
     script = (writer.header() + "import paddle\nimport numpy\n\n" + writer.body()
               + f"\nnet = {name}()\nnet.set_state_dict({{k: paddle.to_tensor(v) for k, v in numpy.load('w.npz').items()}})\n"
+              + "print(sorted(net.state_dict()))\n"
               + "print(net(paddle.to_tensor(numpy.load('x.npy'))).numpy().tolist())\n")
     code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("#"))
     for alias in ("Conv2d", "AdaptiveAvgPool2d", "paddle.cat("):
         assert alias not in code, (alias, script)
     assert "nn.Conv2D(3, 4, 3)" in script and "paddle.concat([" in script and "nn.AdaptiveAvgPool2D(1)" in script
     assert "# Paddle's aliases written by the names they alias" in script and "nn.Conv2d as nn.Conv2D" in script
+    assert "bias=" not in code and "nn.Conv2D(8, 8, 1, bias_attr=False)" in script, script
+    assert "Conv2D(bias=False) as Conv2D(bias_attr=False)" in script and "Conv2D(bias=True) as Conv2D(bias_attr=None)" in script
     import numpy
 
     numpy.savez(tmp_path / "w.npz", **{k: v.numpy() for k, v in original.state_dict().items()})
@@ -234,10 +239,15 @@ def test_paddles_newer_aliases_are_written_by_the_names_they_alias(tmp_path):
     ran = subprocess.run([sys.executable, "standalone.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert numpy.allclose(eval(ran.stdout.strip().splitlines()[-1]), original(x).numpy(), atol=1e-6)
+    assert eval(ran.stdout.strip().splitlines()[-2]) == sorted(original.state_dict())  # no bias gained or lost
+    assert "mix.bias" not in original.state_dict() and "keep.bias" in original.state_dict()
     # A local name that shadows the module: its own, never rewritten.
     source = "def pick(nn):\n    return nn.Conv2d\n"
     assert spelled_by_own_names(source, {"nn": paddle.nn}) == (source, set())
     assert spelled_by_own_names("f = nn.Conv2d\n", {"nn": paddle.nn})[0] == "f = nn.Conv2D\n"
+    # Not a literal, or bias_attr given beside it: as written (the older release then says so itself).
+    for kept in ("nn.Conv2D(1, 1, 1, bias=flag)\n", "nn.Conv2D(1, 1, 1, bias=False, bias_attr=None)\n"):
+        assert spelled_by_own_names(kept, {"nn": paddle.nn}) == (kept, set())
 
 
 class _Config:

@@ -395,7 +395,7 @@ class StandaloneWriter(Writer):
                  f"({', '.join(unread[:12])}{', ...' if len(unread) > 12 else ''}).\n\n" if unread else "")
         said = left + (f"# Left out: the suite's own decorator(s) {', '.join(sorted(set(self.dropped)))} (they file a "
                        f"class in the suite's registry).\n\n" if self.dropped else "")
-        said += (f"# Paddle's aliases written by the names they alias (the same objects at this release; older "
+        said += (f"# Paddle's aliases written by the names they alias (the same objects or keywords at this release; older "
                  f"releases have only these): {', '.join(sorted(self.aliases))}.\n\n" if self.aliases else "")
         return said + super().body()
 
