@@ -228,7 +228,7 @@ def test_paddles_newer_aliases_are_written_by_the_names_they_alias(tmp_path):
     for alias in ("Conv2d", "AdaptiveAvgPool2d", "paddle.cat("):
         assert alias not in code, (alias, script)
     assert "nn.Conv2D(3, 4, 3)" in script and "paddle.concat([" in script and "nn.AdaptiveAvgPool2D(1)" in script
-    assert "# Paddle's aliases written by the names they alias" in script and "nn.Conv2d as nn.Conv2D" in script
+    assert "# Paddle's aliases written by the names they alias, as older" in script and "nn.Conv2d as nn.Conv2D" in script
     assert "bias=" not in code and "nn.Conv2D(8, 8, 1, bias_attr=False)" in script, script
     assert "Conv2D(bias=False) as Conv2D(bias_attr=False)" in script and "Conv2D(bias=True) as Conv2D(bias_attr=None)" in script
     import numpy
@@ -245,6 +245,28 @@ def test_paddles_newer_aliases_are_written_by_the_names_they_alias(tmp_path):
     source = "def pick(nn):\n    return nn.Conv2d\n"
     assert spelled_by_own_names(source, {"nn": paddle.nn}) == (source, set())
     assert spelled_by_own_names("f = nn.Conv2d\n", {"nn": paddle.nn})[0] == "f = nn.Conv2D\n"
+    # Zero-argument super() in a method: the class and the method's first parameter, spelled out; a
+    # comprehension's is its own scope and stays.
+    from harness.cell.handover.aliases import explicit_super
+    from .suites.aliased_suite import ScaledEmbedding
+
+    embedding = writer.reference(ScaledEmbedding)
+    assert "return super(ScaledEmbedding, self).forward(ids) * 2.0" in writer.body()
+    comprehension = "class A(B):\n    def f(self):\n        return [super().g() for _ in range(2)]\n"
+    assert explicit_super(comprehension, "A") == (comprehension, False)
+    assert explicit_super("class A(B):\n    @staticmethod\n    def f(x):\n        return super()\n", "A")[1] is False
+    assert explicit_super("class A(B):\n    def f(this):\n        return super().g()\n", "A")[0].endswith(
+        "return super(A, this).g()\n")
+    import importlib.util
+
+    (tmp_path / "written.py").write_text(writer.header() + writer.body())  # dy2static reads the source
+    spec = importlib.util.spec_from_file_location("written", tmp_path / "written.py")
+    written = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(written)
+    layer = getattr(written, embedding)(4, 3)
+    ids = paddle.to_tensor([[1, 2]])
+    exported = paddle.jit.to_static(layer, input_spec=[paddle.static.InputSpec([1, 2], "int64")], full_graph=True)
+    assert numpy.allclose(exported(ids).numpy(), layer.weight.numpy()[[1, 2]][None] * 2.0)
     # Not a literal, or bias_attr given beside it: as written (the older release then says so itself).
     for kept in ("nn.Conv2D(1, 1, 1, bias=flag)\n", "nn.Conv2D(1, 1, 1, bias=False, bias_attr=None)\n"):
         assert spelled_by_own_names(kept, {"nn": paddle.nn}) == (kept, set())

@@ -17,3 +17,11 @@ class AliasedBlock(nn.Layer):
     def forward(self, x):
         y = paddle.cat([self.conv(x), paddle.nn.functional.relu(self.conv(x))], axis=1)
         return self.pool(self.keep(self.mix(y))).flatten(1)
+
+
+class ScaledEmbedding(nn.Embedding):
+    """PaddleX's formula decoder: ``super().forward`` in a converted ``forward`` (2.6.2's dy2static
+    lost the ``__class__`` cell)."""
+
+    def forward(self, ids):
+        return super().forward(ids) * 2.0

@@ -16,7 +16,13 @@ refuse it ("unexpected keyword argument 'bias'": PaddleX's SLANet and PP-LCNet, 
 only for a Paddle layer whose ``__init__`` at the cell's release takes both and where the call does not
 pass ``bias_attr`` itself. The written script checks the rebuilt layer's weight names against the
 recorded ones and is verified at the cell's release, so a rewrite that changed the parameters would
-say "not built", never a different model."""
+say "not built", never a different model.
+
+And zero-argument ``super()``: 2.6.2's dy2static rewrites a method into a new function without its
+``__class__`` cell, so a converted ``forward`` calling ``super().forward(...)`` stopped there on
+"super(): __class__ cell not found" (PaddleX's formula decoder, measured) — nothing about the cause.
+In a method of a class the module binds by its own name it is written ``super(Class, self)``: the same
+class and instance at every release."""
 
 from __future__ import annotations
 
@@ -102,4 +108,43 @@ def _bias_keyword(call: ast.Call, cls: Any, source: str, said: Set[str]) -> List
     return [(keyword.lineno, keyword.col_offset, old, new)]
 
 
-__all__ = ["spelled_by_own_names"]
+_NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
+               ast.DictComp, ast.GeneratorExp)
+
+
+def _calls_in_scope(node: ast.AST) -> List[ast.Call]:
+    """The calls in ``node``'s own scope (not in a nested function, class or comprehension)."""
+    found: List[ast.Call] = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Call):
+            found.append(child)
+        if not isinstance(child, _NEW_SCOPES):
+            found += _calls_in_scope(child)
+    return found
+
+
+def explicit_super(source: str, class_name: str) -> Tuple[str, bool]:
+    """``source``, a class ``class_name`` (bound by that name in its module), with each zero-argument
+    ``super()`` of its methods written ``super(class_name, <first parameter>)``; and whether any was."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source, False
+    top = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(top, ast.ClassDef) or top.name != class_name:
+        return source, False
+    edits: List[Tuple[int, int, str, str]] = []
+    for method in top.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = [*method.args.posonlyargs, *method.args.args][:1]
+        if not first or any(ast.unparse(d) == "staticmethod" for d in method.decorator_list):
+            continue
+        for call in _calls_in_scope(method):
+            if (isinstance(call.func, ast.Name) and call.func.id == "super" and not call.args and not call.keywords
+                    and ast.get_source_segment(source, call) == "super()"):
+                edits.append((call.lineno, call.col_offset, "super()", f"super({class_name}, {first[0].arg})"))
+    return applied_edits(source, edits), bool(edits)
+
+
+__all__ = ["spelled_by_own_names", "explicit_super"]

@@ -40,7 +40,7 @@ import types
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set
 
-from .aliases import spelled_by_own_names
+from .aliases import explicit_super, spelled_by_own_names
 from .guarded import split as guarded_imports
 from .order import in_definition_order
 from .renames import Renames
@@ -131,6 +131,9 @@ class StandaloneWriter(Writer):
         source, aliased = spelled_by_own_names(source, vars(module))
         self.aliases |= aliased
         cls = vars(module).get(key[len(module.__name__) + 1:])
+        if isinstance(cls, type) and vars(module).get(cls.__name__) is cls:
+            source, explicit = explicit_super(source, cls.__name__)
+            self.aliases |= {"super() as super(Class, self)"} if explicit else set()
         if isinstance(cls, type):  # its methods nothing reads left out before what they read is followed
             source, unread = without_unread_methods(source, cls, self._read_attributes, kept)
             self.unread.pop(key, None)
@@ -395,8 +398,8 @@ class StandaloneWriter(Writer):
                  f"({', '.join(unread[:12])}{', ...' if len(unread) > 12 else ''}).\n\n" if unread else "")
         said = left + (f"# Left out: the suite's own decorator(s) {', '.join(sorted(set(self.dropped)))} (they file a "
                        f"class in the suite's registry).\n\n" if self.dropped else "")
-        said += (f"# Paddle's aliases written by the names they alias (the same objects or keywords at this release; older "
-                 f"releases have only these): {', '.join(sorted(self.aliases))}.\n\n" if self.aliases else "")
+        said += (f"# Paddle's aliases written by the names they alias, as older releases read them (the same objects, "
+                 f"parameters and classes at this release): {', '.join(sorted(self.aliases))}.\n\n" if self.aliases else "")
         return said + super().body()
 
 
