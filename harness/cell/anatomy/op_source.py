@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .equivalents import public_equivalent
 from .pieces import Slot
 
 # ``_C_ops`` functions that exist for dygraph alone (they take no PIR value, so ``to_static`` cannot
@@ -178,7 +179,8 @@ class _LayerText:
     def spoken(self, call: Any, j: int, public: bool) -> tuple:
         """``call`` as the right-hand side of ``r<j> = ...``, its outputs named after ``r<j>``; and
         whether that is the harness's own form (``paddle._C_ops``): the public call the model made
-        when it ran this op alone, else the Tensor operator it used, else ``_C_ops``."""
+        when it ran this op alone, else the Tensor operator it used, else the public call that builds
+        the op from its attributes (``equivalents.py``), else ``_C_ops``."""
         spoken = call.public if public and _alone(call) else None
         if spoken is not None:
             held = {call.input_ids[k] for k in call.held if k < len(call.input_ids)}
@@ -188,6 +190,10 @@ class _LayerText:
             return spoken.call_line(names), False
         names = {k: self.name_of(call.input_ids[k] if k < len(call.input_ids) else None, array, k in call.held)
                  for k, array in enumerate(call.arrays)}
+        equivalent = public_equivalent(call.name, call.args, lambda v: _spelled(v, names)) if public else None
+        if equivalent is not None and _main_output(call) is not None:  # it returns the main output alone
+            self.produced.setdefault(_main_output(call), f"r{j}")
+            return equivalent, False
         for (access, is_input), tensor in _outputs(call):
             if not is_input:
                 self.produced.setdefault(tensor, f"r{j}" + "".join(f"[{i}]" for i in access))
@@ -196,15 +202,8 @@ class _LayerText:
         if symbol and len(slots) == 2:  # the operator as the model wrote it (operands in the op's order)
             return f"{names[slots[0].index]} {symbol} {names[slots[1].index]}", False
 
-        def spell(value: Any) -> str:
-            if isinstance(value, Slot):
-                return names[value.index]
-            if isinstance(value, list):
-                return "[" + ", ".join(spell(v) for v in value) + "]"
-            return repr(value)
-
         function = DYGRAPH_ONLY.get(call.name, "paddle._C_ops." + call.name)
-        return f"{function}({', '.join(spell(a) for a in call.args)})", call.name not in DYGRAPH_ONLY
+        return f"{function}({', '.join(_spelled(a, names) for a in call.args)})", call.name not in DYGRAPH_ONLY
 
     def name_of(self, tensor: Optional[int], array: np.ndarray, held: bool) -> str:
         if tensor is not None and tensor in self.produced:
@@ -218,6 +217,15 @@ class _LayerText:
         if tensor is not None:
             self.produced[tensor] = name
         return name
+
+
+def _spelled(value: Any, names: Dict[int, str]) -> str:
+    """An argument of an op as Python: a tensor by its name in the layer, a list item by item."""
+    if isinstance(value, Slot):
+        return names[value.index]
+    if isinstance(value, list):
+        return "[" + ", ".join(_spelled(v, names) for v in value) + "]"
+    return repr(value)
 
 
 def _alone(call: Any) -> bool:

@@ -345,7 +345,7 @@ def _try_written(trials: PieceTrials, program: "isolation.Written", tried: List[
 
 
 def _form(program: "isolation.Written") -> str:
-    return "paddle._C_ops (no public call ran it alone)" if program.harness_form else "the public API the model called"
+    return "paddle._C_ops (no public call ran it alone)" if program.harness_form else "Paddle's public API"
 
 
 def _isolated(found: Tuple[Any, Trial], trials: PieceTrials, tried: List[JsonObject], candidates: int,

@@ -46,11 +46,16 @@ def test_ops_that_make_tensors_from_nothing_or_return_only_their_inputs_are_no_c
 def test_the_one_op_source_calls_the_op_as_the_forward_did_and_returns_its_main_output():
     bn = _op("batch_norm", 0, True, 0.9, 1e-05, "NCHW", True, False, inputs=((1, 8, 4, 4),) + ((8,),) * 4)
     bn.returns = [((0,), False), ((1,), True), ((2,), True), ((3,), False)]
-    source = written([bn]).source
+    source = written([bn], public=False).source
     assert "def forward(self, in0, in1, in2, in3, in4):" in source
     assert "r0 = paddle._C_ops.batch_norm(in0, in1, in2, in3, in4, True, 0.9, 1e-05, 'NCHW', True, False)" in source
     assert "return [r0[0]]" in source
     compile(source, "oneop.py", "exec")
+    # Spoken publicly: F.batch_norm builds the op from the same attributes and returns its main output.
+    public = written([bn])
+    assert ("r0 = paddle.nn.functional.batch_norm(in0, in1, in2, weight=in3, bias=in4, training=False, momentum=0.9, "
+            "epsilon=1e-05, data_format='NCHW', use_global_stats=True)") in public.source
+    assert "return [r0]" in public.source and not public.harness_form and public.as_c_ops().source == source
 
 
 def test_parts_are_contiguous_nonempty_and_cover_the_group():
@@ -114,6 +119,22 @@ def test_a_dygraph_only_op_is_built_through_its_public_call():
     assert "paddle.nn.functional.linear(in0, in1, in2)" in source and "_C_ops.linear" not in source
 
 
+def test_a_convolution_is_written_as_the_public_call_with_its_attributes():
+    """``nn.Conv2D`` reaches ``_C_ops.conv2d``/``depthwise_conv2d`` through a private function: the
+    public ``F.conv2d`` with the same attributes is written (2.6.2's legacy trace refuses ``_C_ops``)."""
+    conv = _op("conv2d", 0, [1, 1], [0, 0], "EXPLICIT", [1, 1], 1, "NCHW", inputs=((1, 8, 4, 4), (4, 8, 1, 1)))
+    depthwise = _op("depthwise_conv2d", 0, [2, 2], [2, 2], "EXPLICIT", 8, [1, 1], "NCHW",
+                    inputs=((1, 8, 16, 16), (8, 1, 5, 5)))
+    same = _op("conv2d", 0, [1, 1], [0, 0], "SAME", [2, 2], 1, "NHWC", inputs=((1, 4, 4, 8), (4, 8, 3, 3)))
+    assert ("paddle.nn.functional.conv2d(in0, in1, stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1, "
+            "data_format='NCHW')") in written([conv]).source
+    assert ("paddle.nn.functional.conv2d(in0, in1, stride=[2, 2], padding=[2, 2], dilation=[1, 1], groups=8, "
+            "data_format='NCHW')") in written([depthwise]).source
+    assert "padding='SAME', dilation=[2, 2], groups=1, data_format='NHWC')" in written([same]).source
+    odd = _op("conv2d", 0, [1, 1], [0, 0], "EXPLICIT", [1, 1], 1, "NCDHW", inputs=((1, 8, 4, 4), (4, 8, 1, 1)))
+    assert "paddle._C_ops.conv2d(" in written([odd]).source  # an attribute with no public spelling: as the op
+
+
 def _wired(name, order, ins, outs, *attrs, held=()):
     """An op reading tensors ``ins`` and making ``outs`` (ids, as the recording keeps them)."""
     arrays = [np.full((2, 4), float(i), "float32") for i in ins]
@@ -138,7 +159,7 @@ def test_a_chain_wires_each_op_to_the_output_of_the_one_before_and_feeds_the_res
     add = _wired("add", 1, [3, 4], [5])
     program = written([matmul, add])
     assert "def forward(self, in0, in1, in2):" in program.source
-    assert "r1 = paddle._C_ops.add(r0, in2)" in program.source and "return [r1]" in program.source
+    assert "r1 = paddle.add(r0, in2)" in program.source and "return [r1]" in program.source
     assert program.op_type == "pd_op.matmul -> pd_op.add"
     compile(program.source, "pair.py", "exec")
 
@@ -159,7 +180,7 @@ def test_an_if_the_model_took_is_written_as_an_if_over_the_op_it_branched_on():
     body = _wired("multiply", 1, [4, 1], [5], held=(1,))
     program = written([compare, body], branched_at=1)
     assert program.op_types == ["pd_op.greater_than", "pd_op.if", "pd_op.multiply"]
-    assert "        out = in0\n        if r0:\n            r1 = paddle._C_ops.multiply(in0, self.p0)\n" \
+    assert "        out = in0\n        if r0:\n            r1 = paddle.multiply(in0, self.p0)\n" \
            "            out = r1\n        return [out]" in program.source
     assert list(program.held) == ["p0", "p1"]  # the parameter read twice is one parameter
     compile(program.source, "branch.py", "exec")
