@@ -66,6 +66,16 @@ class Environments:
             return self.matrix.family_packages([self.record.cell.model["name"]], version)
         return {"packages": [], "no_deps": list(self.held)}  # as the cell's environment held them: not resolved again
 
+    def _paddle_packages(self, version: str) -> List[str]:
+        """Paddle at ``version`` with what that release needs beside it (``[paddle."<V>"].packages``
+        of the run's matrix, else the shipped one's: 2.6.2 wants numpy<2), whatever numpy the cell
+        ran with; just the wheel for a release neither lists."""
+        for matrix in (self.matrix, self.shipped):
+            listed = (matrix.data.get("paddle", {}).get(version, {}).get("packages") if matrix is not None else None)
+            if listed:
+                return [str(p) for p in listed]
+        return [f"{PACKAGE}=={version}"]
+
     def __call__(self, version: str, suite: bool = False) -> Optional[Path]:
         suite = suite and bool(self.family or self.held)
         if (version, suite) not in self.made:
@@ -78,12 +88,13 @@ class Environments:
                 # converter and runtime that release line used, as the shipped matrix pins them.
                 runtime = session_runtime_packages(self.shipped.data["sessions"].get(record.session, {}), version)
             model = self._model_packages(version) if suite else {"packages": [], "no_deps": []}
+            paddle = self._paddle_packages(version)
             numpy = (record.paddle or {}).get("numpy")
-            if not suite and numpy and not any(_distribution(spec) == "numpy" for spec in runtime):
+            if not suite and numpy and not any(_distribution(spec) == "numpy" for spec in [*paddle, *runtime]):
                 # Beside the numpy the cell ran with (its family's pin, in the suite's environment): a
                 # script asked beside another numpy may answer for numpy, not for the cause (measured).
                 runtime = [*runtime, f"numpy=={numpy}"]
-            env = Environment(self.python, tuple(dict.fromkeys([f"{PACKAGE}=={version}", *runtime, *CELL_SIDE_EXTRAS])),
+            env = Environment(self.python, tuple(dict.fromkeys([*paddle, *runtime, *CELL_SIDE_EXTRAS])),
                               tuple(model["no_deps"]), tuple(model["packages"]))
             try:
                 self.made[(version, suite)] = envs.ensure(self.root, env, version, self.say)

@@ -345,7 +345,10 @@ def _try_written(trials: PieceTrials, program: "isolation.Written", tried: List[
 
 
 def _form(program: "isolation.Written") -> str:
-    return "paddle._C_ops (no public call ran it alone)" if program.harness_form else "Paddle's public API"
+    if program.harness_form:
+        return "paddle._C_ops (no public call ran it alone)"
+    return ("the public API the model called" if all(c.public is not None for c in program.calls)
+            else "Paddle's public API (calls that build its ops from their attributes)")
 
 
 def _isolated(found: Tuple[Any, Trial], trials: PieceTrials, tried: List[JsonObject], candidates: int,

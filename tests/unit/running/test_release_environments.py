@@ -99,3 +99,20 @@ def test_the_environment_without_the_suite_holds_the_numpy_the_cell_ran_with(mon
     assert "numpy==1.26.4" in asked[0].packages, asked[0].packages
     assert not any(p.startswith("numpy") for p in asked[1].packages), asked[1].packages  # the family's own pins
     assert "numpy<2" in asked[2].packages and "numpy==1.26.4" not in asked[2].packages, asked[2].packages
+
+
+def test_a_release_brings_what_the_matrix_lists_beside_it_whatever_numpy_the_cell_ran_with(monkeypatch):
+    """2.6.2 beside numpy 2 (the cell's, 2.3.5 or 2.4.6) died with SIGSEGV in ``jit.save`` (measured):
+    the release's own packages (``[paddle."2.6.2"]``: numpy<2) win over the cell's numpy; a release
+    that lists none keeps the cell's numpy beside it."""
+    asked = _asked(monkeypatch)
+    record = as_record({"id": "cpu_fp32/3.3.1/normal/net", "paddle": {"numpy": "2.4.6"},
+                        "cell": {"matrix": str(ROOT / "matrix" / "default.toml")},
+                        "setup": {"status": "pass", "model_packages": []}})
+    environments = release_envs.Environments(Path("/envs"), record, "3.11", lambda line: None)
+    environments("2.6.2")
+    environments("3.3.1")
+    environments("3.1.0")  # not in the matrix's [paddle]: the wheel alone, the cell's numpy beside it
+    assert asked[0].packages[:2] == ("paddlepaddle==2.6.2", "numpy<2") and "numpy==2.4.6" not in asked[0].packages
+    assert asked[1].packages[0] == "paddlepaddle==3.3.1" and "numpy==2.4.6" in asked[1].packages
+    assert asked[2].packages[0] == "paddlepaddle==3.1.0" and "numpy==2.4.6" in asked[2].packages
