@@ -115,6 +115,11 @@ def test_what_a_factory_module_does_to_other_modules_is_replayed_before_the_mode
         json.__dict__.pop("harness_loose", None)
         string.__dict__.pop("harness_stub", None)
     assert replay.factory_setup(paddle, "tests.factories:trial_dies") == ""  # changes nothing elsewhere
+    import harness.models.zoo_timeseries  # noqa: F401 - the zoo's own factory module patches collections
+
+    zoo = replay.factory_setup(paddle, "harness.models.zoo_timeseries:ts_nhits")
+    assert "import collections.abc\n" in zoo and "collections.Iterable = collections.abc.Iterable" in zoo, zoo
+    assert "class PastTarget" not in zoo and "LOOKBACK" not in zoo
 
 
 def test_a_class_whose_package_rebinds_its_module_s_name_is_reached_through_importlib(tmp_path, monkeypatch):
