@@ -100,6 +100,21 @@ def test_a_numeric_failure_in_an_installed_suite_gets_a_standalone_minimized_scr
     # It runs with the suite gone (the fixture removed it): Paddle alone, the mismatch reproduced.
     alone = subprocess.run([sys.executable, smaller.name], cwd=smaller.parent, capture_output=True, text=True, timeout=600)
     assert alone.returncode != 0 and "MISMATCH: reproduced" in alone.stdout, alone.stdout[-2000:] + alone.stderr[-2000:]
+    # Its short form beside it: the same model source, Paddle's own calls, assert_allclose; verified by releases.
+    _short_form_reproduces(span, smaller, "MISMATCH: reproduced", "np.testing.assert_allclose(")
+
+
+def _short_form_reproduces(span, script: Path, words: str, check: str) -> None:
+    from harness.running.compact import COMPACT
+
+    compact = script.parent / COMPACT
+    assert span["compact"].split(":")[0].endswith(f"{script.parent.name}/{COMPACT}"), span["compact"]
+    assert f"lines, reproduces at {span['releases'][0]}" in span["compact"] and compact.is_file(), span["compact"]
+    text = compact.read_text()
+    assert len(text.splitlines()) < len(script.read_text().splitlines()) and check in text, text
+    assert foreign_imports(text) == [] and "state.files" not in text  # no names check, no params-file fallback
+    ran = subprocess.run([sys.executable, COMPACT], cwd=compact.parent, capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 1 and words in ran.stdout + ran.stderr, ran.stdout[-2000:] + ran.stderr[-2000:]
 
 
 def test_an_export_that_raises_in_a_suite_helper_gets_a_standalone_minimized_script(standalone_run):
@@ -116,6 +131,7 @@ def test_an_export_that_raises_in_a_suite_helper_gets_a_standalone_minimized_scr
     assert "any(" in kept and len(kept.splitlines()) <= 20, kept
     alone = subprocess.run([sys.executable, smaller.name], cwd=smaller.parent, capture_output=True, text=True, timeout=600)
     assert alone.returncode != 0 and "bool" in alone.stderr, alone.stderr[-2000:]
+    _short_form_reproduces(span, smaller, "bool", "paddle.jit.save(layer, ")
 
 
 def test_an_op_in_a_suite_layer_gets_beside_its_op_program_the_piece_with_the_suite_written_in(standalone_run):

@@ -142,7 +142,30 @@ def _placed(found: Sequence[Row]) -> List[str]:
             f"asked): **{exact} of {len(found)}**. Asked at every release with a script that imports only Paddle, "
             f"numpy and the standard library: {alone} of the {len(spans)} placed"
             + (f" ({unknown} recorded before the span said which script it asked)" if unknown else "")
-            + f"; {len(found) - len(spans)} without a verified source reproducer (why, in their row)."]
+            + f"; {len(found) - len(spans)} without a verified source reproducer (why, in their row)."
+            + _short_forms(spans)]
+
+
+def _compact_lines(span: ReleaseSpan) -> Optional[int]:
+    """The length of the span's verified short form (``compact.py``), None when it has none."""
+    said = re.match(r"\S+: (\d+) lines, reproduces at ", span.compact)
+    return int(said.group(1)) if said else None
+
+
+def _short_forms(spans: Sequence[ReleaseSpan]) -> str:
+    lengths = sorted(n for n in (_compact_lines(span) for span in spans) if n is not None)
+    if not lengths:
+        return " No cause has a short form (`compact.py`) verified at its own release."
+    return (f" A short form (`compact.py`: the model's source, its export, the stage's own config calls and "
+            f"`np.testing.assert_allclose` at the stage's tolerance) reproduces at its own release for "
+            f"{len(lengths)} of the {len(spans)} placed: {lengths[0]} to {lengths[-1]} lines (median "
+            f"{lengths[len(lengths) // 2]}), {sum(1 for n in lengths if n <= 40)} of at most 40.")
+
+
+def _short_form_list(found: Sequence[Row]) -> List[str]:
+    """Each cause's short form, or why it has none (said by ``releases``)."""
+    said = [f"- [{r.label}] {_text(r.span.compact, 300)}" for r in found if r.span is not None and r.span.compact]
+    return ["## Short forms", "", *said, ""] if said else []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +204,8 @@ def document(model: RunModel, run: Path, made: Made) -> str:
              for r in found]
     missing = ([f"## Sessions not in it ({len(made.not_run)})", "", *[f"- {_text(line, 400)}" for line in made.not_run], ""]
                if made.not_run else [])
-    return "\n".join([*head, *table, "", "## What changed", "", *_changed(found, version), "", *missing])
+    return "\n".join([*head, *table, "", *_short_form_list(found), "## What changed", "", *_changed(found, version), "",
+                      *missing])
 
 
 __all__ = ["Made", "Row", "rows", "document"]

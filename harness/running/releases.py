@@ -367,7 +367,8 @@ def _run_locked(results: Path, options: Options, say: Say) -> int:
         made = standalone.prepare(cause, environments, said, options.minimize_budget)
         if made.script is not None:
             cause = dataclasses.replace(cause, standalone=made.script, whole=made.whole)
-        span = dataclasses.replace(place(cause, served, environments, said, options.confirm), standalone=made.words)
+        span = dataclasses.replace(place(cause, served, environments, said, options.confirm), standalone=made.words,
+                                   compact=made.compact)
         said(f"[releases] {shown[cause.key]}: {span.words()}")
         return span
 

@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from . import compact
 from ..shared.causes import shareable_words
 from ..shared.releases import RunOutcome, outcome as run_outcome
 
@@ -37,6 +38,7 @@ class Made:
     script: Optional[Path]
     words: str
     whole: Optional[Path] = None  # the script before minimization (the same as ``script`` when not minimized)
+    compact: str = ""  # its short form (``compact.py``), verified at the cause's own release, or why none
 
 
 def _ran(python: Path, script: Path, words: str, numeric: bool) -> "tuple[RunOutcome, str]":
@@ -63,8 +65,38 @@ def _minimized(python: Path, script: Path, words: str, numeric: bool, budget: fl
     return json.loads(lines[-1]) if proc.returncode == 0 and lines else None
 
 
+def _compact(script: Path, python: Path, cause: Any, say: Callable[[str], object]) -> str:
+    """``compact.py`` beside ``script`` (``compact.py``), kept where it reproduces at the cause's own
+    release as the script does; what came of it, in words."""
+    source, own = cause.home.analysis.reproducer.source, cause.home.version
+    path, why = compact.write(script, f"{' '.join(cause.words.split())[:100]} (Paddle {own})")
+    if path is None:
+        return f"no compact form: {why}"
+    said, line = _ran(python, path, source.cause_words, source.numeric)
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    if said is not RunOutcome.REPRODUCED:
+        path.unlink()
+        say(f"[releases] its compact form at {own}: {said.value} ({line[:120]}): left out")
+        return f"no compact form: the short form did not reproduce at {own} ({said.value}: {line[:160]})"
+    run = cause.home.run
+    shown = str(path.relative_to(run)) if run and path.is_relative_to(run) else path.name
+    say(f"[releases] compact form: {lines} lines, reproduces at {own}")
+    return f"{shown}: {lines} lines, reproduces at {own}"
+
+
 def prepare(cause: Any, environments: Any, say: Callable[[str], object], budget: float) -> Made:
-    """The cause's standalone script, verified at its own release without its suite, minimized."""
+    """The cause's standalone script, verified at its own release without its suite, minimized; and
+    its short form (``compact.py``) beside the script every release is asked with."""
+    made = _prepared(cause, environments, say, budget)
+    source = cause.home.analysis.reproducer.source
+    script = made.script or (cause.home.located(source.script) if source.needs_no_suite and source.script else None)
+    python = environments(cause.home.version, False) if script is not None else None
+    if script is None or python is None or not script.is_file():
+        return made
+    return dataclasses.replace(made, compact=_compact(script, python, cause, say))
+
+
+def _prepared(cause: Any, environments: Any, say: Callable[[str], object], budget: float) -> Made:
     source = cause.home.analysis.reproducer.source
     if source.needs_no_suite:
         return Made(None, "")  # its script needs Paddle alone already

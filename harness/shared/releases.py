@@ -18,6 +18,11 @@ from .spec import version_order
 # What a source reproducer prints once its program is exported, and when its stage has no form
 # for the program this release wrote.
 BUILT = "BUILT:"
+# Around what a source reproducer writes of the model (its classes, the helpers and constants they
+# read): the part a minimizer may take apart (``minimize.py``) and a short form keeps
+# (``running/compact.py``); the rest is the harness's check, never touched.
+MODEL_SOURCE = "# -- the model's source --\n"
+MODEL_SOURCE_END = "# -- end of the model's source --\n"
 NOT_RUNNABLE = "cannot run here:"
 
 
@@ -117,6 +122,7 @@ class ReleaseSpan:
     produced_by: str = "python -m harness releases"
     standalone: str = ""  # the standalone script asked (its suite's source written in, minimized), or why none
     needs_suite: Optional[bool] = None  # whether the script asked imports the model's suite (None: not recorded)
+    compact: str = ""  # its short form (compact.py), verified at the cause's own release, or why none
 
     @property
     def exact(self) -> bool:
@@ -131,7 +137,8 @@ class ReleaseSpan:
                 "releases": list(self.releases), "tried": [t.to_dict() for t in self.tried],
                 "first_bad": self.first_bad, "last_good": self.last_good, "fixed_in": self.fixed_in,
                 "newest": self.newest, "confirmations": self.confirmations, "note": self.note,
-                "produced_by": self.produced_by, "standalone": self.standalone, "needs_suite": self.needs_suite}
+                "produced_by": self.produced_by, "standalone": self.standalone, "needs_suite": self.needs_suite,
+                "compact": self.compact}
 
     @classmethod
     def from_dict(cls, data: JsonMapping) -> "ReleaseSpan":
@@ -140,7 +147,7 @@ class ReleaseSpan:
                    data.get("first_bad"), data.get("last_good"), data.get("fixed_in"), data.get("newest"),
                    int(data.get("confirmations") or 3), str(data.get("note") or ""),
                    str(data.get("produced_by") or "python -m harness releases"), str(data.get("standalone") or ""),
-                   data.get("needs_suite"))
+                   data.get("needs_suite"), str(data.get("compact") or ""))
 
     def unasked_below(self, version: Optional[str]) -> Tuple[ReleaseRun, ...]:
         """The releases older than ``version`` whose run said nothing (not built there, failed another
@@ -217,4 +224,4 @@ def outcome(exit_code: Optional[int], output: str, cause_words: str, numeric: bo
     return (RunOutcome.REPRODUCED if reproduced else RunOutcome.OTHER), last
 
 
-__all__ = ["SourceReproducer", "outcome", "onednn_refusals", "ONEDNN_CHECK", "BUILT", "NOT_RUNNABLE", "RunOutcome", "SpanOutcome", "ReleaseRun", "ReleaseSpan"]
+__all__ = ["MODEL_SOURCE", "MODEL_SOURCE_END", "SourceReproducer", "outcome", "onednn_refusals", "ONEDNN_CHECK", "BUILT", "NOT_RUNNABLE", "RunOutcome", "SpanOutcome", "ReleaseRun", "ReleaseSpan"]

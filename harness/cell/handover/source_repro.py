@@ -38,14 +38,10 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...shared.releases import BUILT, NOT_RUNNABLE
+from ...shared.releases import BUILT, MODEL_SOURCE, MODEL_SOURCE_END, NOT_RUNNABLE
 from ...shared.json_types import JsonObject
 
 SCRIPT = "source_repro.py"
-# Around what the script writes of the model (its classes, the helpers and constants they read): the
-# part a minimizer may take apart (``minimize.py``); the rest is the harness's check, never touched.
-MODEL_SOURCE = "# -- the model's source --\n"
-MODEL_SOURCE_END = "# -- end of the model's source --\n"
 MODEL_PLACEHOLDER = "__harness_model__"
 PARAMS_PLACEHOLDER = "__harness_params__"
 # Where installed packages and the standard library live: a class from there is imported, never copied.

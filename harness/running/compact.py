@@ -1,0 +1,169 @@
+"""Host side: a cause's script in its short form, ``compact.py`` beside the script ``releases`` asks.
+
+The script every release is asked with (``source_repro.py``, minimized where it was) carries the
+harness's whole check: a names check of the weights, a params file for a program of none, a report
+of every output. What a Paddle developer reads first is shorter: the model's source as the script
+has it, its weights and inputs set, the export, the stage's own config calls copied as the script
+makes them, and ``np.testing.assert_allclose`` at the stage's tolerance (``atol`` plus the scaled
+part, as the harness compares) or Paddle's own error. Written for the stages Paddle runs itself —
+Paddle Inference and the export; a converter's stage (ONNX Runtime, OpenVINO) keeps its script.
+
+It is a handover form, never a verdict: ``standalone.prepare`` runs it at the cause's own release
+beside the script, and it is kept only where it says what the script says (the cause's words, or
+``MISMATCH: reproduced``); otherwise it is removed and the span says why."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+from ..shared.releases import BUILT, MODEL_SOURCE, MODEL_SOURCE_END
+
+COMPACT = "compact.py"
+_INPUTS = 'inputs = np.load(os.path.join(here, "inputs.npz"))\n'
+_STATE = 'state = np.load(os.path.join(here, "weights.npz"))\n'
+_CONFIG = "config = paddle.inference.Config("
+_PREDICTOR = "predictor = paddle.inference.create_predictor(config)"
+_EXPORT_ONLY = 'print("exported: not reproduced")'
+_EAGER = 'if os.path.exists(os.path.join(here, "eager.npz")):'
+_STANDARD = {"import os", "import sys", "import tempfile", "import numpy as np", "import paddle"}
+
+
+def _between(text: str, start: str, end: str) -> Optional[str]:
+    at = text.find(start)
+    until = text.find(end, at + len(start)) if at >= 0 else -1
+    return text[at + len(start):until] if until >= 0 else None
+
+
+def _unused_imports(source: str) -> set:
+    """The top-level ``import x`` lines of ``source`` whose name nothing else in it reads (the
+    ``import copy`` an op program's module carries)."""
+    tree = ast.parse(source)
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    return {ast.get_source_segment(source, node) for node in tree.body if isinstance(node, ast.Import)
+            and all("." not in a.name and (a.asname or a.name) not in read for a in node.names)}
+
+
+def _docstring_lines(source: str) -> set:
+    """The line numbers (1-based) of the docstrings of ``source``'s classes and functions."""
+    found: set = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and len(node.body) > 1:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                found |= set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    return found
+
+
+def _model(source: str) -> str:
+    """The model's source with runs of blank lines made one; comment-only lines, docstrings and
+    unused imports left out."""
+    kept: List[str] = []
+    source = source.strip("\n")
+    try:
+        unused, docstrings = _unused_imports(source), _docstring_lines(source)
+    except SyntaxError:
+        unused, docstrings = set(), set()
+    for number, line in enumerate(source.splitlines(), 1):
+        if line.lstrip().startswith("#") or line in unused or number in docstrings:
+            continue
+        if not line.strip() and (not kept or not kept[-1].strip()):
+            continue
+        kept.append(line.rstrip())
+    return "\n".join(kept).strip("\n") + "\n"
+
+
+def _eager(tail: str) -> str:
+    """The eager call before the export, where the script makes one (four lines, as written)."""
+    at = tail.find(_EAGER)
+    return "".join(tail[at:].splitlines(keepends=True)[:4]) if at >= 0 else ""
+
+
+def _config(tail: str) -> Optional[str]:
+    """The stage's config lines as the script writes them (its PIR and legacy branches included)."""
+    at, until = tail.find(_CONFIG), tail.find(_PREDICTOR)
+    if at < 0 or until < at:
+        return None
+    lines = [ln for ln in tail[at:until].splitlines() if ln.strip()]
+    lines[0] = 'config = paddle.inference.Config(os.path.join(out, model_file), params_file)'
+    return "\n".join(lines) + "\n"
+
+
+def _tolerances(tail: str) -> Optional[list]:
+    found = re.search(r"^tolerances = (\[.*\])$", tail, re.MULTILINE)
+    return json.loads(found.group(1)) if found else None
+
+
+def compact_form(script_text: str, title: str, eager: bool = False) -> Tuple[Optional[str], str]:
+    """The short form of a written source reproducer, or None with why there is none; ``eager``:
+    its folder holds ``eager.npz`` (the cell's eager call before the export, made again)."""
+    head, rest = script_text.split(MODEL_SOURCE, 1) if MODEL_SOURCE in script_text else ("", "")
+    if MODEL_SOURCE_END not in rest:
+        return None, "not a source reproducer the harness wrote"
+    model, tail = rest.split(MODEL_SOURCE_END, 1)
+    build = _between(tail, _INPUTS, _STATE)
+    if build is None:
+        return None, "its script builds the layer otherwise than the harness writes"
+    imports = [ln for ln in head.splitlines() if ln.startswith(("import ", "from ")) and ln not in _STANDARD
+               and not ln.startswith("from __future__")]
+    future = "from __future__ import annotations\n\n" if "from __future__ import annotations" in head else ""
+    numeric = "MISMATCH: reproduced" in tail  # a numeric cause: the script compares with dygraph
+    lines = [f'"""{title}; python {COMPACT} exits 1 when it reproduces (the short form of the verified script)."""',
+             *(([future.strip()]) if future else []), "import os", *(["import sys"] if numeric else []),
+             "import tempfile", "", "import numpy as np", "import paddle", *imports, "", _model(model).rstrip("\n"), "",
+             "here = os.path.dirname(os.path.abspath(__file__))",
+             _INPUTS.rstrip("\n") + "; " + _STATE.rstrip("\n"), *build.strip("\n").splitlines(),
+             "layer.set_state_dict({name: paddle.to_tensor(state[name]) for name in layer.state_dict()})",
+             "layer.eval()"]
+    if _EXPORT_ONLY in tail:  # the export is the failing stage: Paddle's own error says it
+        lines += ["layer(*[paddle.to_tensor(inputs[name]) for name in feed_names])",
+                  f'print("{BUILT} Paddle", paddle.__version__, flush=True)',
+                  'paddle.jit.save(layer, os.path.join(tempfile.mkdtemp(), "model"), input_spec=spec)',
+                  _EXPORT_ONLY]
+        return "\n".join(lines) + "\n", ""
+    config = _config(tail)
+    tolerances = _tolerances(tail) if numeric else None
+    if config is None:
+        return None, "its stage is not run by Paddle Inference (a converter's script stays as it is)"
+    dygraph = "layer(*[paddle.to_tensor(inputs[n]) for n in feed_names])"  # it must run in dygraph too
+    lines += [f"expected = [t.numpy() for t in paddle.utils.flatten({dygraph})]" if numeric else dygraph,
+              *(_eager(tail).rstrip("\n").splitlines() if eager else []),
+              "out = tempfile.mkdtemp()",
+              'paddle.jit.save(paddle.jit.to_static(layer, input_spec=spec, full_graph=True), os.path.join(out, "model"))',
+              'model_file = "model.json" if os.path.exists(os.path.join(out, "model.json")) else "model.pdmodel"',
+              'params_file = os.path.join(out, "model.pdiparams") if os.path.exists(os.path.join(out, "model.pdiparams")) else ""',
+              f'print("{BUILT} Paddle", paddle.__version__, model_file, flush=True)',
+              *config.rstrip("\n").splitlines(), _PREDICTOR,
+              "for name in predictor.get_input_names():",
+              "    predictor.get_input_handle(name).copy_from_cpu(inputs[name])",
+              "predictor.run()",
+              "outputs = [predictor.get_output_handle(n).copy_to_cpu() for n in predictor.get_output_names()]"]
+    if tolerances:
+        lines += [f"tolerances = {json.dumps(tolerances)}",
+                  "for i, (got, want) in enumerate(zip(outputs, expected)):",
+                  "    tol, finite = tolerances[i % len(tolerances)], np.abs(want[np.isfinite(want)])",
+                  "    atol = tol[\"atol\"] + tol.get(\"scaled_atol\", 0.0) * finite.max(initial=0.0)",
+                  "    try:",
+                  "        np.testing.assert_allclose(got, want, rtol=tol[\"rtol\"], atol=atol)",
+                  "    except AssertionError as mismatch:",
+                  "        sys.exit(f\"output {i}: {mismatch}\\nMISMATCH: reproduced\")",
+                  'print("match: not reproduced")']
+    else:
+        lines.append('print("ran without error: not reproduced")')
+    return "\n".join(lines) + "\n", ""
+
+
+def write(script: Path, title: str) -> Tuple[Optional[Path], str]:
+    """``compact.py`` beside ``script`` (reading the same data files), or None with why none."""
+    text, why = compact_form(script.read_text(encoding="utf-8"), title, (script.parent / "eager.npz").is_file())
+    if text is None:
+        return None, why
+    path = script.parent / COMPACT
+    path.write_text(text, encoding="utf-8")
+    return path, ""
+
+
+__all__ = ["COMPACT", "compact_form", "write"]

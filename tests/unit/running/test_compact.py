@@ -1,0 +1,40 @@
+"""The short form of a written source reproducer (``running/compact.py``): what it keeps of the
+script and where it writes none (pure text; the forms run on real Paddle in ``tests/test_standalone.py``)."""
+
+from harness.running.compact import compact_form
+from harness.shared.releases import MODEL_SOURCE, MODEL_SOURCE_END
+
+HEAD = '"""A script."""\nimport os\nimport sys\nimport tempfile\n\nimport numpy as np\nimport paddle\nimport paddle.inference\n'
+MODEL = ("import copy\n\n\nclass OneOp(paddle.nn.Layer):\n    \"\"\"Its docstring.\"\"\"\n\n"
+         "    def forward(self, in0):\n        # a comment\n        return [paddle.tanh(in0)]\n")
+BUILD = ('\nhere = os.path.dirname(os.path.abspath(__file__))\ninputs = np.load(os.path.join(here, "inputs.npz"))\n'
+         "layer = OneOp()\nfeed_names = ['in0']\nspec = []\n"
+         'state = np.load(os.path.join(here, "weights.npz"))\n')
+CONFIG = ("config = paddle.inference.Config(os.path.join(out, model_file), params_file)\n"
+          "if model_file.endswith('.json'):\n    config.enable_new_ir(True)\nconfig.enable_mkldnn()\n\n"
+          "predictor = paddle.inference.create_predictor(config)\n")
+
+
+def test_a_numeric_inference_cause_keeps_its_model_config_and_tolerance_and_drops_the_rest():
+    tail = BUILD + CONFIG + 'tolerances = [{"atol": 0.001, "rtol": 0.01, "scaled_atol": 1e-05}]\nprint("MISMATCH: reproduced")\n'
+    text, why = compact_form(HEAD + MODEL_SOURCE + MODEL + MODEL_SOURCE_END + tail, "a cause")
+    assert why == "" and text is not None
+    assert "class OneOp" in text and "return [paddle.tanh(in0)]" in text
+    assert "import copy" not in text and "Its docstring" not in text and "# a comment" not in text
+    assert "    config.enable_new_ir(True)" in text and "config.enable_mkldnn()" in text
+    assert '"atol": 0.001' in text and "np.testing.assert_allclose(got, want" in text and "import sys" in text
+    assert "eager.npz" not in text and text.startswith('"""a cause; python compact.py')
+    compile(text, "compact.py", "exec")
+    with_eager = compact_form(HEAD + MODEL_SOURCE + MODEL + MODEL_SOURCE_END + tail.replace(
+        "state = np", 'if os.path.exists(os.path.join(here, "eager.npz")):\n    a\n    b\n    c\nstate = np'), "x", True)[0]
+    assert with_eager is not None and "eager.npz" in with_eager
+
+
+def test_an_error_cause_compares_nothing_and_a_converter_or_foreign_script_gets_no_short_form():
+    error = compact_form(HEAD + MODEL_SOURCE + MODEL + MODEL_SOURCE_END + BUILD + CONFIG, "an error")[0]
+    assert error is not None and "assert_allclose" not in error and "import sys" not in error
+    assert error.rstrip().endswith('print("ran without error: not reproduced")')
+    converter = BUILD + "import paddle2onnx\nsession = ort.InferenceSession(onnx_file)\n"
+    assert compact_form(HEAD + MODEL_SOURCE + MODEL + MODEL_SOURCE_END + converter, "x") == (
+        None, "its stage is not run by Paddle Inference (a converter's script stays as it is)")
+    assert compact_form("print('hello')\n", "x") == (None, "not a source reproducer the harness wrote")
