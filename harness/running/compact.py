@@ -111,8 +111,12 @@ def compact_form(script_text: str, title: str, eager: bool = False) -> Tuple[Opt
                and not ln.startswith("from __future__")]
     future = "from __future__ import annotations\n\n" if "from __future__ import annotations" in head else ""
     numeric = "MISMATCH: reproduced" in tail  # a numeric cause: the script compares with dygraph
+    try:  # the model's source may read what the script's head imports (an inlined suite reads sys)
+        read = {node.id for node in ast.walk(ast.parse(model)) if isinstance(node, ast.Name)}
+    except SyntaxError:
+        read = {"sys"}
     lines = [f'"""{title}; python {COMPACT} exits 1 when it reproduces (the short form of the verified script)."""',
-             *(([future.strip()]) if future else []), "import os", *(["import sys"] if numeric else []),
+             *(([future.strip()]) if future else []), "import os", *(["import sys"] if numeric or "sys" in read else []),
              "import tempfile", "", "import numpy as np", "import paddle", *imports, "", _model(model).rstrip("\n"), "",
              "here = os.path.dirname(os.path.abspath(__file__))",
              _INPUTS.rstrip("\n") + "; " + _STATE.rstrip("\n"), *build.strip("\n").splitlines(),

@@ -33,6 +33,8 @@ def test_a_numeric_inference_cause_keeps_its_model_config_and_tolerance_and_drop
 def test_an_error_cause_compares_nothing_and_a_converter_or_foreign_script_gets_no_short_form():
     error = compact_form(HEAD + MODEL_SOURCE + MODEL + MODEL_SOURCE_END + BUILD + CONFIG, "an error")[0]
     assert error is not None and "assert_allclose" not in error and "import sys" not in error
+    reads_sys = MODEL.replace("return [paddle.tanh(in0)]", "return [paddle.tanh(in0)] if sys.platform else []")
+    assert "import sys" in compact_form(HEAD + MODEL_SOURCE + reads_sys + MODEL_SOURCE_END + BUILD + CONFIG, "x")[0]
     assert error.rstrip().endswith('print("ran without error: not reproduced")')
     converter = BUILD + "import paddle2onnx\nsession = ort.InferenceSession(onnx_file)\n"
     assert compact_form(HEAD + MODEL_SOURCE + MODEL + MODEL_SOURCE_END + converter, "x") == (
