@@ -5,7 +5,9 @@ harness's whole check: a names check of the weights, a params file for a program
 of every output. What a Paddle developer reads first is shorter: the model's source as the script
 has it, its weights and inputs set, the export, the stage's own config calls copied as the script
 makes them, and ``np.testing.assert_allclose`` at the stage's tolerance (``atol`` plus the scaled
-part, as the harness compares) or Paddle's own error. Written for the stages Paddle runs itself —
+part, as the harness compares) or Paddle's own error. Then each config call, and the wrapper that
+gives a program of no parameter a params file, is left out where the form still reproduces without
+it at the cause's own release (``removals``): what stays is what the cause needs there. Written for the stages Paddle runs itself —
 Paddle Inference and the export; a converter's stage (ONNX Runtime, OpenVINO) keeps its script.
 
 It is a handover form, never a verdict: ``standalone.prepare`` runs it at the cause's own release
@@ -160,6 +162,39 @@ def compact_form(script_text: str, title: str, eager: bool = False) -> Tuple[Opt
     return "\n".join(lines) + "\n", ""
 
 
+_ANCHOR_CLASS = "class Anchored(paddle.nn.Layer):"
+_ANCHOR_LINE = "layer = Anchored(layer)"
+
+
+def removals(text: str) -> List[List[int]]:
+    """What the short form may do without, each a set of line numbers (0-based) left out together,
+    tried in turn by ``standalone`` and kept only where the form still reproduces: each of the
+    stage's config calls (not the ``Config`` itself), and the wrapper that gives a program of no
+    parameter a params file (the release the cause is asked at may load one without it)."""
+    lines = text.splitlines()
+    found = [[k] for k, line in enumerate(lines) if line.strip().startswith("config.")]
+    if _ANCHOR_CLASS in lines and _ANCHOR_LINE in lines:
+        start = lines.index(_ANCHOR_CLASS)
+        end = next((k for k in range(start + 1, len(lines)) if lines[k] and not lines[k].startswith((" ", "\t"))),
+                   len(lines))
+        found.append([*range(start, end), lines.index(_ANCHOR_LINE)])
+    return found
+
+
+def without(text: str, left_out: List[int]) -> str:
+    """``text`` without the lines ``left_out``; an ``if``/``else`` left with no body goes too."""
+    lines = [line for k, line in enumerate(text.splitlines()) if k not in set(left_out)]
+    kept: List[str] = []
+    for k, line in enumerate(lines):
+        opens = line.rstrip().endswith(":") and line.lstrip().startswith(("if ", "else", "elif "))
+        follows = lines[k + 1] if k + 1 < len(lines) else ""
+        indent = len(line) - len(line.lstrip())
+        if opens and not (follows.strip() and len(follows) - len(follows.lstrip()) > indent):
+            continue
+        kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
 def write(script: Path, title: str) -> Tuple[Optional[Path], str]:
     """``compact.py`` beside ``script`` (reading the same data files), or None with why none."""
     text, why = compact_form(script.read_text(encoding="utf-8"), title, (script.parent / "eager.npz").is_file())
@@ -170,4 +205,4 @@ def write(script: Path, title: str) -> Tuple[Optional[Path], str]:
     return path, ""
 
 
-__all__ = ["COMPACT", "compact_form", "write"]
+__all__ = ["COMPACT", "compact_form", "write", "removals", "without"]

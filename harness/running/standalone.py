@@ -20,7 +20,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional
 
 from . import compact
 from ..shared.causes import shareable_words
@@ -73,6 +73,8 @@ def _compact(script: Path, python: Path, cause: Any, say: Callable[[str], object
     if path is None:
         return f"no compact form: {why}"
     said, line = _ran(python, path, source.cause_words, source.numeric)
+    if said is RunOutcome.REPRODUCED:
+        _shortened(path, python, source)
     lines = len(path.read_text(encoding="utf-8").splitlines())
     if said is not RunOutcome.REPRODUCED:
         path.unlink()
@@ -82,6 +84,24 @@ def _compact(script: Path, python: Path, cause: Any, say: Callable[[str], object
     shown = str(path.relative_to(run)) if run and path.is_relative_to(run) else path.name
     say(f"[releases] compact form: {lines} lines, reproduces at {own}")
     return f"{shown}: {lines} lines, reproduces at {own}"
+
+
+def _shortened(path: Path, python: Path, source: Any) -> None:
+    """``path`` (a short form that reproduces) without each removal it reproduces without, tried in
+    turn (``compact.removals``), each run in a fresh interpreter; it ends as the last that reproduced."""
+    text = path.read_text(encoding="utf-8")
+
+    def kept(left_out: List[int]) -> str:
+        trial = compact.without(text, left_out)
+        path.write_text(trial, encoding="utf-8")
+        return trial if _ran(python, path, source.cause_words, source.numeric)[0] is RunOutcome.REPRODUCED else text
+
+    for left_out in [r for r in compact.removals(text) if len(r) > 1]:  # the params-file wrapper, first
+        text = kept(left_out)
+    # Then each config call from the last: the lines before one left out keep their numbers.
+    for left_out in reversed([r for r in compact.removals(text) if len(r) == 1]):
+        text = kept(left_out)
+    path.write_text(text, encoding="utf-8")
 
 
 def prepare(cause: Any, environments: Any, say: Callable[[str], object], budget: float) -> Made:

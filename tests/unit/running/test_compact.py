@@ -40,3 +40,17 @@ def test_an_error_cause_compares_nothing_and_a_converter_or_foreign_script_gets_
     assert compact_form(HEAD + MODEL_SOURCE + MODEL + MODEL_SOURCE_END + converter, "x") == (
         None, "its stage is not run by Paddle Inference (a converter's script stays as it is)")
     assert compact_form("print('hello')\n", "x") == (None, "not a source reproducer the harness wrote")
+
+
+def test_what_a_short_form_may_do_without_is_each_config_call_and_the_params_file_wrapper():
+    from harness.running.compact import removals, without
+
+    text = ("class Anchored(paddle.nn.Layer):\n    def forward(self, x):\n        return [x]\n"
+            "layer = OneOp()\nlayer = Anchored(layer)\n"
+            "config = paddle.inference.Config(a, b)\nif model_file.endswith('.json'):\n    config.enable_new_ir(True)\n"
+            "config.enable_mkldnn()\npredictor = paddle.inference.create_predictor(config)\n")
+    found = removals(text)
+    assert found == [[7], [8], [0, 1, 2, 4]], found  # the Config itself never
+    assert without(text, [7]).count("if model_file") == 0  # an if left with no body goes too
+    assert "config.enable_mkldnn()" in without(text, [7]) and "Anchored" not in without(text, [0, 1, 2, 4])
+    compile(without(without(text, [0, 1, 2, 4]), []), "x.py", "exec")
