@@ -117,6 +117,7 @@ def compact_form(script_text: str, title: str, eager: bool = False) -> Tuple[Opt
         read = {node.id for node in ast.walk(ast.parse(model)) if isinstance(node, ast.Name)}
     except SyntaxError:
         read = {"sys"}
+    title = title.replace("\\", "/").replace('"', "'")  # Paddle's words inside the docstring, as text
     lines = [f'"""{title}; python {COMPACT} exits 1 when it reproduces (the short form of the verified script)."""',
              *(([future.strip()]) if future else []), "import os", *(["import sys"] if numeric or "sys" in read else []),
              "import tempfile", "", "import numpy as np", "import paddle", *imports, "", _model(model).rstrip("\n"), "",
@@ -145,10 +146,10 @@ def compact_form(script_text: str, title: str, eager: bool = False) -> Tuple[Opt
               *config.rstrip("\n").splitlines(), _PREDICTOR,
               "for name in predictor.get_input_names():",
               "    predictor.get_input_handle(name).copy_from_cpu(inputs[name])",
-              "predictor.run()",
-              "outputs = [predictor.get_output_handle(n).copy_to_cpu() for n in predictor.get_output_names()]"]
+              "predictor.run()"]
     if tolerances:
-        lines += [f"tolerances = {json.dumps(tolerances)}",
+        lines += ["outputs = [predictor.get_output_handle(n).copy_to_cpu() for n in predictor.get_output_names()]",
+                  f"tolerances = {json.dumps(tolerances)}",
                   "for i, (got, want) in enumerate(zip(outputs, expected)):",
                   "    tol, finite = tolerances[i % len(tolerances)], np.abs(want[np.isfinite(want)])",
                   "    atol = tol[\"atol\"] + tol.get(\"scaled_atol\", 0.0) * finite.max(initial=0.0)",

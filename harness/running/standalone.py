@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, List, Optional
 
 from . import compact
-from ..shared.causes import shareable_words
+from ..shared.causes import at_word, shareable_words
 from ..shared.releases import RunOutcome, outcome as run_outcome
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,7 +69,7 @@ def _compact(script: Path, python: Path, cause: Any, say: Callable[[str], object
     """``compact.py`` beside ``script`` (``compact.py``), kept where it reproduces at the cause's own
     release as the script does; what came of it, in words."""
     source, own = cause.home.analysis.reproducer.source, cause.home.version
-    path, why = compact.write(script, f"{' '.join(cause.words.split())[:100]} (Paddle {own})")
+    path, why = compact.write(script, f"{at_word(' '.join(cause.words.split()), 100)} (Paddle {own})")
     if path is None:
         return f"no compact form: {why}"
     said, line = _ran(python, path, source.cause_words, source.numeric)

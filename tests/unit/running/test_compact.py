@@ -25,6 +25,8 @@ def test_a_numeric_inference_cause_keeps_its_model_config_and_tolerance_and_drop
     assert '"atol": 0.001' in text and "np.testing.assert_allclose(got, want" in text and "import sys" in text
     assert "eager.npz" not in text and text.startswith('"""a cause; python compact.py')
     compile(text, "compact.py", "exec")
+    quoted = compact_form(HEAD + MODEL_SOURCE + MODEL + MODEL_SOURCE_END + tail, 'raised "x\\d"')[0]
+    compile(quoted, "compact.py", "exec")  # Paddle's words with quotes and backslashes stay a docstring
     with_eager = compact_form(HEAD + MODEL_SOURCE + MODEL + MODEL_SOURCE_END + tail.replace(
         "state = np", 'if os.path.exists(os.path.join(here, "eager.npz")):\n    a\n    b\n    c\nstate = np'), "x", True)[0]
     assert with_eager is not None and "eager.npz" in with_eager
@@ -35,7 +37,7 @@ def test_an_error_cause_compares_nothing_and_a_converter_or_foreign_script_gets_
     assert error is not None and "assert_allclose" not in error and "import sys" not in error
     reads_sys = MODEL.replace("return [paddle.tanh(in0)]", "return [paddle.tanh(in0)] if sys.platform else []")
     assert "import sys" in compact_form(HEAD + MODEL_SOURCE + reads_sys + MODEL_SOURCE_END + BUILD + CONFIG, "x")[0]
-    assert error.rstrip().endswith('print("ran without error: not reproduced")')
+    assert error.rstrip().endswith('predictor.run()\nprint("ran without error: not reproduced")')  # Paddle's error says it
     converter = BUILD + "import paddle2onnx\nsession = ort.InferenceSession(onnx_file)\n"
     assert compact_form(HEAD + MODEL_SOURCE + MODEL + MODEL_SOURCE_END + converter, "x") == (
         None, "its stage is not run by Paddle Inference (a converter's script stays as it is)")
