@@ -37,6 +37,13 @@ class Environments:
         matrix_path = Path(record.cell.matrix) if record.cell.matrix else None
         self.matrix = load_matrix(matrix_path) if matrix_path is not None and matrix_path.is_file() else None
         self.shipped = load_matrix(SHIPPED_MATRIX)
+        if matrix_path is not None and self.matrix is None:
+            # The run's matrix is gone (a clone removed since): without it the model's family, hence
+            # its suite, would be unknown and a script that imports the suite would be asked where it
+            # is not installed ("No module named 'paddlex'", measured). The shipped matrix names it.
+            say(f"[releases] the run's matrix {matrix_path} is gone: the model's family and the "
+                f"sessions' packages are read from the shipped matrix ({SHIPPED_MATRIX})")
+            self.matrix = self.shipped
         self.made: Dict[Tuple[str, bool], Optional[Path]] = {}
         self.family = ((self.matrix.data["models"].get(record.cell.model.get("name"), {}).get("family") or "")
                        if self.matrix is not None else "")

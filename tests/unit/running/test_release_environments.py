@@ -116,3 +116,17 @@ def test_a_release_brings_what_the_matrix_lists_beside_it_whatever_numpy_the_cel
     assert asked[0].packages[:2] == ("paddlepaddle==2.6.2", "numpy<2") and "numpy==2.4.6" not in asked[0].packages
     assert asked[1].packages[0] == "paddlepaddle==3.3.1" and "numpy==2.4.6" in asked[1].packages
     assert asked[2].packages[0] == "paddlepaddle==3.1.0" and "numpy==2.4.6" in asked[2].packages
+
+
+def test_a_run_whose_matrix_is_gone_reads_the_models_family_from_the_shipped_matrix(monkeypatch):
+    """A record names the matrix its run read; a clone removed since took it away, and PaddleX models'
+    scripts were asked without their suite ("No module named 'paddlex'": three causes unplaced)."""
+    asked = _asked(monkeypatch)
+    said = []
+    record = as_record({"id": "cpu_fp32/3.3.1/normal/pp_lcnet",
+                        "cell": {"model": {"name": "pp_lcnet"}, "matrix": "/gone/matrix/default.toml"},
+                        "setup": {"status": "pass", "model_packages": ["paddlex==3.7.2"]}})
+    environments = release_envs.Environments(Path("/envs"), record, "3.11", said.append)
+    environments("3.3.1", True)
+    assert "paddlex==3.7.2" in asked[0].families, asked[0]
+    assert any("/gone/matrix/default.toml is gone" in line for line in said), said
