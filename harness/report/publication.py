@@ -156,7 +156,7 @@ def _short_forms(spans: Sequence[ReleaseSpan]) -> str:
     lengths = sorted(n for n in (_compact_lines(span) for span in spans) if n is not None)
     if not lengths:
         return " No cause has a short form (`compact.py`) verified at its own release."
-    return (f" A short form (`compact.py`: the model's source, its export, the stage's own config calls and "
+    return (f" A short form (`compact.py`: the model's source, its export, the stage's own config calls it needs and "
             f"`np.testing.assert_allclose` at the stage's tolerance) reproduces at its own release for "
             f"{len(lengths)} of the {len(spans)} placed: {lengths[0]} to {lengths[-1]} lines (median "
             f"{lengths[len(lengths) // 2]}), {sum(1 for n in lengths if n <= 40)} of at most 40.")
