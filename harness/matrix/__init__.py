@@ -157,18 +157,27 @@ class Matrix:
     def family_packages(self, models: List[str], version: str) -> Dict[str, List[str]]:
         """What the models' families install at this Paddle version: ``packages`` (with their
         dependencies) and ``no_deps`` (without: a package whose pins fight Paddle's). Families
-        that need another Paddle install nothing there (their cells say why they skip)."""
+        that need another Paddle install nothing there (their cells say why they skip); a family
+        ``apart`` installs only where it is the one family (``pool`` gives its cells their own
+        environment; a nox zoo session skips them, saying so)."""
         out: Dict[str, List[str]] = {"packages": [], "no_deps": []}
-        for model in self.select_models(models):
-            family = self.data["models"].get(model, {}).get("family")
-            if not family:
-                continue
+        families = list(dict.fromkeys(f for f in map(self.family_of, self.select_models(models)) if f))
+        for family in families:
             entry = self.data["families"][family]
             if not at_least(version, entry.get("requires_paddle")):
                 continue
+            if len(families) > 1 and self.apart(family):
+                continue  # its pins fight the others': its models' cells get an environment of their own
             for key in out:
                 out[key] += [p for p in entry.get(key, []) if p not in out[key]]
         return out
+
+    def family_of(self, model: str) -> Optional[str]:
+        return self.data["models"].get(model, {}).get("family")
+
+    def apart(self, family: Optional[str]) -> bool:
+        """Whether the family installs in an environment of its own (``families.X.apart``)."""
+        return bool(family) and bool(self.data["families"][family].get("apart", False))
 
     def mode_packages(self, modes: Optional[List[str]] = None) -> List[str]:
         """Extra pip packages of the modes that will run (``modes.<name>.packages``)."""
@@ -229,7 +238,7 @@ class Matrix:
             return {}
         entry = self.data["families"][name]
         return {"family": {"name": name, "packages": [*entry.get("packages", []), *entry.get("no_deps", [])],
-                           "requires_paddle": entry.get("requires_paddle")}}
+                           "requires_paddle": entry.get("requires_paddle"), "apart": self.apart(name)}}
 
     def capture_cell(self, session: str, version: str, mode: str, model: str, capture: "str | Path") -> CellSpec:
         """A cell whose model is an export someone else made (a TIPC command's ``jit.save``): no

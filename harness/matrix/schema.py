@@ -25,7 +25,7 @@ _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _FACTORY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 _TOP_KEYS = {"run", "paddle", "sessions", "modes", "tolerances", "models", "docker", "qualify", "families", "zoo"}
-_FAMILY_KEYS = {"packages", "no_deps", "requires_paddle", "description"}
+_FAMILY_KEYS = {"packages", "no_deps", "requires_paddle", "description", "apart"}
 _ZOO_KEYS = {"models", "versions", "modes"}
 ZOO = "zoo"  # the name that selects the zoo's models (``--model zoo``)
 _QUALIFY_KEYS = {"sessions", "versions", "modes", "models", "optional", "precision_risks"}
@@ -134,6 +134,8 @@ def validate(path: Path, data: TomlTable) -> None:
             _str_list(path, f"families.{name}.{key}", entry.get(key, []))
         if "requires_paddle" in entry and not re.fullmatch(r"\d+(\.\d+)*", str(entry["requires_paddle"])):
             _fail(path, f"families.{name}.requires_paddle", "expected a version like \"3.0.0\" (the lowest it needs).")
+        if not isinstance(entry.get("apart", False), bool):
+            _fail(path, f"families.{name}.apart", "expected true or false (whether it installs in an environment of its own).")
     for name, raw in data["models"].items():
         if raw.get("family") is not None and raw["family"] not in families:
             _fail(path, f"models.{name}.family", f"{raw['family']!r} is not declared in [families].")

@@ -133,15 +133,17 @@ def select(sessions: Sequence[NoxSession], tags: Iterable[str] = (), names: Iter
 
 
 def cell_environment(matrix: Matrix, nox_session: NoxSession, modes: Optional[List[str]] = None,
-                     models: Optional[List[str]] = None) -> Environment:
+                     models: Optional[List[str]] = None, own_model: Optional[str] = None) -> Environment:
     """The environment a cell session (or a portability session) installs at its Paddle version:
-    Paddle and the session's runtime, the modes' packages, the models' families' packages."""
+    Paddle and the session's runtime, the modes' packages, the models' families' packages; with
+    ``own_model``, that model's family alone (a family ``apart``: its cells' own environment)."""
     session = matrix.session(nox_session.session)
     version = nox_session.version
     packages = [*matrix.packages(session, version)]
     families = {"packages": [], "no_deps": []}
     if nox_session.kind in (SessionKind.CELLS, SessionKind.ZOO):
         packages += matrix.mode_packages(modes)
-        families = matrix.family_packages([ZOO] if nox_session.zoo else models, version)
+        chosen = [own_model] if own_model else ([ZOO] if nox_session.zoo else models)
+        families = matrix.family_packages(chosen, version)
     return Environment(nox_session.python, tuple(dict.fromkeys([*packages, *CELL_SIDE_EXTRAS])),
                        tuple(families["no_deps"]), tuple(families["packages"]))

@@ -99,7 +99,7 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
                                   modes=options.modes, models=models):
             if spec.id not in env_of:
                 cells.append(spec)
-                env_of[spec.id] = env.key
+                env_of[spec.id] = _environment_of(matrix, nox_session, options, spec, env, environments, labels)
     recorded, todo = recorded_or_todo(cells, results, options.force, say)
     # A version's probe still made for this version and machine is no job (runner.probe_hazards).
     jobs = [Job(f"hazards/{version}/cpu", JobKind.HAZARDS, key, -1, version=version) for version, key in versions.items()
@@ -110,6 +110,17 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
              for spec in todo]
     jobs += _loads(loaders, cells, results, options)
     return Plan(jobs, environments, labels, cells, recorded, left_out, list(loaders))
+
+
+def _environment_of(matrix: Matrix, nox_session: NoxSession, options: "PoolOptions", spec: CellSpec,
+                    session_env: Environment, environments: Dict[str, Environment], labels: Dict[str, str]) -> str:
+    """The environment a cell runs in: its session's, or — its model's family ``apart`` (pins that
+    fight the other families') — one with that family alone, made beside it."""
+    if not matrix.apart(matrix.family_of(spec.model_name)):
+        return session_env.key
+    own = cell_environment(matrix, nox_session, options.modes, own_model=spec.model_name)
+    environments[own.key], labels[own.key] = own, nox_session.version
+    return own.key
 
 
 def _loads(loaders: Dict[str, str], cells: List[CellSpec], results: Path, options: "PoolOptions") -> List[Job]:

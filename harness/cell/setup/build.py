@@ -191,6 +191,10 @@ def _skip_reason(ctx: CellContext, api: Any) -> Optional[str]:
     if reason is None and family and not api.at_least(family.get("requires_paddle")):
         reason = (f"model family {family['name']} ({', '.join(family['packages'])}) needs Paddle >= "
                   f"{family['requires_paddle']}; this environment has {ctx.paddle.__version__}")
+    if reason is None and family and family.get("apart") and missing_package(family["packages"]):
+        reason = (f"model family {family['name']} installs apart from the other families (families."
+                  f"{family['name']}.apart: pins that fight theirs), not in this environment; `python -m harness "
+                  f"pool --session {cell.session.name} --model {cell.model['name']}` gives it one of its own")
     if reason is None and family:
         check_packages(ctx, family["packages"], f"families.{family['name']}.packages",
                        "nox installs a family's packages in its zoo sessions")
@@ -345,6 +349,15 @@ def check_mode_packages(ctx: CellContext) -> None:
 def check_packages(ctx: CellContext, requirements: List[str], key: str, how: str) -> None:
     """Declared packages must be installed: a missing one is the matrix's (or the environment's)
     fault, said in one line, not an ImportError deep in a mode or a model factory."""
+    missing = missing_package(requirements)
+    if missing:
+        requirement, dist = missing
+        raise UserError(f"{ctx.cell.matrix or 'matrix'}: {key}: {dist!r} is not installed in this Paddle "
+                        f"environment; {how} (or pip install {requirement!r}).")
+
+
+def missing_package(requirements: List[str]) -> Optional[Tuple[str, str]]:
+    """The first requirement whose distribution is not installed here, with that distribution's name."""
     from importlib import metadata
 
     for requirement in requirements:
@@ -354,9 +367,8 @@ def check_packages(ctx: CellContext, requirements: List[str], key: str, how: str
         try:
             metadata.version(dist.strip())
         except metadata.PackageNotFoundError:
-            raise UserError(f"{ctx.cell.matrix or 'matrix'}: {key}: {dist.strip()!r} "
-                            f"is not installed in this Paddle environment; {how} "
-                            f"(or pip install {requirement!r}).") from None
+            return requirement, dist.strip()
+    return None
 
 
 # -- version-neutral weights ------------------------------------------------
