@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Tuple
 import paddle.nn as nn
 from paddle.static import InputSpec
 
+PINNED = (1, 16)
 _WIDTHS: Dict[str, Any] = dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                intermediate_size=128, max_position_embeddings=64)
 
@@ -39,10 +40,13 @@ class HiddenStates(nn.Layer):
         return out[0] if isinstance(out, (tuple, list)) else out
 
 
-def _encoder(model_name: str, config_name: str, **config: Any) -> Tuple[nn.Layer, List[InputSpec]]:
+def _encoder(model_name: str, config_name: str, pinned: bool = False, **config: Any) -> Tuple[nn.Layer, List[InputSpec]]:
     module = importlib.import_module("paddlenlp.transformers")
     model_cls, config_cls = getattr(module, model_name), getattr(module, config_name)
-    return HiddenStates(model_cls(config_cls(**config))), [InputSpec([None, None], "int64", "input_ids")]
+    # Pinned: exported for one batch of one length, as a deployment that fixes its sequence length
+    # exports it; the predictor's passes then see static shapes (and fold and fuse more).
+    shape = list(PINNED) if pinned else [None, None]
+    return HiddenStates(model_cls(config_cls(**config))), [InputSpec(shape, "int64", "input_ids")]
 
 
 def nlp_bert() -> Tuple[nn.Layer, List[InputSpec]]:
@@ -81,6 +85,12 @@ def nlp_fnet() -> Tuple[nn.Layer, List[InputSpec]]:
     return _encoder("FNetModel", "FNetConfig", **widths)
 
 
+def nlp_fnet_pinned() -> Tuple[nn.Layer, List[InputSpec]]:
+    """FNet exported at a pinned ``[1, 16]``."""
+    widths = {k: v for k, v in _WIDTHS.items() if k != "num_attention_heads"}
+    return _encoder("FNetModel", "FNetConfig", pinned=True, **widths)
+
+
 def nlp_nystromformer() -> Tuple[nn.Layer, List[InputSpec]]:
     """Nyströmformer: attention through 4 landmarks over segments of a 16-token sequence."""
     return _encoder("NystromformerModel", "NystromformerConfig", segment_means_seq_len=16, num_landmarks=4,
@@ -92,3 +102,9 @@ def nlp_t5_encoder() -> Tuple[nn.Layer, List[InputSpec]]:
     gated-GELU feed-forward; d_model 64, d_kv 16, d_ff 128, 2 layers, 4 heads."""
     return _encoder("T5EncoderModel", "T5Config", vocab_size=1000, d_model=64, d_kv=16, d_ff=128, num_layers=2,
                     num_heads=4, feed_forward_proj="gated-gelu")
+
+
+def nlp_t5_encoder_pinned() -> Tuple[nn.Layer, List[InputSpec]]:
+    """T5 v1.1's encoder exported at a pinned ``[1, 16]``."""
+    return _encoder("T5EncoderModel", "T5Config", pinned=True, vocab_size=1000, d_model=64, d_kv=16, d_ff=128,
+                    num_layers=2, num_heads=4, feed_forward_proj="gated-gelu")

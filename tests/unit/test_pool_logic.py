@@ -192,3 +192,19 @@ def test_a_forced_rerun_makes_its_programs_anew(tmp_path):
     assert todo and program.is_dir()
     _, todo = recorded_or_todo([job.spec], tmp_path, force=True, progress=lambda line: None)
     assert todo and not program.exists()
+
+
+def test_a_family_apart_gets_its_cells_an_environment_of_their_own(shipped, tmp_path):
+    """PaddleNLP's pins fight PaddleFormers' (datasets, huggingface_hub): the zoo session's environment
+    leaves it out, its cells get one with that family alone, and a release asked about one of its
+    models installs it (one model: the one family)."""
+    from harness.running.pool import PoolOptions, plan
+
+    zoo = [s for s in select(nox_sessions(shipped), ["zoo"]) if s.session == "cpu_fp32" and s.version == "3.3.1"]
+    made = plan(shipped, zoo, tmp_path / "r", PoolOptions(models=["nlp_t5_encoder", "llama_decoder"]), say=lambda _: None)
+    by_cell = {job.spec.model_name: made.environments[job.env] for job in made.jobs if job.spec is not None}
+    nlp, formers = by_cell["nlp_t5_encoder"], by_cell["llama_decoder"]
+    assert "paddlenlp==2.8.1" in nlp.no_deps and not any(p.startswith("paddleformers") for p in nlp.families)
+    assert "paddlenlp==2.8.1" not in formers.no_deps and any(p.startswith("paddleformers") for p in formers.families)
+    assert shipped.family_packages(["nlp_t5_encoder"], "2.6.2")["no_deps"] == ["paddlenlp==2.8.1"]
+    assert "paddlenlp==2.8.1" not in shipped.family_packages(["zoo"], "3.3.1")["no_deps"]
