@@ -58,6 +58,23 @@ def test_a_family_that_needs_a_newer_paddle_is_a_skip_with_the_reason(tmp_path, 
     assert "this environment has 2.6.2" in record["setup"]["message"]
 
 
+def test_a_family_apart_is_a_skip_with_the_reason_where_it_is_not_installed(tmp_path, paddle_version):
+    """PaddleNLP installs apart (its pins fight PaddleFormers'): in an environment of the other
+    families (this one, as `nox -s tests` makes it) its model's cell is a skip that says where it runs."""
+    from importlib import util
+
+    if util.find_spec("paddlenlp") is not None:
+        pytest.skip("PaddleNLP is installed here")
+    results = tmp_path / "r"
+    proc = run_harness("run", "--matrix", str(MATRIX), "--session", "cpu_fp32", "--model", "nlp_bert",
+                       "--results", str(results), "--paddle", paddle_version, "--no-root-cause")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    record = load_record(results / "default", f"cpu_fp32/{paddle_version}/normal/nlp_bert")
+    assert record["verdict"]["status"] == "skip", record["verdict"]
+    assert record["setup"]["message"].startswith("model family paddlenlp installs apart from the other families")
+    assert "python -m harness pool --session cpu_fp32 --model nlp_bert" in record["setup"]["message"]
+
+
 def test_the_reading_order_encoder_s_onednn_error_is_placed_at_a_chain_of_ops(tmp_path, paddle_version):
     """PP-DocLayoutV2's LayoutLMv3-style encoder (PaddleX's code, never built for this): under
     oneDNN at 3.3.1 its embeddings raise ("OP(embedding) expected >= 0 and < 1024, but got -354").

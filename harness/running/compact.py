@@ -17,10 +17,13 @@ beside the script, and it is kept only where it says what the script says (the c
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import re
 from pathlib import Path
 from typing import List, Optional, Tuple
+
+import numpy as np
 
 from ..shared.releases import BUILT, MODEL_SOURCE, MODEL_SOURCE_END
 
@@ -94,14 +97,25 @@ def _config(tail: str) -> Optional[str]:
     return "\n".join(lines) + "\n"
 
 
+def _feed_as_stored(build: str, stored: Optional[List[str]]) -> str:
+    """``build`` reading the feed's names from ``inputs.npz`` (``inputs.files``) where the file
+    holds exactly those names in the feed's order: one line the reader need not check."""
+    found = re.search(r"^feed_names = (\[.*\])$", build, re.MULTILINE)
+    if not found or stored is None or ast.literal_eval(found.group(1)) != stored:
+        return build
+    return build.replace(found.group(0) + "\n", "", 1)
+
+
 def _tolerances(tail: str) -> Optional[list]:
     found = re.search(r"^tolerances = (\[.*\])$", tail, re.MULTILINE)
     return json.loads(found.group(1)) if found else None
 
 
-def compact_form(script_text: str, title: str, eager: bool = False) -> Tuple[Optional[str], str]:
+def compact_form(script_text: str, title: str, eager: bool = False,
+                 stored: Optional[List[str]] = None) -> Tuple[Optional[str], str]:
     """The short form of a written source reproducer, or None with why there is none; ``eager``:
-    its folder holds ``eager.npz`` (the cell's eager call before the export, made again)."""
+    its folder holds ``eager.npz`` (the cell's eager call before the export, made again);
+    ``stored``: the names ``inputs.npz`` holds, in its order (the feed's order when they agree)."""
     head, rest = script_text.split(MODEL_SOURCE, 1) if MODEL_SOURCE in script_text else ("", "")
     if MODEL_SOURCE_END not in rest:
         return None, "not a source reproducer the harness wrote"
@@ -110,17 +124,21 @@ def compact_form(script_text: str, title: str, eager: bool = False) -> Tuple[Opt
     if build is None:
         return None, "its script builds the layer otherwise than the harness writes"
     imports = [ln for ln in head.splitlines() if ln.startswith(("import ", "from ")) and ln not in _STANDARD
-               and not ln.startswith("from __future__")]
+               and ln != "import paddle.inference" and not ln.startswith("from __future__")]
     future = "from __future__ import annotations\n\n" if "from __future__ import annotations" in head else ""
+    build = _feed_as_stored(build, stored)
     numeric = "MISMATCH: reproduced" in tail  # a numeric cause: the script compares with dygraph
     try:  # the model's source may read what the script's head imports (an inlined suite reads sys)
         read = {node.id for node in ast.walk(ast.parse(model)) if isinstance(node, ast.Name)}
     except SyntaxError:
         read = {"sys"}
     title = title.replace("\\", "/").replace('"', "'")  # Paddle's words inside the docstring, as text
+    tolerances = _tolerances(tail) if numeric else None
+    uniform = bool(tolerances) and all(tol == tolerances[0] for tol in tolerances)
     lines = [f'"""{title}; python {COMPACT} exits 1 when it reproduces (the short form of the verified script)."""',
-             *(([future.strip()]) if future else []), "import os", *(["import sys"] if numeric or "sys" in read else []),
-             "import tempfile", "", "import numpy as np", "import paddle", *imports, "", _model(model).rstrip("\n"), "",
+             *(([future.strip()]) if future else []), "import os",
+             *(["import sys"] if (numeric and not uniform) or "sys" in read else []),
+             "import tempfile", "import numpy as np", "import paddle", *imports, "", _model(model).rstrip("\n"), "",
              "here = os.path.dirname(os.path.abspath(__file__))",
              _INPUTS.rstrip("\n") + "; " + _STATE.rstrip("\n"), *build.strip("\n").splitlines(),
              "layer.set_state_dict({name: paddle.to_tensor(state[name]) for name in layer.state_dict()})",
@@ -130,9 +148,8 @@ def compact_form(script_text: str, title: str, eager: bool = False) -> Tuple[Opt
                   f'print("{BUILT} Paddle", paddle.__version__, flush=True)',
                   'paddle.jit.save(layer, os.path.join(tempfile.mkdtemp(), "model"), input_spec=spec)',
                   _EXPORT_ONLY]
-        return "\n".join(lines) + "\n", ""
+        return _named(lines), ""
     config = _config(tail)
-    tolerances = _tolerances(tail) if numeric else None
     if config is None:
         return None, "its stage is not run by Paddle Inference (a converter's script stays as it is)"
     dygraph = "layer(*[paddle.to_tensor(inputs[n]) for n in feed_names])"  # it must run in dygraph too
@@ -147,7 +164,14 @@ def compact_form(script_text: str, title: str, eager: bool = False) -> Tuple[Opt
               "for name in predictor.get_input_names():",
               "    predictor.get_input_handle(name).copy_from_cpu(inputs[name])",
               "predictor.run()"]
-    if tolerances:
+    if tolerances and all(tol == tolerances[0] for tol in tolerances):  # one tolerance: written as numbers
+        tol = tolerances[0]
+        lines += ["outputs = [predictor.get_output_handle(n).copy_to_cpu() for n in predictor.get_output_names()]",
+                  "for got, want in zip(outputs, expected):  # atol plus a part of |want|, as the harness compares",
+                  f"    atol = {tol['atol']!r} + {tol.get('scaled_atol', 0.0)!r} * np.abs(want[np.isfinite(want)]).max(initial=0.0)",
+                  f'    np.testing.assert_allclose(got, want, rtol={tol["rtol"]!r}, atol=atol, err_msg="MISMATCH: reproduced")',
+                  'print("match: not reproduced")']
+    elif tolerances:
         lines += ["outputs = [predictor.get_output_handle(n).copy_to_cpu() for n in predictor.get_output_names()]",
                   f"tolerances = {json.dumps(tolerances)}",
                   "for i, (got, want) in enumerate(zip(outputs, expected)):",
@@ -160,7 +184,12 @@ def compact_form(script_text: str, title: str, eager: bool = False) -> Tuple[Opt
                   'print("match: not reproduced")']
     else:
         lines.append('print("ran without error: not reproduced")')
-    return "\n".join(lines) + "\n", ""
+    return _named(lines), ""
+
+
+def _named(lines: List[str]) -> str:
+    text = "\n".join(lines) + "\n"
+    return text if re.search(r"^feed_names = ", text, re.MULTILINE) else text.replace("in feed_names]", "in inputs.files]")
 
 
 _ANCHOR_CLASS = "class Anchored(paddle.nn.Layer):"
@@ -170,10 +199,10 @@ _ANCHOR_LINE = "layer = Anchored(layer)"
 def removals(text: str) -> List[List[int]]:
     """What the short form may do without, each a set of line numbers (0-based) left out together,
     tried in turn by ``standalone`` and kept only where the form still reproduces: each of the
-    stage's config calls (not the ``Config`` itself), and the wrapper that gives a program of no
-    parameter a params file (the release the cause is asked at may load one without it)."""
+    stage's config calls (not the ``Config`` itself), ``layer.eval()``, and the wrapper that gives a
+    program of no parameter a params file (the release the cause is asked at may load one without it)."""
     lines = text.splitlines()
-    found = [[k] for k, line in enumerate(lines) if line.strip().startswith("config.")]
+    found = [[k] for k, line in enumerate(lines) if line.strip().startswith("config.") or line == "layer.eval()"]
     if _ANCHOR_CLASS in lines and _ANCHOR_LINE in lines:
         start = lines.index(_ANCHOR_CLASS)
         end = next((k for k in range(start + 1, len(lines)) if lines[k] and not lines[k].startswith((" ", "\t"))),
@@ -182,12 +211,46 @@ def removals(text: str) -> List[List[int]]:
     return found
 
 
+_OPENS = re.compile(r"^\s*(if |elif |else\b).*:\s*(#.*)?$")  # a branch's head, its comment after the colon
+_RETURN = re.compile(r"^(\s+)return \[(r\d+(?:, r\d+)+)\]$")
+_ASSIGNED = re.compile(r"^\s+(r\d+) = ")
+_BUFFER = re.compile(r"^\s+self\.register_buffer\('(p\d+)'")
+
+
+def fewer_outputs(text: str) -> List[str]:
+    """The short form of an op program (the harness's ``OneOp``) returning one output fewer, each
+    output in turn, with what only that output read left out: an output the cause does not need
+    (``standalone`` keeps a candidate only where it still reproduces)."""
+    lines = text.splitlines()
+    at = next((k for k, line in enumerate(lines) if _RETURN.match(line)), None)
+    if at is None or "class OneOp(paddle.nn.Layer):" not in lines:
+        return []
+    indent, names = _RETURN.match(lines[at]).group(1), _RETURN.match(lines[at]).group(2).split(", ")
+    out = []
+    for dropped in names:
+        edited = [*lines[:at], f"{indent}return [{', '.join(n for n in names if n != dropped)}]", *lines[at + 1:]]
+        out.append(_unread_left_out(edited))
+    return out
+
+
+def _unread_left_out(lines: List[str]) -> str:
+    """An op program without the assignments and buffers nothing reads any more."""
+    while True:
+        source = "\n".join(lines)
+        unread = [k for k, line in enumerate(lines)
+                  if (m := _ASSIGNED.match(line) or _BUFFER.match(line))
+                  and not re.search(rf"\b(self\.)?{m.group(1)}\b", source.replace(line, "", 1))]
+        if not unread:
+            return source + "\n"
+        lines = [line for k, line in enumerate(lines) if k not in unread]
+
+
 def without(text: str, left_out: List[int]) -> str:
     """``text`` without the lines ``left_out``; an ``if``/``else`` left with no body goes too."""
     lines = [line for k, line in enumerate(text.splitlines()) if k not in set(left_out)]
     kept: List[str] = []
     for k, line in enumerate(lines):
-        opens = line.rstrip().endswith(":") and line.lstrip().startswith(("if ", "else", "elif "))
+        opens = bool(_OPENS.match(line))
         follows = lines[k + 1] if k + 1 < len(lines) else ""
         indent = len(line) - len(line.lstrip())
         if opens and not (follows.strip() and len(follows) - len(follows.lstrip()) > indent):
@@ -198,7 +261,10 @@ def without(text: str, left_out: List[int]) -> str:
 
 def write(script: Path, title: str) -> Tuple[Optional[Path], str]:
     """``compact.py`` beside ``script`` (reading the same data files), or None with why none."""
-    text, why = compact_form(script.read_text(encoding="utf-8"), title, (script.parent / "eager.npz").is_file())
+    stored = script.parent / "inputs.npz"
+    with (np.load(stored) if stored.is_file() else contextlib.nullcontext()) as held:
+        names = list(held.files) if held is not None else None
+    text, why = compact_form(script.read_text(encoding="utf-8"), title, (script.parent / "eager.npz").is_file(), names)
     if text is None:
         return None, why
     path = script.parent / COMPACT
@@ -206,4 +272,4 @@ def write(script: Path, title: str) -> Tuple[Optional[Path], str]:
     return path, ""
 
 
-__all__ = ["COMPACT", "compact_form", "write", "removals", "without"]
+__all__ = ["COMPACT", "compact_form", "write", "removals", "without", "fewer_outputs"]

@@ -88,7 +88,8 @@ def _compact(script: Path, python: Path, cause: Any, say: Callable[[str], object
 
 def _shortened(path: Path, python: Path, source: Any) -> None:
     """``path`` (a short form that reproduces) without each removal it reproduces without, tried in
-    turn (``compact.removals``), each run in a fresh interpreter; it ends as the last that reproduced."""
+    turn (``compact.removals``, then ``compact.fewer_outputs``), each run in a fresh interpreter; it
+    ends as the last that reproduced."""
     text = path.read_text(encoding="utf-8")
 
     def kept(left_out: List[int]) -> str:
@@ -98,6 +99,14 @@ def _shortened(path: Path, python: Path, source: Any) -> None:
 
     for left_out in [r for r in compact.removals(text) if len(r) > 1]:  # the params-file wrapper, first
         text = kept(left_out)
+    narrowed = True
+    while narrowed:  # an op program's outputs the cause does not need, one at a time
+        narrowed = False
+        for candidate in compact.fewer_outputs(text):
+            path.write_text(candidate, encoding="utf-8")
+            if _ran(python, path, source.cause_words, source.numeric)[0] is RunOutcome.REPRODUCED:
+                text, narrowed = candidate, True
+                break
     # Then each config call from the last: the lines before one left out keep their numbers.
     for left_out in reversed([r for r in compact.removals(text) if len(r) == 1]):
         text = kept(left_out)
