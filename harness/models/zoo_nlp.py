@@ -108,3 +108,29 @@ def nlp_t5_encoder_pinned() -> Tuple[nn.Layer, List[InputSpec]]:
     """T5 v1.1's encoder exported at a pinned ``[1, 16]``."""
     return _encoder("T5EncoderModel", "T5Config", pinned=True, vocab_size=1000, d_model=64, d_kv=16, d_ff=128,
                     num_layers=2, num_heads=4, feed_forward_proj="gated-gelu")
+
+
+def nlp_gpt() -> Tuple[nn.Layer, List[InputSpec]]:
+    """GPT (PaddleNLP's ``gpt``): a causal decoder, its hidden states."""
+    return _encoder("GPTModel", "GPTConfig", **_WIDTHS)
+
+
+def nlp_codegen() -> Tuple[nn.Layer, List[InputSpec]]:
+    """CodeGen: rotary positions over 8 of each head's dims, ``gelu_new`` feed-forward, a causal decoder."""
+    return _encoder("CodeGenModel", "CodeGenConfig", vocab_size=1000, n_positions=64, n_ctx=64, n_embd=64, n_layer=2,
+                    n_head=4, rotary_dim=8)
+
+
+def nlp_xlnet() -> Tuple[nn.Layer, List[InputSpec]]:
+    """XLNet: two-stream relative attention (its content stream, as inference runs it)."""
+    return _encoder("XLNetModel", "XLNetConfig", vocab_size=1000, d_model=64, n_layer=2, n_head=4, d_inner=128)
+
+
+def nlp_ernie_m() -> Tuple[nn.Layer, List[InputSpec]]:
+    """ERNIE-M: the multilingual encoder (no token types)."""
+    return _encoder("ErnieMModel", "ErnieMConfig", **_WIDTHS)
+
+
+def nlp_mpnet() -> Tuple[nn.Layer, List[InputSpec]]:
+    """MPNet: relative position buckets in every layer's attention."""
+    return _encoder("MPNetModel", "MPNetConfig", **_WIDTHS)
