@@ -1251,3 +1251,11 @@ def planted_suite_gated():
     from harness_planted_suite.model import GatedNet
 
     return GatedNet(8), [InputSpec([None, 8], "float32", "x")]
+
+
+def misnamed_suite_class():
+    """A factory asking its suite for a class the suite does not have (a renamed class): the
+    factory's mistake, which the harness says as its own."""
+    import importlib
+
+    return getattr(importlib.import_module("tests.suites.aliased_suite"), "RenamedNet")()

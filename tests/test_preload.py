@@ -162,3 +162,9 @@ def test_a_family_whose_packages_lack_what_its_suite_imports_is_the_harness_s_ne
     from harness.report.model import RunModel
 
     assert RunModel.load(tmp_path / "r" / "default").causes() == []  # no cause of Paddle's
+    # A factory asking its package for a name the package lacks: the factory's to fix, untestable too.
+    matrix.write_text(matrix.read_text().replace("tests.factories:incomplete_suite_net", "tests.factories:misnamed_suite_class"))
+    proc = run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--results", str(tmp_path / "m"))
+    record = next(iter(load_records(tmp_path / "m" / "default")))
+    assert record.setup.status.value == "untestable", (record.setup.status, record.setup.message)
+    assert "asks for what is not there" in record.setup.message and "RenamedNet" in record.setup.message

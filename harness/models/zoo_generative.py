@@ -6,7 +6,7 @@ levels of 32 and 64 channels, groups of 8; random init), exported as a pipeline 
 - ``UNet2DConditionModel`` (Stable Diffusion's): the noisy latent, the timestep and the text
   encoder's states in (cross-attention of 32), the predicted noise out;
 - ``AutoencoderKL.decode`` (Stable Diffusion's VAE decoder): a 4-channel latent in, the image out;
-- ``DiTTransformer2DModel`` (DiT's): the latent in patches of 2, the timestep and a class label in.
+- ``Transformer2DModel`` with adaptive norm zero (DiT's): the latent in patches of 2, the timestep and a class label in.
 
 PPDiffusers imports PaddleNLP (``families.ppdiffusers``: apart, with PaddleNLP's pins).
 """
@@ -84,7 +84,9 @@ def diff_vae_decoder() -> Tuple[nn.Layer, List[InputSpec]]:
 def diff_dit() -> Tuple[nn.Layer, List[InputSpec]]:
     """DiT: 2 blocks of adaptive-norm-zero attention over 2x2 patches of a 4-channel 8x8 latent,
     conditioned on the timestep and one of 10 classes."""
-    model = _class("DiTTransformer2DModel")(num_attention_heads=2, attention_head_dim=16, in_channels=4,
-                                            num_layers=2, sample_size=8, patch_size=2, num_embeds_ada_norm=10,
-                                            norm_num_groups=8)
+    # PPDiffusers 0.29 builds DiT's transformer as ``Transformer2DModel`` with adaptive norm zero
+    # (what ``DiTPipeline`` loads for facebook/DiT-XL-2-256).
+    model = _class("Transformer2DModel")(num_attention_heads=2, attention_head_dim=16, in_channels=4, num_layers=2,
+                                         sample_size=8, patch_size=2, num_embeds_ada_norm=10,
+                                         norm_type="ada_norm_zero", norm_num_groups=8)
     return Denoiser(model, "class_labels"), [*_step(4, 8), InputSpec([1], "int64", "class_label")]

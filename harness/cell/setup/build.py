@@ -224,6 +224,24 @@ def _build(ctx: CellContext, sources: Any) -> Tuple[Any, List[Any]]:
         raise HarnessFailure(f"model family {family['name']} cannot build {cell.model['name']} in this environment: "
                              f"its code imports {exc.name!r}, which is not installed (No module named {exc.name!r}); "
                              f"add it to families.{family['name']}.packages") from exc
+    except AttributeError as exc:
+        if not _raised_in_factory(exc, cell.model["factory"]):
+            raise  # in the suite's code or Paddle's: what this Paddle does to that code
+        raise HarnessFailure(f"the factory of {cell.model['name']} ({cell.model['factory']}) asks for what is not "
+                             f"there: {exc}; the factory's to fix, not a finding") from exc
+
+
+def _raised_in_factory(exc: BaseException, factory: str) -> bool:
+    """Whether ``exc`` was raised in the factory's own module (its innermost frame): a name the
+    factory asked a package for, which that package lacks (not the suite's code, not Paddle's)."""
+    import sys
+
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    module = sys.modules.get(factory.partition(":")[0])
+    where = getattr(module, "__file__", None)
+    return frame is not None and where is not None and Path(frame.tb_frame.f_code.co_filename) == Path(where)
 
 
 def write_build_imports(ctx: CellContext) -> None:
