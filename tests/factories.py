@@ -1259,3 +1259,35 @@ def misnamed_suite_class():
     import importlib
 
     return getattr(importlib.import_module("tests.suites.aliased_suite"), "RenamedNet")()
+
+
+class _ScaledDropout(paddle.autograd.PyLayer):
+    """A dropout as PaddleNLP 2.8.1's DeBERTa-v2 writes it (``XDropout``): its context object is a
+    second, non-tensor input, and its backward returns a gradient for each input — ``(grad, None)``."""
+
+    @staticmethod
+    def forward(ctx, x, keep):
+        ctx.keep = keep
+        return x * keep
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.keep, None
+
+
+class DropoutAsAPyLayer(nn.Layer):
+    """Linear layers around that dropout: inference and the export never call the backward; the lite
+    training does, and Paddle 3.3.1 raises "The number of outputs of `PyLayer.backward` should be 1,
+    but received 2" (measured on DeBERTa-v2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.fc = nn.Linear(8, 8), nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = self.embed(x)  # what the dropout reads needs a gradient, as a hidden state does
+        return self.fc(_ScaledDropout.apply(h, 1.0) if self.training else h)
+
+
+def dropout_as_a_pylayer():
+    return DropoutAsAPyLayer(), [InputSpec([None, 8], "float32", "x")]

@@ -179,3 +179,26 @@ def test_a_worker_killed_in_lite_training_leaves_a_training_reproducer_that_dies
     draft = (Path(source["script"]).parent / "issue.md").read_text()
     assert draft.startswith("# [cpu_fp32] the model's lite training in dygraph dies with SIGSEGV"), draft[:300]
     assert "Training the model in dygraph" in draft and "SIGSEGV" in draft, draft[:1500]
+
+
+def test_a_lite_training_paddle_raises_in_leaves_a_training_reproducer_that_raises_the_same_words(
+        write_matrix, tmp_path, paddle_version):
+    """A PyLayer whose backward returns a gradient for its non-tensor input, as PaddleNLP's DeBERTa-v2
+    dropout does: Paddle raises in the lite training. The setup's error says the phase, and the same
+    worker writes the model as source with the lite training after it; that script raises Paddle's
+    same words — a verified reproducer of the setup, which `releases` can bisect."""
+    matrix = write_matrix({"dropped": "tests.factories:dropout_as_a_pylayer"},
+                          inputs={"dropped": "x = { shape = [2, 8] }"})
+    proc = run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--model", "dropped",
+                       "--results", str(tmp_path / "r"))
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    record = load_record(tmp_path / "r" / "default", f"cpu_fp32/{paddle_version}/normal/dropped")
+    setup = record["setup"]
+    assert setup["status"] == "error" and setup["phase"] == "train", setup
+    assert "The number of outputs of `PyLayer.backward` should be 1, but received 2" in setup["message"]
+    repro = record["analysis"]["reproducer"]
+    assert repro["stage"] == "setup" and repro["verified"] is True, repro
+    source = repro["source"]
+    assert source["outcome"] == "reproduced" and "PyLayer.backward" in source["last_line"], source
+    script = Path(source["script"]).read_text()
+    assert "optimizer.step()" in script and "class _ScaledDropout" in script, script[:2000]

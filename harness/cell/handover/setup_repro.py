@@ -1,5 +1,5 @@
-"""Reproducers of a setup that failed: the model's export raised (``export_failure``) or the worker
-died in its lite training (``training_death``). Each is a source reproducer (``source_repro``): the
+"""Reproducers of a setup that failed: the model's export raised (``export_failure``) or its lite
+training raised or killed the worker (``training_death``). Each is a source reproducer (``source_repro``): the
 model rebuilt from its classes with the weights it had, then the failing step done by whichever Paddle
 runs the script — what ``releases`` bisects. Verified once here, in a child, at the cell's release.
 
@@ -8,7 +8,8 @@ worker; the factory builds at the cell's seed, so they are the ones the setup tr
 as the cell did (``modes.lite_train``, plain mode): one train-mode pass with BatchNorm momentum 0,
 then Adam steps towards seeded unit-scale targets. Its reproduction is the script dying by the same
 signal in the same innermost Paddle frame (``causes.death_words``), the words the worker's death was
-said in.
+said in; a training that raised reproduces when the script raises Paddle's same words (PaddleNLP's
+DeBERTa-v2 at 3.3.1: its ``XDropout`` PyLayer's backward returns a gradient for its non-tensor input).
 """
 
 from __future__ import annotations

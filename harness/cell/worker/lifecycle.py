@@ -138,9 +138,10 @@ def _export_to_analyse(ctx: Any, result: Dict[str, Any]) -> bool:
 
 
 def _training_death_to_reproduce(ctx: Any, setup_result: Any) -> bool:
-    """Whether the worker before this one died in the lite training of a plainly trained model (the
-    host starts this one for it: ``runner._training_death_to_reproduce``)."""
-    return (setup_result.status is Status.CRASH and setup_result.get("phase") == "train"
+    """Whether the lite training of a plainly trained model failed: Paddle raised in it (this worker),
+    or the worker before this one died in it (the host starts this one for it:
+    ``runner._training_death_to_reproduce``). Either way the training's script is its reproducer."""
+    return (setup_result.status in (Status.CRASH, Status.ERROR) and setup_result.get("phase") == "train"
             and ctx.cell.root_cause and type(ctx.mode) is TrainMode and not ctx.cell.captured)
 
 
