@@ -41,8 +41,13 @@ class Session(abc.ABC):
 
     def run_settled(self, feeds: Dict[str, np.ndarray]) -> Tuple[List[str], List[np.ndarray]]:
         """``run``, then the conversion's own check, so a finding about the converter is raised
-        before these outputs are judged."""
-        names, outputs = self.run(feeds)
+        before these outputs are judged — or before the runtime's own error, when it raised."""
+        try:
+            names, outputs = self.run(feeds)
+        except Exception:
+            if self.settle is not None:  # a conversion of memory is the cause of what its runtime then did
+                self.settle()
+            raise
         if self.settle is not None:
             self.settle()
         return names, outputs

@@ -112,8 +112,12 @@ class OnnxRuntime(Runtime):
         options.optimized_model_filepath = str(optimized)
         options.log_severity_level = 0  # verbose: the only place ORT says which transformers changed the graph
         log = Path(f"{scratch}.ort.log")
-        with _stderr_to(log), calling("onnxruntime.InferenceSession()"):
-            session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"], **kwargs)
+        try:
+            with _stderr_to(log), calling("onnxruntime.InferenceSession()"):
+                session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"], **kwargs)
+        except Exception:
+            converter().settle(Path(files["program"]), ExportOptions.of(config))  # a conversion of memory first
+            raise
         applied = list(dict.fromkeys(_MODIFIED.findall(log.read_text(encoding="utf-8", errors="replace"))))
         log.unlink()
         after = graph_evidence(onnx.load(str(optimized)))

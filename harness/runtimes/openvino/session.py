@@ -139,6 +139,8 @@ class OpenVino(Runtime):
             with calling("Core.compile_model()"):
                 compiled = core.compile_model(model, "CPU", _properties(config))
         except RuntimeError as exc:
+            if source.get("converted_from"):  # a conversion of memory is the cause of what OpenVINO then read
+                onnx_conversion.converter().settle(Path(files["program"]), onnx_conversion.ExportOptions.of(config))
             raise Finding(f"OpenVINO could not read or compile the model{OV_SAID} {openvino_words(exc)}") from exc
         runtime_model = compiled.get_runtime_model()
         precisions: Dict[str, int] = collections.Counter()
