@@ -41,11 +41,14 @@ class Row:
     reproducer: str
     span: Optional[ReleaseSpan]
     workaround: str
+    analysed: bool = True  # whether any of its cells was analysed (has a reproducer, of whatever stage)
 
     @property
     def released(self) -> str:
         if self.span is not None:
             return self.span.words()
+        if self.reproducer == "none" and not self.analysed:
+            return "not placed: no reproducer (its cells' failure was not analysed)"
         if self.reproducer == "none":  # its cells' first failing stage is another cause's: theirs was reduced
             return "not placed: no reproducer of its own (its cells' first failing stage is another cause's)"
         return "not placed: its reproducer has no verified source form `releases` can run"
@@ -94,7 +97,8 @@ def rows(model: RunModel, run: Path) -> List[Row]:
         stages = sorted({s for p in cause.places for s in cause.stages.get(p, [])})
         diagnosis = model.diagnosis(cause)
         found.append(Row(label, cause.kind, cause.message, list(cause.places), _where(diagnosis),
-                         _repro(diagnosis, run), _span(records, stages or ["setup"]), _workaround(records, stages)))
+                         _repro(diagnosis, run), _span(records, stages or ["setup"]), _workaround(records, stages),
+                         any(r.analysis.reproducer is not None for r in records)))
     for k, failure in enumerate(model.numeric_failures(), 1):
         record = by_id[failure.place]
         if model.converter_cause(failure.place, failure.stage) is not None:
