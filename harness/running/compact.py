@@ -142,7 +142,8 @@ def compact_form(script_text: str, title: str, eager: bool = False,
              "here = os.path.dirname(os.path.abspath(__file__))",
              _INPUTS.rstrip("\n") + "; " + _STATE.rstrip("\n"), *build.strip("\n").splitlines(),
              "layer.set_state_dict({name: paddle.to_tensor(state[name]) for name in layer.state_dict()})",
-             "layer.eval()"]
+             # An op program's calls spell out every attribute: the train/eval switch changes none of them.
+             *([] if _OP_PROGRAM in model else ["layer.eval()"])]
     if _EXPORT_ONLY in tail:  # the export is the failing stage: Paddle's own error says it
         lines += ["layer(*[paddle.to_tensor(inputs[name]) for name in feed_names])",
                   f'print("{BUILT} Paddle", paddle.__version__, flush=True)',
@@ -199,10 +200,10 @@ _ANCHOR_LINE = "layer = Anchored(layer)"
 def removals(text: str) -> List[List[int]]:
     """What the short form may do without, each a set of line numbers (0-based) left out together,
     tried in turn by ``standalone`` and kept only where the form still reproduces: each of the
-    stage's config calls (not the ``Config`` itself), ``layer.eval()``, and the wrapper that gives a
-    program of no parameter a params file (the release the cause is asked at may load one without it)."""
+    stage's config calls (not the ``Config`` itself), and the wrapper that gives a program of no
+    parameter a params file (the release the cause is asked at may load one without it)."""
     lines = text.splitlines()
-    found = [[k] for k, line in enumerate(lines) if line.strip().startswith("config.") or line == "layer.eval()"]
+    found = [[k] for k, line in enumerate(lines) if line.strip().startswith("config.")]
     if _ANCHOR_CLASS in lines and _ANCHOR_LINE in lines:
         start = lines.index(_ANCHOR_CLASS)
         end = next((k for k in range(start + 1, len(lines)) if lines[k] and not lines[k].startswith((" ", "\t"))),
@@ -211,6 +212,7 @@ def removals(text: str) -> List[List[int]]:
     return found
 
 
+_OP_PROGRAM = "class OneOp(paddle.nn.Layer):"  # the op program a chain reduction writes
 _OPENS = re.compile(r"^\s*(if |elif |else\b).*:\s*(#.*)?$")  # a branch's head, its comment after the colon
 _RETURN = re.compile(r"^(\s+)return \[(r\d+(?:, r\d+)+)\]$")
 _ASSIGNED = re.compile(r"^\s+(r\d+) = ")
@@ -223,7 +225,7 @@ def fewer_outputs(text: str) -> List[str]:
     (``standalone`` keeps a candidate only where it still reproduces)."""
     lines = text.splitlines()
     at = next((k for k, line in enumerate(lines) if _RETURN.match(line)), None)
-    if at is None or "class OneOp(paddle.nn.Layer):" not in lines:
+    if at is None or _OP_PROGRAM not in lines:
         return []
     indent, names = _RETURN.match(lines[at]).group(1), _RETURN.match(lines[at]).group(2).split(", ")
     out = []

@@ -25,6 +25,9 @@ def test_a_numeric_inference_cause_keeps_its_model_config_and_tolerance_and_drop
     # One tolerance for every output: written as numbers (no ``sys``, no table); several: the table.
     assert "atol = 0.001 + 1e-05 * np.abs(want" in text and "rtol=0.01, atol=atol" in text and "import sys" not in text
     assert "import paddle.inference" not in text  # `import paddle` gives it at every release
+    assert "layer.eval()" not in text  # an op program: every attribute spelled out, train or eval
+    model = MODEL.replace("class OneOp", "class Net")
+    assert "layer.eval()" in compact_form(HEAD + MODEL_SOURCE + model + MODEL_SOURCE_END + tail, "x")[0]
     several = tail.replace('"scaled_atol": 1e-05}]', '"scaled_atol": 1e-05}, {"atol": 0.5, "rtol": 0.01}]')
     table = compact_form(HEAD + MODEL_SOURCE + MODEL + MODEL_SOURCE_END + several, "a cause")[0]
     assert '"atol": 0.5' in table and "import sys" in table and "MISMATCH: reproduced" in table
@@ -61,10 +64,9 @@ def test_what_a_short_form_may_do_without_is_each_config_call_and_the_params_fil
     text = ("class Anchored(paddle.nn.Layer):\n    def forward(self, x):\n        return [x]\n"
             "layer = OneOp()\nlayer = Anchored(layer)\n"
             "config = paddle.inference.Config(a, b)\nif model_file.endswith('.json'):  # a PIR program: its own calls\n"
-            "    config.enable_new_ir(True)\nconfig.enable_mkldnn()\npredictor = paddle.inference.create_predictor(config)\n"
-            "layer.eval()\n")
+            "    config.enable_new_ir(True)\nconfig.enable_mkldnn()\npredictor = paddle.inference.create_predictor(config)\n")
     found = removals(text)
-    assert found == [[7], [8], [10], [0, 1, 2, 4]], found  # the Config itself never
+    assert found == [[7], [8], [0, 1, 2, 4]], found  # the Config itself never
     assert without(text, [7]).count("if model_file") == 0  # an if left with no body goes too, its comment with it
     assert "config.enable_mkldnn()" in without(text, [7]) and "Anchored" not in without(text, [0, 1, 2, 4])
     compile(without(without(text, [0, 1, 2, 4]), []), "x.py", "exec")
