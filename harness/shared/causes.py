@@ -185,9 +185,16 @@ def names_its_call(message: str) -> bool:
     return bool(_CALLED.match(str(message or "")))
 
 
+# Paddle 3.3 names the grad node before an error of its backward ("GradNodePyLayer_XDropout : The
+# number of outputs ..."); earlier releases say the same check without it, and the node is named after
+# the model's own class: not the cause's words.
+_GRAD_NODE = re.compile(r"\bGradNode\w* : ")
+
+
 def cause_of(message: str) -> str:
     """The message with what varies between occurrences of one cause replaced by placeholders."""
     text = _by_what_differs(message or "")
+    text = _GRAD_NODE.sub("", text)
     text = _QUALIFIED_OP.sub(r"OP(\1)", text)
     text = _HEX.sub("<addr>", text)
     text = _PATH.sub("<path>", text)
