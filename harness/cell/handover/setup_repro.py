@@ -158,7 +158,21 @@ def _training_script(folder: Path, source: source_repro.Source, steps: int, seed
         losses = lite_train(paddle, layer, [paddle.to_tensor(inputs[name]) for name in feed_names], {steps}, {seed})
         print(f"trained: not reproduced (losses {{losses}})")
         ''')
-    return _saved(folder, source, _header(source, "trained as the harness's lite training trains it", True) + code)
+    return _saved(folder, source, _built_before_dygraph(
+        _header(source, "trained as the harness's lite training trains it", True)) + code)
+
+
+def _built_before_dygraph(header: str) -> str:
+    """A training's script says it built once its layer holds its weights, before its first dygraph
+    call: the failing step it reproduces is running the model in dygraph and training it (CodeGen's
+    forward raises at 3.3.1 in dygraph itself — ``paddle.where`` with a float condition — and was said
+    "not built" at its own release, NOT verified)."""
+    lines = header.splitlines(keepends=True)
+    said = next(k for k in range(len(lines) - 1, -1, -1) if f'print(f"{BUILT}' in lines[k])
+    del lines[said]
+    at = lines.index("layer.eval()\n")
+    lines.insert(at, f'print(f"{BUILT} Paddle {{paddle.__version__}}, the model built; it runs and trains next", flush=True)\n')
+    return "".join(lines)
 
 
 __all__ = ["export_failure", "training_death"]
