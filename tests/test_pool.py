@@ -104,3 +104,11 @@ def test_an_environment_is_made_once_for_its_list_and_again_when_its_stamp_is_go
     (python.parent.parent / STAMP).unlink()  # an install that never finished
     ensure(tmp_path, env, "test", said.append)
     assert len(said) == 2
+    # Another list that resolves to the very same distributions (tabulate pinned at what the venv
+    # holds): that venv, said, no second one; a pin it does not hold makes its own.
+    installed = json.loads((python.parent.parent / STAMP).read_text())["installed"]
+    pin = next(p for p in installed if p.startswith("tabulate=="))
+    assert ensure(tmp_path, Environment(env.python, (pin,)), "test", said.append) == python
+    assert len(said) == 3 and "resolves to: used as it is" in said[2], said
+    other = ensure(tmp_path, Environment(env.python, ("tabulate==0.8.10",)), "test", said.append)
+    assert other != python and "making the environment" in said[3], said
