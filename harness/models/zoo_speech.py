@@ -5,6 +5,7 @@ layout (random init), exported as the suite's own export code exports it:
 - synthesis, acoustic models: ``FastSpeech2`` and ``SpeedySpeech`` behind their ``*Inference``
   wrappers (the phone ids in, the log-mel out through the ``ZScore`` normalizer), with the input
   specs of ``t2s/exps/syn_utils.py``'s ``am_to_static`` (``[-1]`` int64 phones, and tones);
+  SpeedySpeech fed the phones' durations too (``_WithDurations`` says why);
 - synthesis, vocoder: ``HiFiGANGenerator`` behind ``HiFiGANInference`` (a log-mel ``[T, 80]`` in,
   the waveform out; ``voc_to_static``'s ``[-1, 80]``);
 - recognition: ``DeepSpeech2InferModel`` bidirectional (its ``export()``'s two inputs: features and
@@ -12,9 +13,9 @@ layout (random init), exported as the suite's own export code exports it:
   states and mask out);
 - speaker verification: ``EcapaTdnn`` (log-fbanks ``[N, 80, T]`` in, the embedding out).
 
-Durations, tones and lengths are fed as the suite feeds them at inference; the length regulator
-of the acoustic models makes their output length depend on the predicted durations (a dynamic
-shape the export must keep).
+Tones and lengths are fed as the suite feeds them at inference; the length regulator of the
+acoustic models makes their output length depend on the durations (a dynamic shape the export must
+keep).
 """
 
 from __future__ import annotations
@@ -50,14 +51,30 @@ def speech_fastspeech2() -> Tuple[nn.Layer, List[InputSpec]]:
     return inference, [InputSpec([None], "int64", "phones")]
 
 
+class _WithDurations(nn.Layer):
+    """An acoustic model's ``*Inference`` fed the phones' durations (the argument the suite's inference
+    takes for given durations): its length regulator expands by them. Left to its duration predictor,
+    a random-init model predicts ``round(exp(d))`` frames of nonsense — 26.8 GB for 20 phones
+    (measured) — and a rounding that one ulp flips changes the output's length: a comparison of
+    backends would measure the rounding, not the backend."""
+
+    def __init__(self, inference: nn.Layer):
+        super().__init__()
+        self.net = inference
+
+    def forward(self, phones, tones, durations):
+        return self.net(phones, tones, durations=durations)
+
+
 def speech_speedyspeech() -> Tuple[nn.Layer, List[InputSpec]]:
     """SpeedySpeech (CSMSC's: dilated residual conv encoder and decoder, duration predictor) at
-    width 64, 60 phones and 6 tones."""
+    width 64, 60 phones and 6 tones, fed the phones' durations."""
     model = _attr("t2s.models.speedyspeech", "SpeedySpeech")(
         vocab_size=60, tone_size=6, encoder_hidden_size=64, duration_predictor_hidden_size=64,
         decoder_hidden_size=64, decoder_output_size=_MELS)
     inference = _attr("t2s.models.speedyspeech", "SpeedySpeechInference")(_zscore(_MELS), model)
-    return inference, [InputSpec([None], "int64", "phones"), InputSpec([None], "int64", "tones")]
+    return _WithDurations(inference), [InputSpec([None], "int64", "phones"), InputSpec([None], "int64", "tones"),
+                                       InputSpec([1, None], "int64", "durations")]
 
 
 def speech_hifigan() -> Tuple[nn.Layer, List[InputSpec]]:
