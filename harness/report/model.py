@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..shared.causes import Cause, cause_of, group
+from ..shared.causes import Cause, cause_of, group, one_defect
 from ..shared.machine import label as machine_label, numeric_key
 from ..shared.record_model import CellRecord, Comparison, Outcome, Reduction, Reproducer, Verdict
 from ..shared.records import Unreadable, scan_records
@@ -295,14 +295,14 @@ class RunModel:
         mode met on the way (with the workaround that ran beside each), one line per cause.
         Computed once: every renderer numbers causes the same way."""
         if self._causes is None:
-            self._causes = group(_worded(self.records))
+            self._causes = one_defect(group(_worded(self.records)))
         return self._causes
 
     def converter_cause(self, place: str, stage: str) -> Optional[Cause]:
         """The converter's cause a failure of ``stage`` in ``place`` belongs to (a numeric failure is
-        in it, not apart from it), or None."""
-        return next((c for c in self.causes() if c.kind == Owner.CONVERTER.value and stage in c.stages.get(place, [])),
-                    None)
+        in it, not apart from it: a converter's proven bug, or the memory defect it was made one with), or None."""
+        return next((c for c in self.causes() if (c.kind == Owner.CONVERTER.value or c.joined)
+                     and stage in c.stages.get(place, [])), None)
 
     def hazards(self) -> List[Cause]:
         """Hazards that raised, one per (hazard, message), with the versions they were probed at and

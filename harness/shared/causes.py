@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from .errors import PADDLE_WORDS, Finding, called, harness_made
 from .vocab import Status
@@ -277,6 +277,7 @@ class Cause:
     places: List[str] = dataclasses.field(default_factory=list)
     count: int = 0
     stages: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+    joined: List[str] = dataclasses.field(default_factory=list)  # keys of the causes one defect made of it (``one_defect``)
 
 
 def group(items: Iterable[Tuple[str, ...]]) -> List[Cause]:
@@ -295,3 +296,71 @@ def group(items: Iterable[Tuple[str, ...]]) -> List[Cause]:
         if stage:
             cause.stages.setdefault(place, []).append(stage)
     return sorted(found.values(), key=lambda c: (-c.count, c.kind, c.key))
+
+
+_PADDLE_OP = re.compile(r"\bpd_op\.\w+")
+# The converter and its version as a cause's words name them first ("<converter> 2.1.0 converts ...",
+# "(<converter> 2.1.0; converted again ...").
+_CONVERTER_VERSION = re.compile(r"\b([a-z][\w-]*) (\d+\.\d+(?:\.\d+)*)\b")
+
+
+def _conversion_defect(cause: Cause) -> Optional[Tuple[str, FrozenSet[str], bool]]:
+    """(converter and version, the Paddle ops, whether by memory) of a cause that is a converter's
+    defect at named ops: one whose output depends on memory it never wrote, or a converter's
+    proven numeric bug at one op; None for any other cause (a chain of ops names no one op)."""
+    converter = _CONVERTER_VERSION.search(cause.message)
+    if converter is None:
+        return None
+    if _NEVER_WROTE in cause.key and "): " in cause.key:
+        ops = frozenset(_PADDLE_OP.findall(cause.key.split("): ", 1)[1]))
+        return (converter.group(0), ops, True) if ops else None
+    ops = frozenset(_PADDLE_OP.findall(cause.key))
+    if cause.kind == "converter" and len(ops) == 1 and "->" not in cause.key:
+        return converter.group(0), ops, False
+    return None
+
+
+def one_defect(causes: List[Cause]) -> List[Cause]:
+    """``causes`` with those of one conversion defect made one: a converter whose output depends on
+    memory it never wrote writes other values in every cell, so its cells said other nodes (the
+    zoo's SCINet both a Pad and a LeakyRelu, HiFiGAN a LeakyRelu alone), and a runtime that read the
+    file where both conversions happened to read the same bytes judged the op's conversion wrong
+    on its numbers instead (HiFiGAN's LeakyRelu in the other runtime's session, measured). Causes of one converter
+    and version that share a Paddle op, one of them by memory, are one cause: the largest memory
+    cause's words, every place and stage, the others' keys in ``joined``."""
+    defects = [_conversion_defect(c) for c in causes]
+    parent = list(range(len(causes)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, a in enumerate(defects):
+        for j in range(i):
+            b = defects[j]
+            if a and b and a[0] == b[0] and (a[2] or b[2]) and a[1] & b[1]:
+                parent[root(i)] = root(j)
+    groups: Dict[int, List[int]] = {}
+    for i in range(len(causes)):
+        groups.setdefault(root(i), []).append(i)
+    merged = []
+    for members in groups.values():
+        if len(members) == 1:
+            merged.append(causes[members[0]])
+            continue
+        by_memory = [i for i in members if defects[i][2]]
+        home = max(by_memory, key=lambda i: causes[i].count)
+        base = causes[home]
+        one = Cause(kind=base.kind, key=base.key, message=base.message, count=sum(causes[i].count for i in members))
+        for i in [home, *[m for m in members if m != home]]:
+            for place in causes[i].places:
+                if place not in one.places:
+                    one.places.append(place)
+                one.stages.setdefault(place, []).extend(s for s in causes[i].stages.get(place, [])
+                                                        if s not in one.stages.get(place, []))
+            if i != home:
+                one.joined.append(causes[i].key)
+        merged.append(one)
+    return sorted(merged, key=lambda c: (-c.count, c.kind, c.key))

@@ -91,3 +91,37 @@ def test_a_backward_s_error_is_one_cause_whatever_its_grad_node_is_named():
     words = "The number of outputs of `PyLayer.backward` should be 1, but received 2. (at /paddle/py_layer_node.cc:196)"
     assert cause_of(f"ValueError: (InvalidArgument) GradNodePyLayer_XDropout : {words}") == cause_of(
         f"ValueError: (InvalidArgument) {words}") == cause_of(f"ValueError: (InvalidArgument) GradNodePyLayer_Other : {words}")
+
+
+def test_cells_of_one_conversion_defect_are_one_cause_whatever_nodes_each_said():
+    """A converter reading memory it never wrote says other nodes in every cell (a Pad in one, a
+    LeakyRelu beside it in another), and a runtime whose two conversions read the same bytes judged the
+    op's conversion wrong on its numbers: one converter and version sharing a Paddle op, one of them by
+    memory, are one cause. An op no memory cause names, a chain of ops, another converter's version
+    and two converter bugs by numbers alone stay apart."""
+    from harness.shared.causes import group, one_defect
+
+    head = ("paddle2onnx's output depends on memory it never wrote (paddle2onnx 2.1.0; converted again with "
+            "glibc's M_PERTURB filling fresh memory with 0xa5 ^ 0xff): ")
+    items = [
+        ("error", head + "initializer helper.constant.20 (input of Pad.0 (Pad, from pd_op.pad3d)) holds 0 and 1e30", "a", "ort_convert"),
+        ("error", head + "initializer helper.constant.7 (input of Pad.3 (Pad, from pd_op.pad3d)) holds 2 and 7e12", "b", "ort_convert"),
+        ("error", head + "node LeakyRelu.1 (LeakyRelu, from pd_op.leaky_relu) attribute alpha 0.1 and nan; "
+                         "initializer c (input of Pad.0 (Pad, from pd_op.pad3d)) holds 0 and 5", "c", "ort_convert"),
+        ("converter", "paddle2onnx 2.1.0 converts pd_op.leaky_relu into ONNX that computes otherwise", "d",
+         "openvino_convert", "paddle2onnx 2.1.0 pd_op.leaky_relu"),
+        ("converter", "paddle2onnx 2.1.0 converts pd_op.max into a file the checker rejects", "e", "ort_convert",
+         "paddle2onnx 2.1.0 pd_op.max"),
+        ("converter", "paddle2onnx 2.1.0 converts pd_op.conv2d -> pd_op.pad3d otherwise", "f", "ort_convert",
+         "paddle2onnx 2.1.0 pd_op.conv2d -> pd_op.pad3d"),
+        ("converter", "paddle2onnx 1.3.1 converts pd_op.pad3d otherwise", "g", "ort_convert", "paddle2onnx 1.3.1 pd_op.pad3d"),
+    ]
+    causes = one_defect(group(items))
+    one = next(c for c in causes if "a" in c.places)
+    assert sorted(one.places) == ["a", "b", "c", "d"] and one.count == 4 and one.kind == "error", one
+    assert one.stages["d"] == ["openvino_convert"] and len(one.joined) == 2, one
+    apart = sorted(tuple(c.places) for c in causes if c is not one)
+    assert apart == [("e",), ("f",), ("g",)], apart
+    # Nothing to make one: the causes as they were.
+    plain = group(items[4:6])
+    assert one_defect(plain) == plain
