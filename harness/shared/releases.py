@@ -192,6 +192,10 @@ def onednn_refusals(output: str) -> List[str]:
                               for m in _REFUSAL.finditer(output)))
 
 
+# The "(in <callee>)" groups ``paddle_message`` appends to a callee's error, at the end of a cause's words.
+_CALLEES = re.compile(r"(?: \(in <[^()]*\))+$")
+
+
 def outcome(exit_code: Optional[int], output: str, cause_words: str, numeric: bool) -> Tuple[RunOutcome, str]:
     """What one run of the script says: ``reproduced``, ``not_reproduced`` or ``not_built`` (it
     failed before the program was exported: that release cannot run it), or ``other`` (it failed
@@ -211,12 +215,16 @@ def outcome(exit_code: Optional[int], output: str, cause_words: str, numeric: bo
         # A script a signal killed (a crash's reproducer) is said as its worker was: the signal and
         # Paddle's innermost frame, which the cause's words hold.
         died = death_words(exit_code, output)
-        reproduced = bool(cause_words) and cause_words in cause_of(f"{output}\n{died}")
+        said = cause_of(f"{output}\n{died}")
+        # Words composed from a chain (``paddle_message``: the callee's error "(in <the C function>)" that
+        # only said a callee raised) are the callee's error in a script's traceback, the chain below it.
+        core = _CALLEES.sub("", cause_words)
+        reproduced = bool(cause_words) and (cause_words in said or (core != cause_words and bool(core) and core in said))
         # Reproduced: said by the line holding the cause's words (a warning printed after them is not
         # the answer: measured on the zoo). A signal only when there was one; else the script's own
         # end, with its exit status unless it is Python's own for an uncaught exception (1).
         if reproduced and not died:
-            last = next((ln.strip() for ln in lines if cause_words in cause_of(ln)), "") or last
+            last = next((ln.strip() for ln in lines if cause_words in cause_of(ln) or core in cause_of(ln)), "") or last
         if died or not last:
             last = died or f"exit status {exit_code}"
         elif exit_code != 1:

@@ -111,6 +111,8 @@ class Writer:
             return self.reference(value)
         if isinstance(value, types.ModuleType) and self.imports_module(value.__name__):  # a module handed to a layer
             return self._module_name(value.__name__)
+        if isinstance(value, paddle.Tensor):
+            return self.tensor(value)
         if type(value).__name__ == "DataType" or type(value).__name__ == "VarType":  # a paddle dtype
             return f"paddle.{str(value).split('.')[-1].lower()}"
         if callable(getattr(value, "to_dict", None)) and _installed(type(value).__module__):
@@ -123,6 +125,20 @@ class Writer:
             own = _beyond_defaults(type(value), data)
             return f"{self.reference(type(value))}({'**' + self.value(own) if own else ''})"
         raise Unspellable(f"an argument of type {type(value).__module__}.{type(value).__qualname__} has no source form")
+
+    # A tensor handed to a constructor (PaddleSpeech's ``ZScore(mu, sigma)``: the statistics it
+    # normalizes by) spelled with its values, up to this many: a larger one would be a script of numbers.
+    TENSOR_LITERAL = 1024
+
+    def tensor(self, value: Any) -> str:
+        """``paddle.to_tensor(<its values>, dtype=...)``: float32 values read back exactly (a float32's
+        repr as a Python float is that float32), a value that is not finite as ``float('nan')``."""
+        count = int(np.prod(value.shape)) if len(value.shape) else 1
+        if count > self.TENSOR_LITERAL:
+            raise Unspellable(f"a tensor argument of {count} values (shape {list(value.shape)}) has no literal "
+                              f"form here (at most {self.TENSOR_LITERAL})")
+        dtype = str(value.dtype).split(".")[-1]
+        return f"paddle.to_tensor({self.value(value.numpy().tolist())}, dtype={dtype!r})"
 
     def layer(self, layer: Any) -> str:
         from ...models.construction import made_with  # harness.models imports paddle: only when a cell runs

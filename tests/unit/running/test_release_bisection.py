@@ -209,6 +209,24 @@ def test_a_release_s_answer_says_an_exit_status_as_one_and_a_signal_only_when_th
     assert line.startswith("died with SIGSEGV"), line
 
 
+def test_a_callee_s_error_said_through_its_c_function_reproduces_as_the_traceback_shows_it():
+    """The cell says a C function's SystemError by its callee's error ("TypeError: only 0-dimensional
+    arrays ... (in <built-in function expand>)": PaddleSpeech's FastSpeech2 in train mode at 3.3.1); a
+    script's traceback shows the TypeError, then the SystemError that only says a callee raised."""
+    from harness.shared.causes import cause_of
+
+    words = cause_of("TypeError: only 0-dimensional arrays can be converted to Python scalars (in <function "
+                     "_prod_dispatcher at 0x7f39fef00400>) (in <built-in function expand>)")
+    output = ("BUILT: Paddle 3.3.1, model.json\nTraceback (most recent call last):\n"
+              "TypeError: only 0-dimensional arrays can be converted to Python scalars\n\n"
+              "The above exception was the direct cause of the following exception:\n\n"
+              "SystemError: <built-in function expand> returned a result with an exception set")
+    said, line = outcome(1, output, words, numeric=False)
+    assert said is RunOutcome.REPRODUCED and line.startswith("TypeError: only 0-dimensional"), line
+    other, _ = outcome(1, output.replace("only 0-dimensional arrays", "another thing"), words, numeric=False)
+    assert other is RunOutcome.OTHER
+
+
 def test_a_cause_met_alike_by_two_runtimes_is_asked_with_the_script_of_the_cell_that_made_it():
     """The OpenVINO cell took its reproducer from the ONNX Runtime cell that analysed their shared
     conversion: the cause's script is the ONNX Runtime cell's, and so is the environment it runs in."""

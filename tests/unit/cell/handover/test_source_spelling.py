@@ -70,6 +70,14 @@ def test_values_spell_as_python_that_reads_back():
     for value in (None, True, 3, -0.5, "bilinear", [1, (2,), {"a": 2.0}], np.float32(0.25)):
         assert eval(writer.value(value)) == (value.item() if isinstance(value, np.generic) else value)
     assert writer.value(float("inf")) == "float('inf')"
+    # A tensor handed to a constructor: its values, exactly, in its dtype; one too large to write, said.
+    stats = paddle.to_tensor(np.array([0.1, -3.3e-8, np.nan, 7.0], dtype="float32"))
+    spelled = writer.value(stats)
+    back = eval(spelled, {"paddle": paddle})
+    assert back.dtype == paddle.float32 and np.array_equal(back.numpy(), stats.numpy(), equal_nan=True), spelled
+    assert writer.value(paddle.to_tensor([[1, 2]], dtype="int64")) == "paddle.to_tensor([[1, 2]], dtype='int64')"
+    with pytest.raises(source_repro.Unspellable, match="tensor argument of 2048 values"):
+        writer.value(paddle.zeros([2, 1024]))
 
 
 def test_the_stage_per_program_format_shares_what_both_formats_call():
