@@ -1,24 +1,23 @@
 """A reproducer in source (cell side): one script that runs at every Paddle release.
 
-The program reproducer (``repro.py``) loads the program this Paddle wrote, which another release
-may refuse or crash on (a 3.x ``.json`` segfaults 2.6.2; a ``.json`` holding an interpolate written
-by 3.3 is refused by 3.0–3.2). This one rebuilds the failing piece — the reduction's answer, or the
-whole model when no smaller piece reproduces — from its classes, with the constructor arguments
-recorded when the model was built (``models/construction.py``) and its weights from a file, then,
-at whatever Paddle runs it: the piece's dygraph outputs, ``to_static`` + ``jit.save`` (``.pdmodel``
-on 2.6, ``.json`` on 3.x) into a temporary folder, the stage's runtime calls, and the outputs judged
-against that release's own dygraph at the stage's tolerance (an error is let through, Paddle's
-message last).
+The program reproducer (``repro.py``) loads the program this Paddle wrote, which another release may refuse or
+crash on (a 3.x ``.json`` segfaults 2.6.2; a ``.json`` holding an interpolate written by 3.3 is refused by
+3.0–3.2). This one rebuilds the failing piece — the reduction's answer, or the whole model when no smaller piece
+reproduces — from its classes, with the constructor arguments recorded when the model was built
+(``models/construction.py``) and its weights from a file, then, at whatever Paddle runs it: the piece's dygraph
+outputs, ``to_static`` + ``jit.save`` (``.pdmodel`` on 2.6, ``.json`` on 3.x) into a temporary folder, the
+stage's runtime calls, and the outputs judged against that release's own dygraph at the stage's tolerance (an
+error is let through, Paddle's message last).
 
-Classes from installed packages (Paddle's layers, a suite's) are imported by their public name;
-classes from the model's own source files (the harness's built-in models, a user's module) are
-written into the script, with the module-level names they read (imports, helpers, constants).
-What cannot be spelled (a layer built outside the recorder, an argument that is an arbitrary
-object, a class defined inside a function) is said as the reason there is no source reproducer.
+Classes from installed packages (Paddle's layers, a suite's) are imported by their public name; classes from the
+model's own source files (the harness's built-in models, a user's module) are written into the script, with the
+module-level names they read (imports, helpers, constants). What cannot be spelled (a layer built outside the
+recorder, an argument that is an arbitrary object, a class defined inside a function) is said as the reason
+there is no source reproducer.
 
-The script prints ``BUILT:`` once the program is written: what fails before it failed to build at
-that release (an API or a package missing there: the release *could not run* it), what fails after
-it is the stage's failure or not."""
+The script prints ``BUILT:`` once the program is written: what fails before it failed to build at that release
+(an API or a package missing there: the release *could not run* it), what fails after it is the stage's failure
+or not."""
 
 from __future__ import annotations
 
@@ -126,19 +125,13 @@ class Writer:
             return f"{self.reference(type(value))}({'**' + self.value(own) if own else ''})"
         raise Unspellable(f"an argument of type {type(value).__module__}.{type(value).__qualname__} has no source form")
 
-    # A tensor handed to a constructor (PaddleSpeech's ``ZScore(mu, sigma)``: the statistics it
-    # normalizes by) spelled with its values, up to this many: a larger one would be a script of numbers.
-    TENSOR_LITERAL = 1024
-
+    TENSOR_LITERAL = 1024  # values of a tensor spelled at most: a larger one would be a script of numbers
     def tensor(self, value: Any) -> str:
-        """``paddle.to_tensor(<its values>, dtype=...)``: float32 values read back exactly (a float32's
-        repr as a Python float is that float32), a value that is not finite as ``float('nan')``."""
-        count = int(np.prod(value.shape)) if len(value.shape) else 1
+        """A tensor handed to a constructor (PaddleSpeech's ``ZScore(mu, sigma)``) with its values, exactly."""
+        count = int(np.prod(value.shape))
         if count > self.TENSOR_LITERAL:
-            raise Unspellable(f"a tensor argument of {count} values (shape {list(value.shape)}) has no literal "
-                              f"form here (at most {self.TENSOR_LITERAL})")
-        dtype = str(value.dtype).split(".")[-1]
-        return f"paddle.to_tensor({self.value(value.numpy().tolist())}, dtype={dtype!r})"
+            raise Unspellable(f"a tensor argument of {count} values has no literal form (at most {self.TENSOR_LITERAL})")
+        return f"paddle.to_tensor({self.value(value.numpy().tolist())}, dtype={str(value.dtype).split('.')[-1]!r})"
 
     def layer(self, layer: Any) -> str:
         from ...models.construction import made_with  # harness.models imports paddle: only when a cell runs
@@ -351,10 +344,9 @@ def piece(paddle: Any, piece_module: str, members: Sequence[Any], feeds: Dict[st
 
 def op_program(paddle: Any, op_module: str, held: Dict[str, np.ndarray], feeds: Dict[str, np.ndarray],
                what: str) -> Source:
-    """The reduction's op program (``op_source.written``: one op, a pair, a chain, a branch), fed
-    ``in0..``: its module imports Paddle alone — the public calls the model made, ``_C_ops`` where
-    it made none — so the script needs no suite and runs at any release that has those calls. The
-    model's parameters the ops read are its buffers (``p0..``), set from the weights file."""
+    """The reduction's op program (``op_source.written``: one op, a pair, a chain, a branch), fed ``in0..``: its
+    module imports Paddle alone (the public calls the model made, ``_C_ops`` where it made none), so the script
+    runs at any release with those calls; the parameters the ops read are buffers (``p0..``) set from the weights."""
     writer = Writer(paddle)
     writer.definitions["harness.oneop"] = _piece_class(op_module)
     build = ("layer = OneOp()\n"
@@ -388,8 +380,7 @@ def _piece_class(module_source: str) -> str:
 
 
 def by_format(lines: Dict[str, Optional[str]], stage: str) -> str:
-    """The runtime's lines for the program the running Paddle wrote: PIR (``.json``) or legacy, the
-    lines both share written once (before and after the ``if``)."""
+    """The runtime's lines for the program the running Paddle wrote (PIR or legacy), shared lines written once."""
     pir, legacy = lines.get("pir"), lines.get("legacy")
     if pir == legacy and pir is not None:
         return pir
@@ -450,10 +441,8 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
           compare_code: str) -> Path:
     """``source_repro.py``, ``weights.npz`` and ``inputs.npz`` in ``folder``."""
     if not source.weights:
-        # Paddle 3.0 writes no params file for a program of no parameter and loads no program without
-        # one (``Config(json, "")``, an empty file, ``set_prog_file``: each raises, measured); 2.6
-        # refuses none (load_combine). One parameter, returned apart, gives every release a file —
-        # an op program, a piece or a model of no parameter alike. ``to_static`` takes no ``*args``.
+        # Paddle 3.0 writes no params file for a program of no parameter and loads none without one (each way
+        # raises, measured); 2.6 refuses none. One parameter, returned apart, gives every release a file.
         source.writer.definitions["harness.anchored"] = _ANCHORED.replace("*args", ", ".join(source.feed_names))
         source.build += "layer = Anchored(layer)\n"
         source.weights = {"anchor": np.zeros([1], "float32")}
