@@ -1291,3 +1291,16 @@ class DropoutAsAPyLayer(nn.Layer):
 
 def dropout_as_a_pylayer():
     return DropoutAsAPyLayer(), [InputSpec([None, 8], "float32", "x")]
+
+
+class _AllByPosition(nn.Conv2D):
+    """As PaddleSpeech 1.5.0's ``align.Conv2D``: every argument of Paddle's ``Conv2D`` by position, and
+    one beyond what any release takes — the model does not build, at every release (Paddle 3.2 on
+    also refuses the eleven the suite passes: its ``padding_mode`` and after are keyword-only)."""
+
+    def __init__(self, cin, cout):
+        super(_AllByPosition, self).__init__(cin, cout, 3, 1, 1, 1, 1, "zeros", None, None, "NCHW", "beyond")
+
+
+def built_with_too_many_positions():
+    return nn.Sequential(_AllByPosition(3, 4)), [InputSpec([None, 3, 8, 8], "float32", "x")]

@@ -202,3 +202,24 @@ def test_a_lite_training_paddle_raises_in_leaves_a_training_reproducer_that_rais
     assert source["outcome"] == "reproduced" and "PyLayer.backward" in source["last_line"], source
     script = Path(source["script"]).read_text()
     assert "optimizer.step()" in script and "class _ScaledDropout" in script, script[:2000]
+
+
+def test_a_model_that_does_not_build_gets_the_call_its_code_made_into_paddle_as_its_reproducer(
+        write_matrix, tmp_path, paddle_version):
+    """A suite's layer passing Paddle's ``Conv2D`` more arguments by position than it takes: the model
+    does not build. The setup's error says the phase; its reproducer is the call the suite's line made
+    into Paddle with the values it passed, in Paddle's public names — a script of Paddle alone that
+    raises the same words (what ``releases`` bisects: PaddleSpeech's, first bad 3.2.0)."""
+    matrix = write_matrix({"conv": "tests.factories:built_with_too_many_positions"})
+    proc = run_harness("run", "--matrix", str(matrix), "--session", "cpu_fp32", "--model", "conv",
+                       "--results", str(tmp_path / "r"))
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    record = load_record(tmp_path / "r" / "default", f"cpu_fp32/{paddle_version}/normal/conv")
+    assert record["setup"]["status"] == "error" and record["setup"]["phase"] == "build", record["setup"]
+    repro = record["analysis"]["reproducer"]
+    source = repro["source"]
+    assert repro["verified"] is True and source["program"] == "ops", repro
+    assert source["what"].startswith("the call tests/factories.py:") and "paddle.nn.Conv2D" in source["what"], source
+    script = Path(source["script"]).read_text()
+    assert "paddle.nn.Conv2D(3, 4, 3, 1, 1, 1, 1, 'zeros', None, None, 'NCHW', 'beyond')" in script, script
+    assert "tests" not in script.split('"""')[-1] and "import paddle\n" in script  # Paddle alone

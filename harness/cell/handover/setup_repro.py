@@ -1,4 +1,5 @@
-"""Reproducers of a setup that failed: the model's export raised (``export_failure``) or its lite
+"""Reproducers of a setup that failed: the model did not build (``build_failure``: the call its code
+made into Paddle, with the values it passed), its export raised (``export_failure``) or its lite
 training raised or killed the worker (``training_death``). Each is a source reproducer (``source_repro``): the
 model rebuilt from its classes with the weights it had, then the failing step done by whichever Paddle
 runs the script — what ``releases`` bisects. Verified once here, in a child, at the cell's release.
@@ -21,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...shared.causes import cause_of, stage_cause
+from ...shared.causes import cause_of, shareable_path, stage_cause
 from ...shared.errors import HarnessFailure
 from ...shared.json_types import JsonObject
 from ...shared.releases import BUILT, RunOutcome, outcome as run_outcome
@@ -43,6 +44,47 @@ def export_failure(ctx: CellContext, message: str) -> JsonObject:
         return source_repro.whole_model(ctx.paddle, layer, input_spec, ctx.feeds(0), writer)
 
     return _written(ctx, built, _export_script, stage_cause(message)[:120], standalone=True)
+
+
+def build_failure(ctx: CellContext, exc: BaseException, message: str) -> JsonObject:
+    """The reproducer of a model that did not build: the call its code made into Paddle where it raised
+    (``call_site.paddle_call``), with the values it passed, in Paddle's public names — a script of
+    Paddle alone, run at any release (``program: ops``), ``verified`` when it raises the same words."""
+    from .call_site import paddle_call
+
+    key = stage_cause(message)[:120]
+    call = paddle_call(exc, ctx.paddle)
+    if call is None:
+        return {"status": Status.PASS, "stage": "setup", "verified": False,
+                "source": {"why": "not written: the model's innermost line made no call into Paddle that can be told"}}
+    writer = source_repro.Writer(ctx.paddle)
+    try:
+        spelled = [writer.value(a) for a in call.args] + [f"{k}={writer.value(v)}" for k, v in call.kwargs.items()]
+        target = writer.reference(call.target)
+    except source_repro.Unspellable as why:
+        return {"status": Status.PASS, "stage": "setup", "verified": False, "source": {"why": f"not written: {why}"}}
+    where = shareable_path(call.where.rsplit(":", 1)[0]) + ":" + call.where.rsplit(":", 1)[1]
+    folder = ctx.work / "reproducer" / "source"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    script = folder / source_repro.SCRIPT
+    script.write_text(textwrap.dedent(f'''\
+        """Source reproducer written by the Paddle qualification harness: the call {where} made into Paddle
+        while the model was built, with the values it passed, by the Paddle that runs this script: that
+        raising is the bug. It runs at any release: python source_repro.py (exits non-zero when it reproduces)."""
+        import paddle
+        ''') + writer.header({"import paddle"}) + writer.body()
+        + f'print(f"{BUILT} Paddle {{paddle.__version__}}, the arguments of the call built", flush=True)\n'
+        + f"{target}({', '.join(spelled)})\nprint(\"ran without error: not reproduced\")\n", encoding="utf-8")
+    run = run_script(folder, ctx.cell.stage_timeout, source_repro.SCRIPT)
+    outcome, line = run_outcome(run["exit"], run["output"], key, False)
+    verified = outcome is RunOutcome.REPRODUCED
+    what = f"the call {where} made into Paddle ({target})"
+    entry = {"folder": str(folder), "script": str(script), "what": what, "verified": verified,
+             "outcome": outcome.value, "last_line": line, "cause_words": key, "numeric": False, "program": "ops"}
+    return {"status": Status.PASS, "stage": "setup", "script": str(script), "folder": str(folder), "program": "ops",
+            "verified": verified, "last_line": line, "source": entry, "paddle": ctx.paddle_api.paddle_info()}
 
 
 def training_death(ctx: CellContext, message: str) -> JsonObject:

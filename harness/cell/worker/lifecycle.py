@@ -74,6 +74,7 @@ class Cell:
         done = Ledger(ctx.journal.finished())
         if SETUP not in done:
             ctx.journal.start(SETUP)
+            raised: Any = None
             try:
                 result = build.setup(ctx)
             except UserError as exc:
@@ -82,6 +83,7 @@ class Cell:
                 return EXIT_USER_ERROR
             except Exception as exc:  # the model or Paddle raised while building/training/exporting
                 traceback.print_exc()
+                raised = exc
                 status, message = raised_status(exc)
                 result = {"status": status, "message": message, "phase": getattr(exc, "phase", None)}
                 where = traced_at(exc)
@@ -97,6 +99,8 @@ class Cell:
             done.add(SETUP, result)
             if _export_to_analyse(ctx, result):
                 _setup_reproducer(ctx, done, lambda: setup_repro.export_failure(ctx, result["message"]))
+            elif raised is not None and _build_to_reproduce(ctx, result):
+                _setup_reproducer(ctx, done, lambda: setup_repro.build_failure(ctx, raised, result["message"]))
         if _training_death_to_reproduce(ctx, done.setup):
             _setup_reproducer(ctx, done, lambda: setup_repro.training_death(ctx, done.setup.message))
         if not done.setup.passed:
@@ -135,6 +139,12 @@ def _export_to_analyse(ctx: Any, result: Dict[str, Any]) -> bool:
     """Whether the setup's failure is the model's export raising, in a cell whose model can be taken apart."""
     return (result.get("phase") == "export" and result.get("status") is Status.ERROR and ctx.cell.root_cause
             and ctx.mode.reducible and not ctx.cell.captured)
+
+
+def _build_to_reproduce(ctx: Any, result: Dict[str, Any]) -> bool:
+    """Whether Paddle raised while the model's code built it (not the harness's: an untestable factory)."""
+    return (result.get("phase") == "build" and result.get("status") is Status.ERROR and ctx.cell.root_cause
+            and not ctx.cell.captured)
 
 
 def _training_death_to_reproduce(ctx: Any, setup_result: Any) -> bool:
