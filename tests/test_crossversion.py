@@ -14,6 +14,7 @@ from harness.report import regress
 from harness.shared.record_model import StageRecord
 from harness.shared.vocab import Transition
 from harness.shared.errors import UserError
+from harness.shared.releases import RunOutcome
 
 from .conftest import NOX, as_record, load_record, nox_run, one_line_error, run_harness
 from .conftest import CHROMIUM, chromium
@@ -318,6 +319,54 @@ def test_releases_place_each_cause_at_its_first_bad_release_and_the_drafts_say_i
     # A release the index does not serve: one line, exit 2.
     assert "--releases 2.5.0" in one_line_error(run_harness("releases", "--results", str(results), "--releases", "2.5.0",
                                                             "--python", "3.11"))
+
+
+def test_a_script_naming_what_an_older_release_lacks_is_asked_there_without_it(two_versions, shared_envs):
+    """The ``if`` on a Parameter's script (first bad 3.0.0, last good 2.6.2, above), written as a
+    suite of 3.3 writes: an attribute 2.6.2 lacks bound at import and a keyword it lacks in a call. At
+    2.6.2 it stops on the names ("not built": nothing said of the cause); written without each in turn
+    — verified at the head, where it still reproduces — 2.6.2 is asked and answers again as the plain
+    script does. Real Paddle at both releases, the environments ``releases`` made above."""
+    import ast
+    import dataclasses
+
+    from harness.running.release_envs import Environments
+    from harness.running.releases import Bisection, causes_of
+    from harness.shared.records import scan_records
+
+    head = two_versions["head"]
+    if not head.startswith("3.3"):
+        pytest.skip("flashmask_attention and pad_from_left_axis are measured present at Paddle 3.3.x")
+    records, _ = scan_records(two_versions["results"] / "default")
+    cause = next(c for c in causes_of(records)[0] if c.home.cell.model["name"] == "ifparam")
+    plain = cause.script
+    text = plain.read_text()
+    tree = ast.parse(text)
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert any(isinstance(n, ast.Import) and any(a.name == "paddle" and not a.asname for a in n.names) for n in imports)
+    lines = text.splitlines(keepends=True)
+    at = max(n.end_lineno for n in imports)
+    lines[at:at] = ["fused_attention = paddle.nn.functional.flashmask_attention  # bound, never called\n",
+                    "padded = paddle.nn.functional.pad(paddle.zeros([1, 2, 3]), [1, 1], pad_from_left_axis=False)\n"]
+    newer = plain.with_name("as_3_3_writes.py")
+    newer.write_text("".join(lines))
+    said: list = []
+    try:
+        environments = Environments(shared_envs, cause.home, "3.11", said.append)
+        bisect = Bisection(dataclasses.replace(cause, standalone=newer), environments, said.append)
+        assert bisect.run(head) is RunOutcome.REPRODUCED, said
+        assert bisect.run(OLD) is RunOutcome.NOT_REPRODUCED, said
+        line = bisect.answers[OLD][0][1]
+        assert line.startswith("written without `paddle.nn.functional.flashmask_attention`, `pad_from_left_axis=` in "
+                               f"calls of `pad` (absent at {OLD}; it reproduces at {head} without them)"), line
+        written = sorted(plain.parent.glob("as_3_3_writes.without-*.py"))
+        assert len(written) == 2, said  # one per round, each verified at the head
+        assert "fused_attention = None" in written[-1].read_text() and "pad_from_left_axis" not in \
+            "".join(ln for ln in written[-1].read_text().splitlines(True) if not ln.startswith("#"))
+        assert sum(f"at {head}: reproduced" in s for s in said) == 2, said
+    finally:
+        for path in plain.parent.glob("as_3_3_writes*.py"):
+            path.unlink()
 
 
 def test_one_command_qualifies_the_run_and_publishes_each_cause_with_its_place_release_and_workaround(

@@ -38,6 +38,7 @@ from ..shared.releases import (ONEDNN_CHECK, ReleaseRun, ReleaseSpan, RunOutcome
                                outcome as run_outcome)
 from ..shared.spec import version_order
 from . import standalone
+from .ported import Porting
 from .release_envs import PACKAGE, Environments
 from .runlock import owned
 
@@ -165,6 +166,8 @@ class Bisection:
         self.larger_ok: Optional[bool] = None  # a larger script reproduced at the cell's own release (asked when needed)
         self.larger_chosen: Optional[Tuple[Path, bool]] = None  # that script, and whether it needs the suite
         self.refusal: Optional[str] = None  # what oneDNN refused, and why, where it reproduced at its own release
+        # A script an older release cannot build for a name it lacks: asked there without it (``ported.py``).
+        self.porting = Porting(cause.home.version, lambda version, script: self._asked(version, script, False, False), say)
 
     def run(self, version: str) -> RunOutcome:
         answer = self._asked(version, self.cause.script, self.cause.needs_suite)
@@ -188,16 +191,21 @@ class Bisection:
         self.say(f"[releases] {version}: {answer[0].value} ({answer[1][:120]})")
         return answer[0]
 
-    def _asked(self, version: str, script: Path, suite: bool) -> Tuple[RunOutcome, str]:
+    def _asked(self, version: str, script: Path, suite: bool, port: bool = True) -> Tuple[RunOutcome, str]:
         """One run of ``script`` at ``version``, or why it could not run there: the model's packages
-        not made for that release (its family starts at a later Paddle), or not installing."""
+        not made for that release (its family starts at a later Paddle), or not installing. A script of
+        Paddle alone that an older release cannot build for a name it lacks is asked there without it,
+        where it reproduces without it at the cause's own release (``port``, ``ported.py``)."""
         missing = self.environment.suite_missing(version) if suite else ""
         if missing:
             return RunOutcome.NO_ENVIRONMENT, missing
         python = self.environment(version, suite)
         if python is None:
             return RunOutcome.NO_ENVIRONMENT, self._not_installed(version, suite)
-        return self._ran(python, script, version)
+        said = self._ran(python, script, version)
+        if port and not suite and said[0] is RunOutcome.NOT_BUILT and version != self.cause.home.version:
+            said = self.porting.answer(version, script, said)
+        return said
 
     def _larger(self) -> Optional[Tuple[Path, bool]]:
         """The first larger script that reproduces at the cell's own release, with whether it needs the

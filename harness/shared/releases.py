@@ -24,6 +24,9 @@ BUILT = "BUILT:"
 MODEL_SOURCE = "# -- the model's source --\n"
 MODEL_SOURCE_END = "# -- end of the model's source --\n"
 NOT_RUNNABLE = "cannot run here:"
+# How a release's answer begins when its script was asked written without what that release lacks
+# (``running/ported.py``): the span says which releases were asked so.
+PORTED = "written without"
 
 
 class RunOutcome(str, enum.Enum):
@@ -170,7 +173,9 @@ class ReleaseSpan:
             if self.outcome is SpanOutcome.FLAKY:
                 head += f" (flaky boundary: {self.note})"
         tail = f"fixed in {self.fixed_in}" if self.fixed_in else f"still at {self.newest}"
-        return f"{head}, {tail}"
+        ported = [f"{t.version} {t.line.split(' (absent at', 1)[0]}" for t in self.tried
+                  if t.line.startswith(PORTED) and t.outcome.says]
+        return f"{head}, {tail}" + (f" (asked {'; '.join(ported)})" if ported else "")
 
 
 def _missing_api(line: str) -> bool:
@@ -232,4 +237,4 @@ def outcome(exit_code: Optional[int], output: str, cause_words: str, numeric: bo
     return (RunOutcome.REPRODUCED if reproduced else RunOutcome.OTHER), last
 
 
-__all__ = ["MODEL_SOURCE", "MODEL_SOURCE_END", "SourceReproducer", "outcome", "onednn_refusals", "ONEDNN_CHECK", "BUILT", "NOT_RUNNABLE", "RunOutcome", "SpanOutcome", "ReleaseRun", "ReleaseSpan"]
+__all__ = ["PORTED", "MODEL_SOURCE", "MODEL_SOURCE_END", "SourceReproducer", "outcome", "onednn_refusals", "ONEDNN_CHECK", "BUILT", "NOT_RUNNABLE", "RunOutcome", "SpanOutcome", "ReleaseRun", "ReleaseSpan"]
