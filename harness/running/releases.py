@@ -167,16 +167,16 @@ class Bisection:
         self.larger_chosen: Optional[Tuple[Path, bool]] = None  # that script, and whether it needs the suite
         self.refusal: Optional[str] = None  # what oneDNN refused, and why, where it reproduced at its own release
         # A script an older release cannot build for a name it lacks: asked there without it (``ported.py``).
-        self.porting = Porting(cause.home.version, lambda version, script: self._asked(version, script, False, False), say)
+        self.porting = Porting(cause.home.version, lambda version, script: self.ask(version, script, False, False), say)
 
     def run(self, version: str) -> RunOutcome:
-        answer = self._asked(version, self.cause.script, self.cause.needs_suite)
+        answer = self.ask(version, self.cause.script, self.cause.needs_suite)
         whole = self.cause.whole
         if (answer[0] is not RunOutcome.REPRODUCED and whole is not None and whole != self.cause.script
                 and version != self.cause.home.version):
             # The minimizer kept what the cause's own release needed: another release may read what
             # it cut (an import only an older branch reads — measured). The whole script answers there.
-            said = self._asked(version, whole, False)
+            said = self.ask(version, whole, False)
             minimized = answer[0].value.replace("_", " ")
             answer = (said[0], f"the minimized script {minimized} ({answer[1][:90]}); the whole: {said[1][:110]}")
         larger = self._larger() if not answer[0].says else None
@@ -184,14 +184,14 @@ class Bisection:
             # The smallest cannot be asked here (a form this release does not build or load): the
             # piece or model the cell also verified is — the suite's source written in, else where
             # the model's packages install — and says so.
-            said = self._asked(version, *larger)
+            said = self.ask(version, *larger)
             smallest = answer[0].value.replace("_", " ")
             answer = (said[0], f"the smallest reproducer {smallest} ({answer[1][:90]}); the larger: {said[1][:110]}")
         self.answers.setdefault(version, []).append(answer)
         self.say(f"[releases] {version}: {answer[0].value} ({answer[1][:120]})")
         return answer[0]
 
-    def _asked(self, version: str, script: Path, suite: bool, port: bool = True) -> Tuple[RunOutcome, str]:
+    def ask(self, version: str, script: Path, suite: bool, port: bool = True) -> Tuple[RunOutcome, str]:
         """One run of ``script`` at ``version``, or why it could not run there: the model's packages
         not made for that release (its family starts at a later Paddle), or not installing. A script of
         Paddle alone that an older release cannot build for a name it lacks is asked there without it,
@@ -214,7 +214,7 @@ class Bisection:
             own = self.cause.home.version
             self.larger_ok = False
             for script, suite in self.cause.larger_scripts:
-                said = self._asked(own, script, suite)
+                said = self.ask(own, script, suite)
                 self.say(f"[releases] the larger reproducer{'' if suite else ' (its suite written in)'} at {own}: "
                          f"{said[0].value} ({said[1][:120]})")
                 if said[0] is RunOutcome.REPRODUCED:
