@@ -1304,3 +1304,23 @@ class _AllByPosition(nn.Conv2D):
 
 def built_with_too_many_positions():
     return nn.Sequential(_AllByPosition(3, 4)), [InputSpec([None, 3, 8, 8], "float32", "x")]
+
+
+class ConvLeakyReluUnderOneDNN(nn.Layer):
+    """A convolution without bias, then LeakyReLU (behind a plain convolution): from Paddle 3.3.0 a oneDNN
+    predictor dies building it — SIGSEGV in ``FusedConv2dOp::Build`` reading an absent
+    ``FloatAttribute`` (measured 3.3.0 and 3.3.1; 2.6.2 and 3.0.0 build and agree). Paddle3D's
+    SqueezeSegV3 met it first; a stage that kills the worker."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2D(4, 8, 3, padding=1)
+        self.conv = nn.Conv2D(8, 8, 3, padding=1, bias_attr=False)
+        self.act = nn.LeakyReLU(0.1)
+
+    def forward(self, x):
+        return self.act(self.conv(nn.functional.relu(self.stem(x))))
+
+
+def conv_leaky_relu_onednn():
+    return ConvLeakyReluUnderOneDNN(), [InputSpec([None, 4, 8, 8], "float32", "x")]

@@ -223,3 +223,19 @@ def test_a_model_that_does_not_build_gets_the_call_its_code_made_into_paddle_as_
     script = Path(source["script"]).read_text()
     assert "paddle.nn.Conv2D(3, 4, 3, 1, 1, 1, 1, 'zeros', None, None, 'NCHW', 'beyond')" in script, script
     assert "tests" not in script.split('"""')[-1] and "import paddle\n" in script  # Paddle alone
+
+
+def test_a_stage_that_kills_the_worker_is_said_with_paddles_last_words(write_matrix, tmp_path, paddle_version):
+    """A oneDNN predictor dying while its passes build a fused convolution (Paddle 3.3.x: SIGSEGV in
+    ``FusedConv2dOp::Build``): the passes' output is read from the worker's log, where it was written
+    as Paddle printed it, so the crash is said with its innermost frame and the log keeps the traceback."""
+    if not paddle_version.startswith("3.3"):
+        pytest.skip("the fused convolution's SIGSEGV is measured at Paddle 3.3.0 and 3.3.1")
+    results, proc = _run(write_matrix, tmp_path, "clr", "tests.factories:conv_leaky_relu_onednn",
+                         "x = { shape = [1, 4, 8, 8] }", session="cpu_onednn_fp32")
+    record = load_record(results, f"cpu_onednn_fp32/{paddle_version}/normal/clr")
+    stage = stages_by_name(record)["onednn_fp32"]
+    assert stage["status"] == "crash" and stage["signal"] == "SIGSEGV", stage
+    assert stage["message"] == "worker died with SIGSEGV in pir::FloatAttribute::data", stage["message"]
+    log = (results / f"cpu_onednn_fp32/{paddle_version}/normal/clr/worker.log").read_text()
+    assert "FusedConv2dOp::Build" in log and "Running PIR pass [conv_activation_mkldnn_fuse_pass]" in log

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import os
 import re
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -83,10 +84,24 @@ class _Captured:
 
 @contextlib.contextmanager
 def captured_native_output():
-    """Capture what native code writes to fds 1 and 2 (then write it back, so logs keep it)."""
+    """What native code writes to fds 1 and 2 while the block runs. Where both are regular files
+    (the worker's log), it is read back from them after the block: written there as it is printed,
+    so a build that kills the process leaves Paddle's last words (its C++ traceback, the passes that
+    ran) in the log the host reads — a temporary file in between died with the process, and a
+    SIGSEGV in a pass was said "worker died with SIGSEGV" and nothing else (measured: a oneDNN
+    fusion in Paddle 3.3.1). Elsewhere (a pipe, a terminal) through a temporary file, written back."""
     sys.stdout.flush()
     sys.stderr.flush()
     holder = _Captured()
+    files = _regular_files((1, 2))
+    if files is not None:
+        try:
+            yield holder
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            holder.text = "".join(_written_since(fd, start) for fd, start in files)
+        return
     saved = {fd: os.dup(fd) for fd in (1, 2)}
     with tempfile.TemporaryFile() as tmp:
         for fd in (1, 2):
@@ -103,6 +118,30 @@ def captured_native_output():
             data = tmp.read()
             os.write(2, data)
             holder.text = data.decode("utf-8", "replace")
+
+
+def _regular_files(fds: Tuple[int, ...]) -> Optional[List[Tuple[int, int]]]:
+    """Each distinct file behind ``fds`` with its size now, or None unless every one is a regular file."""
+    seen: Dict[Tuple[int, int], Tuple[int, int]] = {}
+    for fd in fds:
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        seen.setdefault((st.st_dev, st.st_ino), (fd, st.st_size))
+    return list(seen.values())
+
+
+def _written_since(fd: int, start: int) -> str:
+    """What was appended to the file behind ``fd`` after it held ``start`` bytes."""
+    try:
+        with open(f"/proc/self/fd/{fd}", "rb") as again:
+            again.seek(start)
+            return again.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _passes_in(log: str) -> Dict[str, List[str]]:
