@@ -192,10 +192,11 @@ def applied(source: str, edits: List[Edit]) -> str:
     return raw.decode()
 
 
-def without(source: str, lacks: Tuple[Lack, ...], strategy: int) -> Optional[str]:
-    """``source`` written without every one of ``lacks``, or None where it names one of them nowhere
-    (the release lacks it in code the script does not hold: a suite's package, Paddle's own)."""
-    for lack in lacks:
+def without(source: str, lacks: Tuple[Lack, ...], strategies: Tuple[int, ...]) -> Optional[str]:
+    """``source`` written without every one of ``lacks``, each by its strategy (0: read as None, 1:
+    its statements left out), or None where it names one of them nowhere (the release lacks it in
+    code the script does not hold: a suite's package, Paddle's own)."""
+    for lack, strategy in zip(lacks, strategies):
         try:
             tree = ast.parse(source)
         except SyntaxError:
@@ -215,7 +216,9 @@ class Porting:
     own: str
     ask: Callable[[str, Path], Answer]
     say: Callable[[str], object]
-    made: Dict[Tuple[Path, Tuple[Lack, ...]], Tuple[Optional[Path], str]] = dataclasses.field(default_factory=dict)
+    # (script, lacks) -> the script written without them (None: not reproducing), why not, each lack's strategy
+    made: Dict[Tuple[Path, Tuple[Lack, ...]], Tuple[Optional[Path], str, Tuple[int, ...]]] = dataclasses.field(
+        default_factory=dict)
 
     def answer(self, version: str, script: Path, first: Answer) -> Answer:
         """The release's answer to ``script``, written without what ``first`` (its answer) says it lacks."""
@@ -242,28 +245,38 @@ class Porting:
         key = (script, lacks)
         if key not in self.made:
             self.made[key] = self._verified(script, lacks, version)
-        return self.made[key]
+        return self.made[key][:2]
 
-    def _verified(self, script: Path, lacks: Tuple[Lack, ...], version: str) -> Tuple[Optional[Path], str]:
+    def _verified(self, script: Path, lacks: Tuple[Lack, ...],
+                  version: str) -> Tuple[Optional[Path], str, Tuple[int, ...]]:
+        """The lacks before the last keep the ways they were taken out (a round before verified
+        them); the last is read as None, else its statements are left out."""
         source = script.read_text(encoding="utf-8")
+        earlier = self.made.get((script, lacks[:-1]))
+        kept = earlier[2] if earlier is not None and earlier[0] is not None else (0,) * (len(lacks) - 1)
         what = ", ".join(lack.words for lack in lacks)
-        tag = hashlib.sha256(repr(lacks).encode()).hexdigest()[:8]
         said = "it names none of them"
-        for strategy, how in enumerate(("read as None", "their statements left out")):
-            text = without(source, lacks, strategy)
+        for strategy in (0, 1):
+            strategies = kept + (strategy,)
+            text = without(source, lacks, strategies)
             if text is None:
                 continue
-            path = script.with_name(f"{script.stem}.without-{tag}-{strategy}.py")
-            path.write_text(f"# Written without {what} ({how}): Paddle {version} lacks them. Run at Paddle {self.own}\n"
+            how = ", ".join(f"{lack.words} {_HOW[s]}" for lack, s in zip(lacks, strategies))
+            tag = hashlib.sha256(repr((lacks, strategies)).encode()).hexdigest()[:8]
+            path = script.with_name(f"{script.stem}.without-{tag}.py")
+            path.write_text(f"# Written without {how}: Paddle {version} lacks them. Run at Paddle {self.own}\n"
                             f"# before it was asked there, it reproduced the cause without them.\n{text}",
                             encoding="utf-8")
             outcome, line = self.ask(self.own, path)
-            self.say(f"[releases] written without {what} ({how}) at {self.own}: {outcome.value} ({line[:120]})")
+            self.say(f"[releases] written without {how} at {self.own}: {outcome.value} ({line[:120]})")
             if outcome is RunOutcome.REPRODUCED:
-                return path, ""
+                return path, "", strategies
             path.unlink()
-            said = f"{how}, it does not reproduce at {self.own} ({outcome.value}: {line[:120]})"
-        return None, f"written without {what}: {said}"
+            said = f"{_HOW[strategy]}, it does not reproduce at {self.own} ({outcome.value}: {line[:120]})"
+        return None, f"written without {what}: {said}", ()
+
+
+_HOW = ("read as None", "its statements left out")
 
 
 __all__ = ["Lack", "LackKind", "Porting", "PORTED", "ROUNDS", "lacking", "without", "applied"]
