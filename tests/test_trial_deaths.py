@@ -239,3 +239,14 @@ def test_a_stage_that_kills_the_worker_is_said_with_paddles_last_words(write_mat
     assert stage["message"] == "worker died with SIGSEGV in pir::FloatAttribute::data", stage["message"]
     log = (results / f"cpu_onednn_fp32/{paddle_version}/normal/clr/worker.log").read_text()
     assert "FusedConv2dOp::Build" in log and "Running PIR pass [conv_activation_mkldnn_fuse_pass]" in log
+    # Reduced in children, a trial's death the same as the stage's its answer: the bias-free
+    # convolution and the activation, not the stem; and a reproducer that dies the same way.
+    reduce, repro = record["analysis"]["reduce"], record["analysis"]["reproducer"]
+    assert reduce["status"] == "pass" and reduce["op"] == "pd_op.conv2d -> pd_op.leaky_relu", reduce
+    dying = [t for t in reduce["trials"] if t["reproduces"]]
+    assert dying and all("stem" not in t["members"] for t in dying), reduce["trials"]
+    assert all(t["died"]["how"] == "SIGSEGV" for t in dying)
+    assert repro["verified"] is True and repro["last_line"] == "died with SIGSEGV in pir::FloatAttribute::data", repro
+    for kind in ("bisect", "workaround"):  # they would build the predictor in the worker: said, not run
+        assert record["analysis"][kind]["status"] == "skip" and "killed its worker" in record["analysis"][kind]["message"]
+    assert record["launches"] == 2 and record["verdict"]["message"] == stage["message"]

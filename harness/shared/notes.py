@@ -43,7 +43,10 @@ def stage_note(stage: StageRecord) -> str:
         parts.append(f"traced at {stage.get('traced_at')[-1]}")
     if (stage.get("fresh_export") or {}).get("words"):  # an export that raised, tried on a fresh instance
         parts.append(stage.get("fresh_export")["words"])
-    if stage.status is Status.CRASH and stage.get("stderr_tail"):
+    # A crash said by Paddle's innermost frame needs no more; else the last line it printed (its
+    # signal banner names the process: "received by PID ...", so a frame is what names the cause).
+    said_where = " in " in (stage.message or "") and (stage.message or "").startswith("worker died with")
+    if stage.status is Status.CRASH and stage.get("stderr_tail") and not said_where:
         last = [ln for ln in stage.get("stderr_tail").splitlines() if ln.strip()][-1:]
         if last:
             parts.append(f"stderr: {last[0].strip()[:160]}")

@@ -223,6 +223,8 @@ def outcome(exit_code: Optional[int], output: str, cause_words: str, numeric: bo
         said = cause_of(f"{output}\n{died}")
         # Words composed from a chain (``paddle_message``: the callee's error "(in <the C function>)" that
         # only said a callee raised) are the callee's error in a script's traceback, the chain below it.
+        # A crash's words are its worker's ("worker died with SIGSEGV in <frame>"); a script says "died with".
+        cause_words = cause_words.removeprefix("worker ") if died else cause_words
         core = _CALLEES.sub("", cause_words)
         reproduced = bool(cause_words) and (cause_words in said or (core != cause_words and bool(core) and core in said))
         # Reproduced: said by the line holding the cause's words (a warning printed after them is not

@@ -32,7 +32,7 @@ import numpy as np
 
 from ...shared.json_types import JsonMapping, JsonObject
 from ...shared.runtime import StagePlan
-from ...shared.causes import cause_of
+from ...shared.causes import cause_of, death_words
 from ...shared.compare import Tolerance
 from ...shared.errors import HarnessFailure
 from ...shared.machine import label
@@ -421,22 +421,27 @@ def run_script(folder: Path, timeout: float, script: str = SCRIPT) -> JsonObject
     out = [ln for ln in (proc.stdout or "").splitlines() if ln.strip()]
     err = [ln for ln in (proc.stderr or "").splitlines() if ln.strip() and not ln.lstrip().startswith("\x1b")]
     last = out[-1] if out and ("MISMATCH" in out[-1] or "not reproduced" in out[-1]) else (err[-1] if err else "")
-    return {"exit": proc.returncode, "last_line": last, "output": output}
+    # A script a signal killed is said as its worker was: the signal and Paddle's innermost frame.
+    return {"exit": proc.returncode, "last_line": death_words(proc.returncode, output) or last, "output": output}
 
 
 def _verified(status: Status, key: str, run: JsonObject) -> bool:
-    """``key``: the words of the stage's cause the runtime says its own script prints."""
+    """``key``: the words of the stage's cause the runtime says its own script prints; a stage that
+    killed its worker ("worker died with SIGSEGV in <frame>"), the script dying the same way."""
     if not run["exit"]:
         return False
     if status is Status.FAIL:
         return "MISMATCH: reproduced" in run["output"]
+    if status is Status.CRASH:
+        died = death_words(run["exit"], run["output"])
+        return bool(died) and bool(key) and key.removeprefix("worker ") in died
     return bool(key) and key in cause_of(run["output"])
 
 
 def first_failing(plans: List[StagePlan], done: Ledger) -> "StagePlan | None":
-    """The first stage that failed on numbers or raised (the baseline included)."""
+    """The first stage that failed on numbers, raised or killed its worker (the baseline included)."""
     for plan in plans:
-        if done.status(plan.name) in (Status.FAIL, Status.ERROR):
+        if done.status(plan.name) in (Status.FAIL, Status.ERROR, Status.CRASH):
             return plan
     return None
 

@@ -15,6 +15,7 @@ piece where the pass did not fire says nothing about where the failure is.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -149,13 +150,28 @@ class PieceTrials:
             return outcome
         if harness_form and outcome.phase in (DYGRAPH, EXPORT):
             outcome.by = "harness"
-        empty.untestable = True
         empty.death = outcome
+        if self._dies_as_the_stage(outcome):
+            empty.files, empty.feeds = _ran_before_dying(where)
+            empty.reproduces = True
+            empty.note = f"its process died as the stage's did: {outcome.words()}"
+            progress.ended(self.ctx.work, empty.to_dict())
+            return empty
+        empty.untestable = True
         empty.note = (f"its process died: {outcome.words()}"
                       + (" (a form only the harness writes: the harness's gap, not a finding)"
                          if outcome.by == "harness" else ""))
         progress.ended(self.ctx.work, empty.to_dict())
         return empty
+
+    def _dies_as_the_stage(self, death: "sandbox.Death") -> bool:
+        """A stage that killed its worker reproduces where the piece's run of that stage's config dies
+        the same way: the signal and Paddle's innermost frame its message says."""
+        if self.failed is not Status.CRASH or death.by != "paddle":
+            return False
+        running_the_stage = death.phase == STAGE or (death.phase == REFERENCE and self.typing_plan.name == self.plan.name)
+        said = f"died with {death.how}" + (f" in {death.frame}" if death.frame else "")
+        return running_the_stage and said in self.stage_message
 
     def _export(self, layer: Any, arrays: List[np.ndarray], where: Path):
         # Dygraph first: to_static replaces the layer's forward, and a forward called after it runs
@@ -217,6 +233,8 @@ class PieceTrials:
         # The baseline config's run also names the piece's op types; when the failing stage is the
         # baseline itself, that one run is the stage's run too.
         plan, typing_plan = self.plan, self.typing_plan
+        if self.failed is Status.CRASH:
+            _before_running(where, files, feeds)  # a death is this trial's answer: what it ran stays on disk
         expected: Optional[List[np.ndarray]] = traced
         got: Optional[List[np.ndarray]] = None
         try:
@@ -273,8 +291,8 @@ class PieceTrials:
 
     def _compared(self, trial: Trial, expected: List[np.ndarray], got: List[np.ndarray],
                   piece: Tuple[Optional[Callable[[], Any]], List[np.ndarray], List[np.ndarray]] = (None, [], [])) -> Trial:
-        if self.failed is Status.ERROR:
-            trial.note += "runs without raising"
+        if self.failed in (Status.ERROR, Status.CRASH):
+            trial.note += "runs without raising" if self.failed is Status.ERROR else "runs without dying"
             return trial
         try:
             stats = compare_all(expected, got, self.tolerance, "the piece's outputs")
@@ -363,6 +381,26 @@ def written_in(members: List[Call]) -> set:
                 found.add(offset + local)
         offset += len(member.arrays)
     return found
+
+
+_RAN = ("trial-files.json", "trial-feeds.npz")
+
+
+def _before_running(where: Path, files: Dict[str, str], feeds: Dict[str, np.ndarray]) -> None:
+    """The piece's program and inputs, written before a stage that may kill the trial runs them."""
+    where.mkdir(parents=True, exist_ok=True)
+    (where / _RAN[0]).write_text(json.dumps(files), encoding="utf-8")
+    np.savez(where / _RAN[1], **feeds)
+
+
+def _ran_before_dying(where: Path) -> Tuple[Optional[Dict[str, str]], Optional[Dict[str, np.ndarray]]]:
+    """What a trial that died had run (``_before_running``), or nothing."""
+    try:
+        files = json.loads((where / _RAN[0]).read_text(encoding="utf-8"))
+        with np.load(where / _RAN[1]) as data:
+            return files, {name: data[name] for name in data.files}
+    except (OSError, ValueError):
+        return None, None
 
 
 def _raised(trial: Trial, exc: BaseException, failed: Status, cause: str, engine: Any, known: Sequence[str]) -> Trial:

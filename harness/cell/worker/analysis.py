@@ -27,6 +27,10 @@ from ..base.ledger import Ledger
 from ..rootcause.steps import FAILED, fp32_ops_search, bisect, exclude_onednn_ops, reduce, tensor_diff, triage
 
 
+_NOT_IN_THIS_PROCESS = ("the stage killed its worker: its passes switched off one at a time and the workarounds would "
+                        "build its predictor in the worker, which each build would kill (not run in a child yet)")
+
+
 def analyse(ctx: CellContext, done: Ledger) -> None:
     """Each step journalled as an analysis entry (a crash inside one is recorded like a stage's)."""
     if not ctx.cell.root_cause:
@@ -59,6 +63,11 @@ def analyse(ctx: CellContext, done: Ledger) -> None:
     if target is not None and baseline is not None:
         # After the reduction: where no config change helps, the op it placed may have another spelling.
         steps.append((Analysis.WORKAROUND, target, lambda: workaround.search(ctx, target, done, baseline)))
+    elif failing is not None and status(failing.name) is Status.CRASH:
+        # Reduced and reproduced in children (a trial's death is its answer); the pass search and the
+        # workarounds build the stage's predictor in this process, which would die with each build.
+        for kind in (Analysis.BISECT, Analysis.WORKAROUND):
+            steps.append((kind, failing, lambda: {"status": Status.SKIP, "message": _NOT_IN_THIS_PROCESS}))
     for kind, plan, fn in steps:
         if kind.journal_key in done:
             continue
