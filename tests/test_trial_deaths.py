@@ -247,6 +247,9 @@ def test_a_stage_that_kills_the_worker_is_said_with_paddles_last_words(write_mat
     assert dying and all("stem" not in t["members"] for t in dying), reduce["trials"]
     assert all(t["died"]["how"] == "SIGSEGV" for t in dying)
     assert repro["verified"] is True and repro["last_line"] == "died with SIGSEGV in pir::FloatAttribute::data", repro
-    for kind in ("bisect", "workaround"):  # they would build the predictor in the worker: said, not run
+    for kind in ("bisect", "workaround"):  # said, not run
         assert record["analysis"][kind]["status"] == "skip" and "killed its worker" in record["analysis"][kind]["message"]
+    assert "conv_activation_mkldnn_fuse_pass" in " ".join(t["died"]["tail"] for t in dying)  # the pass it died in
+    assert "deaths" not in reduce  # the stage's own cause: no death of a trial counted apart
+    assert "(a trial of the reduce)" not in proc.stdout and "pd_op.conv2d -> pd_op.leaky_relu" in proc.stdout
     assert record["launches"] == 2 and record["verdict"]["message"] == stage["message"]

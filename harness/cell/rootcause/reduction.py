@@ -81,9 +81,12 @@ def reduce_failure(ctx: CellContext, plan: StagePlan, plans: Dict[str, StagePlan
 
 
 def trial_deaths(result: JsonObject) -> List[JsonObject]:
-    """Every trial of a reduction whose process died (pieces and op programs), with what it was."""
+    """Every trial of a reduction whose process died (pieces and op programs), with what it was — but
+    those that died as the stage did: their death is the answer the reduction sought (a stage that
+    killed its worker), the stage's own cause, not another."""
     trials = list(result.get("trials") or []) + list((result.get("isolation") or {}).get("tried") or [])
-    return [dict(t["died"], trial=" + ".join(t.get("members") or [])) for t in trials if t.get("died")]
+    return [dict(t["died"], trial=" + ".join(t.get("members") or [])) for t in trials
+            if t.get("died") and not t.get("reproduces")]
 
 
 def cell_causes(plans: Dict[str, StagePlan], done: Ledger) -> List[str]:

@@ -27,8 +27,14 @@ from ..base.ledger import Ledger
 from ..rootcause.steps import FAILED, fp32_ops_search, bisect, exclude_onednn_ops, reduce, tensor_diff, triage
 
 
-_NOT_IN_THIS_PROCESS = ("the stage killed its worker: its passes switched off one at a time and the workarounds would "
-                        "build its predictor in the worker, which each build would kill (not run in a child yet)")
+# What a stage that killed its worker does not get, and why (measured on Paddle 3.3.1's oneDNN fused
+# convolution, tests/test_trial_deaths.py).
+_NOT_FOR_A_DEATH = {
+    Analysis.BISECT: "the stage killed its worker before it recorded the passes its build ran: the pass search has "
+                     "no search space (the worker's log names the pass it died in)",
+    Analysis.WORKAROUND: "a change verified in a child is timed against the stage's own config built in the worker, "
+                         "which that build kills: not run for a stage that killed its worker",
+}
 
 
 def analyse(ctx: CellContext, done: Ledger) -> None:
@@ -64,10 +70,9 @@ def analyse(ctx: CellContext, done: Ledger) -> None:
         # After the reduction: where no config change helps, the op it placed may have another spelling.
         steps.append((Analysis.WORKAROUND, target, lambda: workaround.search(ctx, target, done, baseline)))
     elif failing is not None and status(failing.name) is Status.CRASH:
-        # Reduced and reproduced in children (a trial's death is its answer); the pass search and the
-        # workarounds build the stage's predictor in this process, which would die with each build.
-        for kind in (Analysis.BISECT, Analysis.WORKAROUND):
-            steps.append((kind, failing, lambda: {"status": Status.SKIP, "message": _NOT_IN_THIS_PROCESS}))
+        # Reduced and reproduced in children (a trial's death is its answer); the other two are said.
+        for kind, why in _NOT_FOR_A_DEATH.items():
+            steps.append((kind, failing, lambda why=why: {"status": Status.SKIP, "message": why}))
     for kind, plan, fn in steps:
         if kind.journal_key in done:
             continue
