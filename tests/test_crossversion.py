@@ -359,8 +359,9 @@ def test_a_script_naming_what_an_older_release_lacks_is_asked_there_without_it(t
         bisect = Bisection(dataclasses.replace(cause, standalone=newer), environments, said.append)
         assert bisect.run(OLD) is RunOutcome.NOT_REPRODUCED, said
         line = bisect.answers[OLD][0][1]
-        assert line.startswith("written without `paddle.nn.functional.flashmask_attention`, `pad_from_left_axis=` in "
-                               f"calls of `pad` (absent at {OLD}; it reproduces at {head} without them)"), line
+        assert line.endswith("[written without `paddle.nn.functional.flashmask_attention`, `pad_from_left_axis=` in "
+                             f"calls of `pad`: absent at {OLD}, reproducing at {head} without]"), line
+        assert "not reproduced" in line.split(" [written without", 1)[0], line  # the release's own words first
         written = sorted(plain.parent.glob("as_3_3_writes.without-*.py"))
         assert len(written) == 2, said  # one per round, each verified at the head
         both = next(p.read_text() for p in written if "pad_from_left_axis" in p.read_text().splitlines()[0])

@@ -238,7 +238,8 @@ class Porting:
         if not lacks:
             return first[0], f"{first[1][:160]}{tail}" if tail else first[1]
         what = ", ".join(lack.words for lack in lacks)
-        return answer[0], f"{PORTED} {what} (absent at {version}; it reproduces at {self.own} without them): {answer[1]}{tail}"
+        # The release's own words first (what a person reads of a truncated line), then how it was asked.
+        return answer[0], f"{answer[1][:240]}{tail} [{PORTED} {what}: absent at {version}, reproducing at {self.own} without]"
 
     def _written(self, script: Path, lacks: Tuple[Lack, ...], version: str) -> Tuple[Optional[Path], str]:
         """The script without ``lacks`` that reproduces at the cause's own release (written once)."""

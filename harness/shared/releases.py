@@ -173,8 +173,8 @@ class ReleaseSpan:
             if self.outcome is SpanOutcome.FLAKY:
                 head += f" (flaky boundary: {self.note})"
         tail = f"fixed in {self.fixed_in}" if self.fixed_in else f"still at {self.newest}"
-        ported = [f"{t.version} {t.line.split(' (absent at', 1)[0]}" for t in self.tried
-                  if t.line.startswith(PORTED) and t.outcome.says]
+        ported = [f"{t.version} {PORTED} {t.line.split(f'[{PORTED} ', 1)[1].split(': absent at', 1)[0]}"
+                  for t in self.tried if f"[{PORTED} " in t.line and t.outcome.says]
         return f"{head}, {tail}" + (f" (asked {'; '.join(ported)})" if ported else "")
 
 

@@ -122,8 +122,8 @@ def test_a_release_is_asked_again_round_by_round_each_script_verified_at_its_own
     first = releases("2.6.2", script)
     said, line = porting.answer("2.6.2", script, first)
     assert said is N
-    assert line.startswith("written without `paddle.nn.functional.flashmask_attention`, `pad_from_left_axis=` in "
-                           "calls of `pad` (absent at 2.6.2; it reproduces at 3.3.1 without them): not reproduced")
+    assert line == ("not reproduced [written without `paddle.nn.functional.flashmask_attention`, `pad_from_left_axis=` "
+                    "in calls of `pad`: absent at 2.6.2, reproducing at 3.3.1 without]")
     verified = [name for version, name in releases.asked if version == "3.3.1"]
     assert len(verified) == 2 and all(".without-" in n for n in verified)  # each round's script, at its own release
     kept = sorted(p.name for p in tmp_path.glob("*.without-*.py"))
@@ -145,8 +145,8 @@ def test_a_script_that_does_not_reproduce_without_the_name_keeps_the_releases_an
 
 
 def test_the_span_says_which_releases_were_asked_written_without_what():
-    ported = ("written without `paddle.nn.functional.flashmask_attention` (absent at 2.6.2; it reproduces at 3.3.1 "
-              "without them): not reproduced")
+    ported = ("not reproduced [written without `paddle.nn.functional.flashmask_attention`: absent at 2.6.2, "
+              "reproducing at 3.3.1 without]")
     span = ReleaseSpan(SpanOutcome.FOUND, "c", "s.py", ("2.6.2", "3.0.0", "3.3.1"),
                        (ReleaseRun("2.6.2", N, ported, 3), ReleaseRun("3.0.0", R, "x", 3)), "3.0.0", "2.6.2",
                        newest="3.3.1")
