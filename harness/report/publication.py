@@ -67,8 +67,11 @@ def _workaround(records: Sequence[CellRecord], stages: Sequence[str]) -> str:
             said = workaround_words(record.analysis.get("workaround"), stage)
             if said:
                 return f"{said} ({record.id})"
-    tried = [r.analysis.get("workaround") for r in records]
-    counts = [len(entry.get("tried") or []) for entry in tried if entry is not None]
+    entries = [e for e in (r.analysis.get("workaround") for r in records) if e is not None]
+    searched = [e for e in entries if e.status is not Status.SKIP]
+    if not searched and any(e.message for e in entries):  # said not run, and why (a stage that killed its worker)
+        return f"not searched: {next(e.message for e in entries if e.message)}"
+    counts = [len(e.get("tried") or []) for e in searched]
     return f"none verified ({sum(counts)} change(s) tried)" if counts else "none searched"
 
 
