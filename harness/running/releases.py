@@ -10,9 +10,14 @@ keyed by their package list; a second run makes none).
 Bisection over the release order, as a bisect tool does it: the ends first (the cell's own release
 must reproduce, the oldest must not — else the cause is in every release that runs it), then halves;
 a release that cannot run the script (an API or a package missing there, no wheel) is skipped and its
-neighbour tried. The boundary is confirmed by running each side ``--confirm`` times (3): a side that
-answers both ways is a *flaky boundary*, said. Newer releases than the cell's: the newest first; if
-it no longer reproduces, the first that does not is ``fixed_in``.
+neighbour tried. The boundary is confirmed by running each side ``--confirm`` times (3). A
+reproduction is the cause seen — its own words or its numbers — so a release that reproduced once is
+bad, whatever its other runs said (a converter reading memory it never wrote shows the defect only when
+that memory held other bytes). A release is good when it never reproduced in as many runs as make a
+miss unlikely at the rate the first bad reproduced at (under 5%: 8 runs at a rate of 1 in 3); one that
+reproduces on those runs moves the boundary older. A rate too low to tell that in ``MOST_RUNS`` runs is a
+*flaky boundary*, said. Newer releases than the cell's: the newest first; if it no longer reproduces,
+the first that does not is ``fixed_in``.
 
 The answer (``shared/releases.ReleaseSpan``) is written into every record of the cause as
 ``analysis.releases``, under the run's lock; the regress report, the HTML report and the drafts show
@@ -30,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..report.model import RunModel
 from ..shared.causes import shareable_words, shown_apart
 from ..shared.errors import UserError
 from ..shared.record_model import AnalysisEntry, Analyses, CellRecord
@@ -37,12 +43,12 @@ from ..shared.records import scan_records, write_record
 from ..shared.releases import (ONEDNN_CHECK, ReleaseRun, ReleaseSpan, RunOutcome, SpanOutcome, onednn_refusals,
                                outcome as run_outcome)
 from ..shared.spec import version_order
-from . import standalone
+from . import boundary, standalone
 from .ported import Porting
 from .release_envs import PACKAGE, Environments
 from .runlock import owned
 
-CONFIRMATIONS = 3
+CONFIRMATIONS = boundary.CONFIRMATIONS
 TIMEOUT = 600.0
 
 Say = Callable[[str], object]
@@ -125,8 +131,9 @@ class ReleaseCause:
 
 def causes_of(records: Sequence[CellRecord]) -> Tuple[List[ReleaseCause], List[str]]:
     """The run's causes with a verified source reproducer, and why each other reproducer has none."""
-    found: Dict[str, ReleaseCause] = {}
+    found: Dict[Tuple[str, Optional[int]], ReleaseCause] = {}
     without: List[str] = []
+    reported = _reported(records)
     for record in records:
         repro = record.analysis.reproducer
         if repro is None:
@@ -146,8 +153,19 @@ def causes_of(records: Sequence[CellRecord]) -> Tuple[List[ReleaseCause], List[s
             # that are not one cause (PP-ResNet50-vd's oneDNN pooling refusal and LSTNet's reorder refusal
             # were placed by one script): kept apart by what their scripts build.
             key = f"{key} ({source.what})"
-        found.setdefault(key, ReleaseCause(key, source.numeric, [])).records.append(record)
+        # One cause as the report counts it (``RunModel.causes``): words every cell of a kind says alike
+        # ("paddle2onnx's output depends on memory it never wrote") are several causes there, each placed
+        # by a script of its own cells, never by another cause's.
+        counted = reported.get((record.id, repro.stage or "setup"))
+        found.setdefault((key, counted), ReleaseCause(key, source.numeric, [])).records.append(record)
     return list(found.values()), without
+
+
+def _reported(records: Sequence[CellRecord]) -> Dict[Tuple[str, str], int]:
+    """(cell, stage) -> the number of the cause the run's report counts that stage's failure in."""
+    causes = RunModel(list(records)).causes()
+    return {(place, stage): number for number, cause in enumerate(causes)
+            for place, stages in cause.stages.items() for stage in stages}
 
 
 def _bare(words: str) -> bool:
@@ -249,6 +267,13 @@ class Bisection:
     def first(self, version: str) -> RunOutcome:
         return self.answers[version][0][0] if version in self.answers else self.run(version)
 
+    def judged(self, version: str) -> RunOutcome:
+        """What ``version`` is taken to say: reproduced if any of its runs did (the cause was seen
+        there), else its first answer (asked once when it has none)."""
+        self.first(version)
+        answers = [a for a, _ in self.answers[version]]
+        return RunOutcome.REPRODUCED if RunOutcome.REPRODUCED in answers else answers[0]
+
     def confirmed(self, version: str, times: int) -> List[RunOutcome]:
         while len(self.answers.get(version, [])) < times:
             self.run(version)
@@ -264,63 +289,11 @@ class Bisection:
         return tuple(rows)
 
 
-def _boundary(bisect: Bisection, ordered: List[str], good_is: RunOutcome) -> Tuple[str, str]:
-    """Between ``ordered[0]`` (which answers ``good_is``) and ``ordered[-1]`` (the other answer):
-    the adjacent pair where the answer changes, skipping releases that say nothing."""
-    candidates = list(ordered)
-    lo, hi = 0, len(candidates) - 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        answer = bisect.first(candidates[mid])
-        if not answer.says:
-            del candidates[mid]
-            hi -= 1
-        elif answer is good_is:
-            lo = mid
-        else:
-            hi = mid
-    return candidates[lo], candidates[hi]
-
-
 def place(cause: ReleaseCause, releases: Sequence[str], environment: "Environments", say: Say,
           confirm: int = CONFIRMATIONS, bisect: Optional[Bisection] = None) -> ReleaseSpan:
     """The release span of one cause (see the module's docstring); ``bisect``: what runs the
     script at a release (its runs and answers), by default a ``Bisection`` of ``environment``."""
-    bisect = bisect or Bisection(cause, environment, say)
-    own = cause.home.version
-    ordered = sorted(set(releases) | {own}, key=version_order)
-    older = [v for v in ordered if version_order(v) < version_order(own)]
-    newer = [v for v in ordered if version_order(v) > version_order(own)]
-    run = cause.home.run
-    common = dict(cause=cause.key, reproducer=str(cause.script.relative_to(run)) if run else cause.script.name,
-                  releases=tuple(ordered), confirmations=confirm, needs_suite=cause.needs_suite)
-    if bisect.first(own) is not RunOutcome.REPRODUCED:
-        return ReleaseSpan(SpanOutcome.NOT_AT_ITS_RELEASE, tried=bisect.tried(),
-                           note=f"its script does not reproduce at {own} in a fresh environment: "
-                                f"{bisect.answers[own][0][1][:200]}", **common)
-    oldest = next((v for v in older if bisect.first(v).says), None)  # the oldest release that runs it
-    fixed_in, newest = _fixed(bisect, own, newer)
-    if oldest is None or bisect.first(oldest) is RunOutcome.REPRODUCED:
-        return ReleaseSpan(SpanOutcome.IN_EVERY_RELEASE, tried=bisect.tried(), first_bad=oldest or own,
-                           fixed_in=fixed_in, newest=newest, **common)
-    span = [v for v in ordered if version_order(oldest) <= version_order(v) <= version_order(own)]
-    last_good, first_bad = _boundary(bisect, span, RunOutcome.NOT_REPRODUCED)
-    sides = ((last_good, bisect.confirmed(last_good, confirm)), (first_bad, bisect.confirmed(first_bad, confirm)))
-    flaky = [f"{v} answered {', '.join(a.value for a in answers)}" for v, answers in sides if len(set(answers)) > 1]
-    return ReleaseSpan(SpanOutcome.FLAKY if flaky else SpanOutcome.FOUND, tried=bisect.tried(), first_bad=first_bad,
-                       last_good=last_good, fixed_in=fixed_in, newest=newest, note="; ".join(flaky), **common)
-
-
-def _fixed(bisect: Bisection, own: str, newer: List[str]) -> Tuple[Optional[str], str]:
-    """The first newer release where it no longer reproduces (None: it still does at the newest)."""
-    newest = next((v for v in reversed(newer) if bisect.first(v).says), None)
-    if newest is None:
-        return None, own
-    if bisect.first(newest) is RunOutcome.REPRODUCED:
-        return None, newest
-    span = [own] + [v for v in newer if version_order(v) <= version_order(newest)]
-    _, fixed = _boundary(bisect, span, RunOutcome.REPRODUCED)
-    return fixed, newest
+    return boundary.place(cause, releases, bisect or Bisection(cause, environment, say), confirm)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -365,19 +338,19 @@ def _run_locked(results: Path, options: Options, say: Say) -> int:
                             f"Python {options.python} (it serves {', '.join(served)}).")
         served = sorted(options.releases, key=version_order)
     started = time.perf_counter()
-    shown = dict(zip((c.key for c in causes), shown_apart([c.words for c in causes], 100)))
+    shown = shown_apart([c.words for c in causes], 100)
 
     def placed(numbered: Tuple[int, ReleaseCause]) -> ReleaseSpan:
         k, cause = numbered
         said: Say = lambda line: say(line.replace("[releases]", f"[releases {k}]", 1))  # noqa: E731
-        said(f"[releases] {shown[cause.key]}: {len(cause.records)} cell(s), the source reproducer of {cause.home.id}")
+        said(f"[releases] {shown[k - 1]}: {len(cause.records)} cell(s), the source reproducer of {cause.home.id}")
         environments = Environments(options.envs_root, cause.home, options.python, said)
         made = standalone.prepare(cause, environments, said, options.minimize_budget)
         if made.script is not None:
             cause = dataclasses.replace(cause, standalone=made.script, whole=made.whole)
         span = dataclasses.replace(place(cause, served, environments, said, options.confirm), standalone=made.words,
                                    compact=made.compact)
-        said(f"[releases] {shown[cause.key]}: {span.words()}")
+        said(f"[releases] {shown[k - 1]}: {span.words()}")
         return span
 
     # Causes are independent: each bisects in its own thread (its runs are processes); a release

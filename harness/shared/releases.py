@@ -85,7 +85,7 @@ class SourceReproducer:
 class SpanOutcome(str, enum.Enum):
     FOUND = "found"                        # a last good and a first bad release, confirmed
     IN_EVERY_RELEASE = "in every release"  # it reproduces at the oldest release that runs it
-    FLAKY = "flaky boundary"               # a release at the boundary answered both ways
+    FLAKY = "flaky boundary"               # reproducing too rarely at the first bad to tell the last good
     NOT_AT_ITS_RELEASE = "not reproduced at its own release"  # in a fresh environment: nothing to place
 
 
@@ -168,10 +168,13 @@ class ReleaseSpan:
             head = (f"first bad {self.first_bad} or earlier: {len(unasked)} older release(s) could not be asked — "
                     + "; ".join(f"{t.version} {t.outcome.value.replace('_', ' ')} ({t.line[:230]})" for t in unasked)
                     if unasked else f"in every release asked (oldest {self.first_bad})")
+            head += f" ({self.note})" if self.note else ""
         else:
             head = f"first bad {self.first_bad}, last good {self.last_good}"
             if self.outcome is SpanOutcome.FLAKY:
                 head += f" (flaky boundary: {self.note})"
+            elif self.note:  # how often an intermittent cause was seen, and how long the last good was asked
+                head += f" ({self.note})"
         tail = f"fixed in {self.fixed_in}" if self.fixed_in else f"still at {self.newest}"
         ported = [f"{t.version} {PORTED} {t.line.split(f'[{PORTED} ', 1)[1].split(': absent at', 1)[0]}"
                   for t in self.tried if f"[{PORTED} " in t.line and t.outcome.says]
