@@ -1324,3 +1324,33 @@ class ConvLeakyReluUnderOneDNN(nn.Layer):
 
 def conv_leaky_relu_onednn():
     return ConvLeakyReluUnderOneDNN(), [InputSpec([None, 4, 8, 8], "float32", "x")]
+
+
+def _banded_mask(input_shape, past=0, window=2):
+    """As PaddleFormers' ``_make_sliding_window_mask`` (Gemma 3): a band per traced position, bounded
+    with Python's ``max`` — under ``to_static`` (Paddle 3.x) ``bool`` of a traced value; 2.6.2 traces it."""
+    batch, seq = input_shape
+    mask = paddle.zeros((seq, seq + past), dtype="float32")
+    for i in range(seq):
+        current = past + i
+        start = max(0, current - window + 1)
+        mask[i, start:current + 1] = 1.0
+    return mask
+
+
+class BandedAttention(nn.Layer):
+    """A projection plus a band mask built from the traced sequence length: its export raises in the
+    helper, deep below the forward, with none of the layer's weights needed to raise it."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.window = 2
+
+    def forward(self, x):
+        mask = _banded_mask(x.shape[:2], window=self.window)
+        return self.proj(x) + mask.sum()
+
+
+def banded_attention():
+    return BandedAttention(), [InputSpec([None, None, 8], "float32", "x")]

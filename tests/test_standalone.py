@@ -122,6 +122,8 @@ def test_an_export_that_raises_in_a_suite_helper_gets_a_standalone_minimized_scr
     assert setup["status"] == "error" and setup["phase"] == "export" and "bool" in setup["message"], setup
     source = standalone_run["before"]["gated"]["analysis"]["reproducer"]["source"]
     assert source["verified"] is True and source["standalone"]["program"] == "inlined", source
+    # Down to the statement: the suite's helper the error was raised in, called with the traced value.
+    assert "in positive, traced alone" in source["standalone"]["what"], source["standalone"]
     assert "def positive(t):" in Path(source["standalone"]["script"]).read_text()
     span = standalone_run["after"]["gated"]["analysis"]["releases"]
     assert "minimized" in span["standalone"], span
@@ -131,7 +133,7 @@ def test_an_export_that_raises_in_a_suite_helper_gets_a_standalone_minimized_scr
     assert "any(" in kept and len(kept.splitlines()) <= 20, kept
     alone = subprocess.run([sys.executable, smaller.name], cwd=smaller.parent, capture_output=True, text=True, timeout=600)
     assert alone.returncode != 0 and "bool" in alone.stderr, alone.stderr[-2000:]
-    _short_form_reproduces(span, smaller, "bool", "paddle.jit.save(layer, ")
+    _short_form_reproduces(span, smaller, "bool", "paddle.jit.to_static(layer, ")
 
 
 def test_an_op_in_a_suite_layer_gets_beside_its_op_program_the_piece_with_the_suite_written_in(standalone_run):

@@ -120,6 +120,8 @@ def compact_form(script_text: str, title: str, eager: bool = False,
     if MODEL_SOURCE_END not in rest:
         return None, "not a source reproducer the harness wrote"
     model, tail = rest.split(MODEL_SOURCE_END, 1)
+    if _STATEMENT in tail:  # a statement traced alone: its short form is its model without comments
+        return _statement_form(head, model, tail, title), ""
     build = _between(tail, _INPUTS, _STATE)
     if build is None:
         return None, "its script builds the layer otherwise than the harness writes"
@@ -186,6 +188,18 @@ def compact_form(script_text: str, title: str, eager: bool = False,
     else:
         lines.append('print("ran without error: not reproduced")')
     return _named(lines), ""
+
+
+_STATEMENT = "class Statement(paddle.nn.Layer):"
+
+
+def _statement_form(head: str, model: str, tail: str, title: str) -> str:
+    """A statement's script (``cell/handover/statement.py``) in short: a one-line docstring, its imports,
+    the function's source without docstrings and comments, and the traced call as written."""
+    imports = [ln for ln in head.splitlines() if ln.startswith(("import ", "from "))]
+    title = title.replace("\\", "/").replace('"', "'")
+    return "\n".join([f'"""{title}; python {COMPACT} exits 1 when it reproduces (the short form of the verified script)."""',
+                      *imports, "", _model(model).rstrip("\n"), "", tail.strip("\n")]) + "\n"
 
 
 def _named(lines: List[str]) -> str:

@@ -15,14 +15,15 @@ DeBERTa-v2 at 3.3.1: its ``XDropout`` PyLayer's backward returns a gradient for 
 
 from __future__ import annotations
 
+import os
 import shutil
 import textwrap
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
-from ...shared.causes import cause_of, shareable_path, stage_cause
+from ...shared.causes import cause_of, death_words, shareable_path, stage_cause
 from ...shared.errors import HarnessFailure
 from ...shared.json_types import JsonObject
 from ...shared.releases import BUILT, RunOutcome, outcome as run_outcome
@@ -30,6 +31,8 @@ from ...shared.vocab import Status
 from . import inline, replay, source_repro
 from ..base.context import CellContext
 from .reproducer import run_script
+
+REPO = Path(__file__).resolve().parents[3]  # what the statement's writer imports the harness from
 
 
 def export_failure(ctx: CellContext, message: str) -> JsonObject:
@@ -43,7 +46,9 @@ def export_failure(ctx: CellContext, message: str) -> JsonObject:
         layer, input_spec = ctx.built
         return source_repro.whole_model(ctx.paddle, layer, input_spec, ctx.feeds(0), writer)
 
-    return _written(ctx, built, _export_script, stage_cause(message)[:120], standalone=True)
+    key = stage_cause(message)[:120]
+    return _written(ctx, built, _export_script, key,
+                    lambda folder, output, foreign: _alone(ctx, built, key, folder, output, foreign))
 
 
 def build_failure(ctx: CellContext, exc: BaseException, message: str) -> JsonObject:
@@ -103,7 +108,8 @@ def training_death(ctx: CellContext, message: str) -> JsonObject:
 
 
 def _written(ctx: CellContext, build: Callable[..., source_repro.Source],
-             write: Callable[[Path, source_repro.Source], Path], key: str, standalone: bool = False) -> JsonObject:
+             write: Callable[[Path, source_repro.Source], Path], key: str,
+             standalone: Optional[Callable[[Path, str, bool], JsonObject]] = None) -> JsonObject:
     folder = ctx.work / "reproducer" / "source"
     if folder.exists():
         shutil.rmtree(folder)
@@ -118,11 +124,69 @@ def _written(ctx: CellContext, build: Callable[..., source_repro.Source],
     verified = outcome is RunOutcome.REPRODUCED
     entry = {"folder": str(folder), "script": str(script), "what": source.what, "verified": verified,
              "outcome": outcome.value, "last_line": line, "cause_words": key, "numeric": False, "program": "model"}
-    if standalone and verified and inline.foreign_imports(script.read_text(encoding="utf-8")):
-        entry["standalone"] = _standalone(ctx, build, write, folder / "standalone", key)
+    if standalone is not None and verified:
+        alone = standalone(folder, run["output"], bool(inline.foreign_imports(script.read_text(encoding="utf-8"))))
+        entry.update({"standalone": alone} if alone.get("script") or "statement" not in alone else alone)
     return {"status": Status.PASS, "stage": "setup", "script": str(script), "folder": str(folder),
             "program": "model", "verified": verified, "last_line": line, "source": entry,
             "paddle": ctx.paddle_api.paddle_info()}
+
+
+def _alone(ctx: CellContext, build: Callable[..., source_repro.Source], key: str, folder: Path,
+           output: str, foreign: bool) -> JsonObject:
+    """The export's smallest script of Paddle alone: its raising statement's function called alone
+    (``statement.py``) where that reproduces at the cell's release; else, where the whole model's
+    script imports its suite (``foreign``), the whole model with the suite's source written in — with
+    why the statement's was not taken (``{"statement": why}`` alone when there is neither). ``output``:
+    what the whole model's script printed (Paddle's report of every traced frame; the record keeps
+    its last words only)."""
+    alone = _statement(ctx, output, key, folder / "statement", folder / source_repro.SCRIPT)
+    if alone.get("script"):
+        return alone
+    if not foreign:
+        return {"statement": alone.get("why", "")}
+    whole = _standalone(ctx, build, _export_script, folder / "standalone", key)
+    return {**whole, "statement": alone.get("why", "")}
+
+
+def _statement(ctx: CellContext, output: str, key: str, folder: Path, whole: Path) -> JsonObject:
+    """The raising statement's function alone (``statement.py``), written by a fresh process that runs
+    the whole model's script (``whole``) with a hook, then verified at the cell's release."""
+    import json
+    import subprocess
+    import sys
+
+    from ..anatomy.isolation import not_the_model
+    from . import statement
+
+    place = statement.raising_place(output, not_the_model(ctx.paddle))
+    if place is None:
+        return {"why": "no statement: Paddle's report of the error names no line of the model's files"}
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    (folder / "setup.txt").write_text(replay.factory_setup(ctx.paddle, ctx.cell.model["factory"]), encoding="utf-8")
+    argv = [sys.executable, "-m", "harness.cell.handover.statement", str(whole), "--file", place.file,
+            "--line", str(place.line), "--function", place.function, "--out", str(folder), "--setup", str(folder / "setup.txt")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL,
+                              timeout=ctx.cell.stage_timeout)
+    except subprocess.TimeoutExpired:
+        return {"why": f"no statement: the model's script ran over {ctx.cell.stage_timeout:g} s with the hook on"}
+    said = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if not said:
+        died = death_words(proc.returncode, proc.stdout + proc.stderr) or (proc.stderr.strip().splitlines() or ["nothing"])[-1]
+        return {"why": f"no statement: its writer ended without a word ({died[:160]})", "harness_gap": True}
+    written = json.loads(said[-1])
+    if not written.get("script"):
+        return {"why": f"no statement: {written.get('why', '')}"}
+    run = run_script(folder, ctx.cell.stage_timeout, source_repro.SCRIPT)
+    outcome, line = run_outcome(run["exit"], run["output"], key, False)
+    if outcome is not RunOutcome.REPRODUCED:
+        return {"why": f"its statement's script {outcome.value.replace('_', ' ')} at the cell's release ({line[:120]})"}
+    return {"folder": str(folder), "script": written["script"], "what": written["what"], "verified": None,
+            "cause_words": key, "numeric": False, "program": "inlined"}
 
 
 def _standalone(ctx: CellContext, build: Callable[..., source_repro.Source],
