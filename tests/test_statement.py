@@ -34,6 +34,10 @@ def test_the_raising_place_is_the_innermost_frame_of_the_models_files():
     place = statement.raising_place(REPORT, ("/env/site-packages/paddle/",))
     assert place == statement.Place("/env/site-packages/suite/utils.py", 12, "helper")  # not the generator, not Paddle's
     assert statement.raising_place("TypeError: bool(Tensor) is not supported", ()) is None  # last words only
+    rewritten = REPORT.replace('File "/env/site-packages/suite/utils.py", line 12, in helper',
+                               'File "/root/.cache/paddle/to_static_tmp/7/helper_x1.py", line 63, in helper')
+    place = statement.raising_place(rewritten, ("/env/site-packages/paddle/",))
+    assert place.function == "forward"  # Paddle's rewrite of a function is not the model's file
 
 
 def test_a_method_of_an_instance_its_class_cannot_rebuild_is_called_on_its_plain_attributes(tmp_path):

@@ -33,6 +33,9 @@ from ...shared.releases import BUILT, MODEL_SOURCE, MODEL_SOURCE_END
 from . import source_repro
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\w+)')
+# Where Paddle writes its rewrite of a function it converts (a while loop's, SLANet's head): its
+# file, not the model's; the model's own frame around it is the place.
+_REWRITES = "/to_static_tmp/"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +55,7 @@ def raising_place(message: str, skip_roots: Tuple[str, ...]) -> Optional[Place]:
     """The innermost frame of Paddle's traced-code report in ``message`` that is the model's (outside
     ``skip_roots``: Paddle, the harness, the standard library)."""
     found = [Place(m.group(1), int(m.group(2)), m.group(3)) for m in _FRAME.finditer(message)
-             if not m.group(1).startswith(skip_roots) and not m.group(1).startswith("<")]
+             if not m.group(1).startswith(skip_roots) and not m.group(1).startswith("<") and _REWRITES not in m.group(1)]
     return found[-1] if found else None
 
 
