@@ -60,6 +60,12 @@ def test_qat_on_this_paddle_trains_converts_and_exports_or_records_paddles_error
         # Measured on 3.0-3.3: QAT.convert raises on the observer's missing zero point.
         assert record["setup"]["status"] == "error" and record["setup"]["phase"] == "export"
         assert "data type <class 'NoneType'>" in record["setup"]["message"]
+        # Handed over as every failing setup: a script that prepares, trains and converts the QAT way.
+        source = record["analysis"]["reproducer"]["source"]
+        assert source["verified"] is True and source["outcome"] == "reproduced", source
+        text = open(source["script"], encoding="utf-8").read()
+        assert "layer = qat.quantize(layer, inplace=True)" in text and "qat.convert(layer, inplace=False)" in text
+        assert "losses = lite_train(" in text, text
     else:
         assert record["setup"]["status"] == "pass"
         assert {s["name"]: s for s in record["stages"]}["baseline"]["status"] == "pass"

@@ -65,6 +65,11 @@ class TrainMode:
     def export(self, saved: Any, layer: Any, input_spec: List[Any], prefix: Path) -> Dict[str, str]:
         return saved.export(layer, input_spec, prefix)
 
+    #: What ``prepare`` and ``export`` call, written as a script writes them (a setup reproducer's:
+    #: ``layer``, ``spec`` and ``path`` bound there); None where the mode has no script form.
+    SCRIPT_PREPARE: Optional[str] = None
+    SCRIPT_EXPORT: Optional[str] = None
+
 
 class Declared(TrainMode):
     """A mode the schema knows and this harness version does not run yet."""
@@ -139,6 +144,14 @@ class Qat(TrainMode):
         converted = self.qat.convert(layer, inplace=False)
         return saved.export(converted, input_spec, prefix)
 
+    SCRIPT_PREPARE = ("from paddle.quantization import QAT, QuantConfig\n"
+                      "from paddle.quantization.quanters import FakeQuanterWithAbsMaxObserver\n\n"
+                      "quanter = FakeQuanterWithAbsMaxObserver(moving_rate=0.9)\n"
+                      "qat = QAT(QuantConfig(activation=quanter, weight=quanter))\n"
+                      "layer = qat.quantize(layer, inplace=True)\n")
+    SCRIPT_EXPORT = ("converted = qat.convert(layer, inplace=False)\n"
+                     "paddle.jit.save(paddle.jit.to_static(converted, input_spec=spec, full_graph=True), path)\n")
+
 
 PACT_CONFIG = {
     # PaddleSlim's documented PACT setup (its quant_aware dygraph demo): PACT clips activations
@@ -187,6 +200,11 @@ class Pact(TrainMode):
                                   "workaround": "paddle.disable_static() after saving"})
             paddle.disable_static()
         return saved.model_files(prefix)
+
+    SCRIPT_PREPARE = ("from paddleslim.dygraph.quant import QAT as SlimQAT\n\n"
+                      f"quanter = SlimQAT(config={PACT_CONFIG!r})\n"
+                      "quanter.quantize(layer)\n")
+    SCRIPT_EXPORT = "quanter.save_quantized_model(layer, path, input_spec=spec)\n"
 
 
 IMPORT_PROBE_TIMEOUT = 60.0

@@ -107,6 +107,27 @@ def training_death(ctx: CellContext, message: str) -> JsonObject:
     return _written(ctx, built, script, cause_of(message.removeprefix("worker ")))
 
 
+def mode_failure(ctx: CellContext, message: str) -> JsonObject:
+    """The reproducer of a quantization mode's training or export that raised: the factory's model at
+    the cell's seed, prepared as the mode prepares it (its own calls, ``TrainMode.SCRIPT_PREPARE``),
+    trained as the cell trained it, then exported the mode's way — raising the same words."""
+    from ...models import sources
+
+    mode = ctx.mode
+    if mode.SCRIPT_PREPARE is None or mode.SCRIPT_EXPORT is None:
+        return {"status": Status.PASS, "stage": "setup", "verified": False,
+                "source": {"why": f"not written: train mode {mode.name} has no script form"}}
+
+    def built() -> source_repro.Source:
+        layer, input_spec = sources.build(ctx.cell.model["factory"], ctx.paddle, ctx.cell.seed, f"{ctx.where}.factory")
+        return source_repro.whole_model(ctx.paddle, layer, input_spec, ctx.feeds(0))
+
+    def script(folder: Path, source: source_repro.Source) -> Path:
+        return _training_script(folder, source, ctx.cell.train_steps, ctx.cell.seed, mode)
+
+    return _written(ctx, built, script, stage_cause(message)[:120])
+
+
 def _written(ctx: CellContext, build: Callable[..., source_repro.Source],
              write: Callable[[Path, source_repro.Source], Path], key: str,
              standalone: Optional[Callable[[Path, str, bool], JsonObject]] = None) -> JsonObject:
@@ -249,23 +270,33 @@ def _export_script(folder: Path, source: source_repro.Source) -> Path:
         '''))
 
 
-def _training_script(folder: Path, source: source_repro.Source, steps: int, seed: int) -> Path:
+def _training_script(folder: Path, source: source_repro.Source, steps: int, seed: int, mode: "object | None" = None) -> Path:
     """The process dying is the reproduction; a training that ends exits 0. The training is the
     harness's own ``modes.lite_train`` (and the ``flatten_tensors`` it reads), copied in as written:
-    the script trains exactly as the cell did."""
+    the script trains exactly as the cell did. ``mode``: a quantization mode, whose preparation runs
+    before the training and whose export after it (either raising is the reproduction)."""
     import inspect
 
     from ..base import modes, structure
 
     train = inspect.getsource(modes.lite_train).replace("    from .structure import flatten_tensors\n", "")
-    code = "\n\n" + inspect.getsource(structure.flatten_tensors) + "\n\n" + train + textwrap.dedent(f'''
-
+    prepare = getattr(mode, "SCRIPT_PREPARE", None) or ""
+    if prepare:  # the mode prepares the model as its factory returned it: in train mode
+        prepare = "layer.train()\n" + prepare
+    export = getattr(mode, "SCRIPT_EXPORT", None) or ""
+    code = ("\n\n" + inspect.getsource(structure.flatten_tensors) + "\n\n" + train + "\n\n" + prepare
+            + textwrap.dedent(f'''
         paddle.seed({seed})
         losses = lite_train(paddle, layer, [paddle.to_tensor(inputs[name]) for name in feed_names], {steps}, {seed})
-        print(f"trained: not reproduced (losses {{losses}})")
-        ''')
-    return _saved(folder, source, _built_before_dygraph(
-        _header(source, "trained as the harness's lite training trains it", True)) + code)
+        '''))
+    if export:
+        code += ("layer.eval()\nscratch = tempfile.TemporaryDirectory(prefix=\"source-repro-\")  # removed when the script exits\n"
+                 "path = os.path.join(scratch.name, \"model\")\n" + export + 'print("trained and exported: not reproduced")\n')
+    else:
+        code += 'print(f"trained: not reproduced (losses {losses})")\n'
+    does = f"prepared for {mode.name}, trained and exported as the harness does it" if export else \
+        "trained as the harness's lite training trains it"
+    return _saved(folder, source, _built_before_dygraph(_header(source, does, True)) + code)
 
 
 def _built_before_dygraph(header: str) -> str:
@@ -281,4 +312,4 @@ def _built_before_dygraph(header: str) -> str:
     return "".join(lines)
 
 
-__all__ = ["export_failure", "training_death"]
+__all__ = ["export_failure", "training_death", "mode_failure"]

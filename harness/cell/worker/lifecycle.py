@@ -101,6 +101,8 @@ class Cell:
                 _setup_reproducer(ctx, done, lambda: setup_repro.export_failure(ctx, result["message"]))
             elif raised is not None and _build_to_reproduce(ctx, result):
                 _setup_reproducer(ctx, done, lambda: setup_repro.build_failure(ctx, raised, result["message"]))
+            elif _mode_failure_to_reproduce(ctx, result):
+                _setup_reproducer(ctx, done, lambda: setup_repro.mode_failure(ctx, result["message"]))
         if _training_death_to_reproduce(ctx, done.setup):
             _setup_reproducer(ctx, done, lambda: setup_repro.training_death(ctx, done.setup.message))
         if not done.setup.passed:
@@ -139,6 +141,13 @@ def _export_to_analyse(ctx: Any, result: Dict[str, Any]) -> bool:
     """Whether the setup's failure is the model's export raising, in a cell whose model can be taken apart."""
     return (result.get("phase") == "export" and result.get("status") is Status.ERROR and ctx.cell.root_cause
             and ctx.mode.reducible and not ctx.cell.captured)
+
+
+def _mode_failure_to_reproduce(ctx: Any, result: Dict[str, Any]) -> bool:
+    """Whether a quantization mode's training or export raised (not reducible: its model is converted
+    first): its script prepares, trains and exports the mode's way."""
+    return (result.get("phase") in ("train", "export") and result.get("status") is Status.ERROR
+            and ctx.cell.root_cause and not ctx.mode.reducible and not ctx.cell.captured)
 
 
 def _build_to_reproduce(ctx: Any, result: Dict[str, Any]) -> bool:
