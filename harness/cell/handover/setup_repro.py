@@ -118,6 +118,11 @@ def mode_failure(ctx: CellContext, message: str) -> JsonObject:
         return {"status": Status.PASS, "stage": "setup", "verified": False,
                 "source": {"why": f"not written: train mode {mode.name} has no script form"}}
 
+    if not ctx.paddle.in_dynamic_mode():
+        # PaddleSlim's save raised after switching Paddle to static mode (the finding its successful
+        # save is recorded with): the model is rebuilt in dygraph, where the cell built it.
+        ctx.paddle.disable_static()
+
     def built() -> source_repro.Source:
         layer, input_spec = sources.build(ctx.cell.model["factory"], ctx.paddle, ctx.cell.seed, f"{ctx.where}.factory")
         return source_repro.whole_model(ctx.paddle, layer, input_spec, ctx.feeds(0))
