@@ -1354,3 +1354,19 @@ class BandedAttention(nn.Layer):
 
 def banded_attention():
     return BandedAttention(), [InputSpec([None, None, 8], "float32", "x")]
+
+
+class LinearThenGelu(nn.Layer):
+    """A projection and ``F.gelu``, as PP-OCRv6's blocks call it: PaddleSlim 2.6.0's PACT saves it
+    through a legacy static program, and 3.3.1's ``gelu`` refuses that program's ``Variable``."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return nn.functional.gelu(self.proj(x))
+
+
+def linear_then_gelu():
+    return LinearThenGelu(), [InputSpec([None, 8], "float32", "x")]

@@ -225,3 +225,24 @@ def test_pact_int8_with_vnni_is_within_the_int8_tolerance(pact_records):
         pytest.skip(f"this CPU has no VNNI (oneDNN's ISA: {onednn_isa(record)}); the VNNI figure is not for it")
     int8 = _int8_holds_everywhere(record)
     assert int8["status"] == "pass" and int8["worst"]["max_abs"] < 0.02 * int8["worst"]["ref_absmax"]
+
+
+def test_a_pact_save_that_raises_is_handed_over_as_a_script_that_prepares_trains_and_saves_the_pact_way(tmp_path, paddle_version):
+    """PaddleSlim 2.6.0's ``save_quantized_model`` traces a legacy static program; at 3.x ``F.gelu``
+    refuses its ``Variable``. The save raised after switching Paddle to static mode: the reproducer is
+    still written (in dygraph) and verified by raising the same words."""
+    pytest.importorskip("paddleslim", reason="modes.pact.packages are installed by `nox -s tests`")
+    if not paddle_version.startswith("3."):
+        pytest.skip("2.6's gelu takes the legacy program's Variable")
+    path = tmp_path / "matrix.toml"
+    path.write_text(matrix_text(paddle_version, {"gelu": "tests.factories:linear_then_gelu"}, extra=INT8,
+                                inputs={"gelu": "x = { shape = [2, 8] }"}, one_shape=["gelu"]))
+    run_harness("run", "--matrix", str(path), "--session", "cpu_fp32", "--mode", "pact", "--results", str(tmp_path / "r"))
+    record = load_record(tmp_path / "r" / "default", f"cpu_fp32/{paddle_version}/pact/gelu")
+    assert record["setup"]["status"] == "error" and record["setup"]["phase"] == "export", record["setup"]
+    assert "gelu(): argument (position 1) must be Value, but got Variable" in record["setup"]["message"]
+    source = record["analysis"]["reproducer"]["source"]
+    assert source["verified"] is True and source["outcome"] == "reproduced", source
+    text = open(source["script"], encoding="utf-8").read()
+    assert "quanter.quantize(layer)" in text and "quanter.save_quantized_model(layer, path, input_spec=spec)" in text
+
