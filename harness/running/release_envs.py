@@ -26,7 +26,8 @@ def _distribution(spec: str) -> str:
 
 class Environments:
     """A release's environment for one cause: Paddle at that release with the runtime packages a cell
-    of its session installs there (as the record's matrix pins them, else the shipped matrix's) —
+    of its session installs there (as the record's matrix pins them, else the shipped matrix's) and its
+    train mode's (PACT's PaddleSlim) —
     and, for a script that builds the model's own classes, the model's packages: its family's
     (``[families]``) or, for a model of no family, what the cell's own environment held for it
     (``setup.model_packages``). Each made once under ``root`` (``envs.ensure``: keyed by its
@@ -94,6 +95,8 @@ class Environments:
                 # The run's matrix pins nothing for this release (a matrix written for 3.x alone): the
                 # converter and runtime that release line used, as the shipped matrix pins them.
                 runtime = session_runtime_packages(self.shipped.data["sessions"].get(record.session, {}), version)
+            # A train mode's own packages (PACT's PaddleSlim): its script prepares and saves the mode's way.
+            runtime = [*runtime, *record.cell.mode_packages]
             model = self._model_packages(version) if suite else {"packages": [], "no_deps": []}
             paddle = self._paddle_packages(version)
             numpy = (record.paddle or {}).get("numpy")

@@ -130,3 +130,15 @@ def test_a_run_whose_matrix_is_gone_reads_the_models_family_from_the_shipped_mat
     environments("3.3.1", True)
     assert "paddlex==3.7.2" in asked[0].families, asked[0]
     assert any("/gone/matrix/default.toml is gone" in line for line in said), said
+
+
+def test_a_cause_met_in_a_train_mode_brings_the_modes_packages(monkeypatch):
+    """A PACT cell's script prepares and saves with PaddleSlim: every release's environment for it holds
+    the mode's packages (``modes.pact.packages``), or each release would answer "No module named
+    'paddleslim'" — at the cause's own release too (measured on the zoo)."""
+    asked = _asked(monkeypatch)
+    pact = ["paddleslim==2.6.0", "numpy<2"]
+    record = as_record({"id": "cpu_fp32/3.3.1/pact/net", "cell": {"mode": "pact", "mode_packages": pact},
+                        "setup": {"status": "pass", "model_packages": []}})
+    release_envs.Environments(Path("/envs"), record, "3.11", lambda line: None)("3.0.0")
+    assert set(pact) <= set(asked[0].packages) and not any(p.startswith("numpy==") for p in asked[0].packages)
