@@ -137,6 +137,9 @@ def _cell_session(nox_session: _sessions.NoxSession):
     def run(s: nox.Session) -> None:
         # A zoo session runs the zoo unless the user names models: a model asked for is the model run.
         forced = ["--model", _matrix.ZOO] if nox_session.zoo and not _models(s.posargs) else []
+        # ... in the train modes [zoo] names unless the user names modes (one venv: every mode's packages in it).
+        forced += [a for m in _sessions.zoo_modes(MATRIX, nox_session, _modes(s.posargs)) or [] for a in ("--mode", m)
+                   ] if nox_session.zoo and not _modes(s.posargs) else []
         if session.device == "gpu":
             reason = gpu_absence_reason()  # no driver, or no GPU
             if reason:
@@ -152,7 +155,8 @@ def _cell_session(nox_session: _sessions.NoxSession):
             _run_harness(s, "run", "--matrix", str(MATRIX_PATH), "--session", name, "--paddle", version,
                          *forced, *extra, *s.posargs, python=host)
             return
-        env = _sessions.cell_environment(MATRIX, nox_session, _modes(s.posargs), _models(s.posargs))
+        env = _sessions.cell_environment(MATRIX, nox_session, _sessions.zoo_modes(MATRIX, nox_session, _modes(s.posargs)),
+                                         _models(s.posargs))
         python = _env_python(s, env, version, f'paddle."{version}"')
         _run_harness(s, "run", "--matrix", str(MATRIX_PATH), "--session", name, "--paddle", version, *forced,
                      *s.posargs, python=python)

@@ -64,9 +64,10 @@ def test_a_wordless_onednn_failure_is_paddle_s_and_gets_the_whole_root_cause(mad
 def test_a_session_whose_own_stage_did_not_run_reads_skip_and_does_not_qualify(made):
     here, matrix, runs, version = made
     int8 = load_record(here / "results" / RUN, f"cpu_onednn_int8/{version}/normal/clean")
-    assert int8["verdict"]["status"] == "skip" and int8["verdict"]["skipped_stage"] == "onednn_int8"
-    assert "quantization-aware" in int8["verdict"]["message"]
-    assert "SESSION NOT RUN" in runs["cpu_onednn_int8"].stdout and "1 cells: 1 skip" in runs["cpu_onednn_int8"].stdout
+    # Nothing trained or exported for a session that cannot run the cell's program: a skip at setup, said.
+    assert int8["verdict"]["status"] == "skip" and int8["verdict"]["first_failing_stage"] == "setup", int8["verdict"]
+    assert "quantization-aware" in int8["verdict"]["message"] and "mode is normal" in int8["verdict"]["message"]
+    assert not int8["stages"] and "1 cells: 1 skip" in runs["cpu_onednn_int8"].stdout
     required = '\n[qualify]\nsessions = ["cpu_onednn_int8"]\nmodels = ["clean"]\n'
     strict_matrix = here / "qualify.toml"
     strict_matrix.write_text(matrix.read_text() + required)

@@ -100,10 +100,10 @@ def nox_sessions(matrix: Matrix) -> List[NoxSession]:
                                   SessionKind.CELLS, session.name, version,
                                   f"{session.description or session.name} · Paddle {version}"))
     # The zoo: every CPU session at the versions [zoo] names, tagged zoo only (not cpu/paddle-X):
-    # `nox -t cpu` stays the fast built-in matrix. The int8 session runs quantized programs, and
-    # the zoo's models are trained normal: left out.
+    # `nox -t cpu` stays the fast built-in matrix. Its cells run in the train modes [zoo] names
+    # (``zoo_modes``): the int8 session's in the quantization-aware ones, the others a skip at setup.
     for session in matrix.sessions.values():
-        if session.device != "cpu" or session.precision == "int8" or not matrix.zoo["models"]:
+        if session.device != "cpu" or not matrix.zoo["models"]:
             continue
         for version in matrix.zoo["versions"]:
             if version not in session.versions:
@@ -130,6 +130,12 @@ def select(sessions: Sequence[NoxSession], tags: Iterable[str] = (), names: Iter
     """What ``nox -t TAG... -s NAME...`` selects: a session with any of the tags, or named, in order."""
     tags, names = set(tags), set(names)
     return [s for s in sessions if tags & set(s.tags) or s.name in names]
+
+
+def zoo_modes(matrix: Matrix, nox_session: NoxSession, modes: Optional[List[str]]) -> Optional[List[str]]:
+    """The train modes a session's cells run in: those asked, else a zoo session's [zoo] modes, else
+    the matrix's run.modes (None)."""
+    return modes or (list(matrix.zoo["modes"]) if nox_session.zoo else None)
 
 
 def cell_environment(matrix: Matrix, nox_session: NoxSession, modes: Optional[List[str]] = None,

@@ -38,7 +38,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from .envs import ensure
 from ..matrix import ZOO, Matrix
-from ..matrix.sessions import Environment, NoxSession, SessionKind, cell_environment, nox_sessions, select
+from ..matrix.sessions import Environment, NoxSession, SessionKind, cell_environment, nox_sessions, select, zoo_modes
 from ..shared.backends import shared_step
 from ..shared.errors import UserError
 from .runner import Progress
@@ -88,7 +88,9 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
         if session.runner != "venv":
             left_out.append(f"{nox_session.name}: its runner is {session.runner}; run `nox -s {nox_session.name}`")
             continue
-        env = cell_environment(matrix, nox_session, options.modes, options.models)
+        # The session's environment carries no mode's packages: a cell of a mode that needs some
+        # (PACT's PaddleSlim, with its numpy<2) gets its own beside it (``_environment_of``).
+        env = cell_environment(matrix, nox_session, None, options.models)
         environments[env.key], labels[env.key] = env, nox_session.version
         if nox_session.kind is SessionKind.PORTABILITY:
             loaders[nox_session.version] = env.key
@@ -96,7 +98,7 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
         versions.setdefault(nox_session.version, env.key)
         models = [ZOO] if nox_session.zoo else options.models
         for spec in session_cells(matrix, nox_session.session, nox_session.version, results, options.root_cause,
-                                  modes=options.modes, models=models):
+                                  modes=zoo_modes(matrix, nox_session, options.modes), models=models):
             if spec.id not in env_of:
                 cells.append(spec)
                 env_of[spec.id] = _environment_of(matrix, nox_session, options, spec, env, environments, labels)
@@ -115,10 +117,13 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
 def _environment_of(matrix: Matrix, nox_session: NoxSession, options: "PoolOptions", spec: CellSpec,
                     session_env: Environment, environments: Dict[str, Environment], labels: Dict[str, str]) -> str:
     """The environment a cell runs in: its session's, or — its model's family ``apart`` (pins that
-    fight the other families') — one with that family alone, made beside it."""
-    if not matrix.apart(matrix.family_of(spec.model_name)):
+    fight the other families'), or its train mode needing packages — one made beside it, with that
+    family alone and that mode's packages: a normal cell never runs beside PaddleSlim's pins."""
+    apart = matrix.apart(matrix.family_of(spec.model_name))
+    if not apart and not matrix.mode_packages([spec.mode]):
         return session_env.key
-    own = cell_environment(matrix, nox_session, options.modes, own_model=spec.model_name)
+    own = cell_environment(matrix, nox_session, [spec.mode], options.models,
+                           own_model=spec.model_name if apart else None)
     environments[own.key], labels[own.key] = own, nox_session.version
     return own.key
 

@@ -208,3 +208,21 @@ def test_a_family_apart_gets_its_cells_an_environment_of_their_own(shipped, tmp_
     assert "paddlenlp==2.8.1" not in formers.no_deps and any(p.startswith("paddleformers") for p in formers.families)
     assert shipped.family_packages(["nlp_t5_encoder"], "2.6.2")["no_deps"] == ["paddlenlp==2.8.1"]
     assert "paddlenlp==2.8.1" not in shipped.family_packages(["zoo"], "3.3.1")["no_deps"]
+
+
+def test_the_zoo_runs_in_its_train_modes_and_only_a_mode_that_needs_packages_gets_them(shipped, tmp_path):
+    """[zoo] modes is what a zoo session runs when no mode is asked; the int8 session is one of the zoo's;
+    a PACT cell's environment has PaddleSlim (and its numpy<2), a normal cell's is the session's, without it."""
+    from harness.running.pool import PoolOptions, plan
+
+    zoo = [s for s in select(nox_sessions(shipped), ["zoo"]) if s.version == "3.3.1"
+           and s.session in ("cpu_fp32", "cpu_onednn_int8")]
+    assert {s.session for s in zoo} == {"cpu_fp32", "cpu_onednn_int8"}
+    made = plan(shipped, zoo, tmp_path / "r", PoolOptions(models=["pp_lcnet"]), say=lambda _: None)
+    cells = {job.spec.id: made.environments[job.env] for job in made.jobs if job.spec is not None}
+    assert {i.split("/")[2] for i in cells} == set(shipped.zoo["modes"]), sorted(cells)
+    slim = [p for p in shipped.mode_packages(["pact"]) if p.startswith("paddleslim")]
+    assert slim and all(set(slim) <= set(env.packages) for i, env in cells.items() if "/pact/" in i)
+    assert not any(set(slim) & set(env.packages) for i, env in cells.items() if "/pact/" not in i)
+    normal = cells["cpu_fp32/3.3.1/normal/pp_lcnet"]
+    assert normal.key == cell_environment(shipped, next(s for s in zoo if s.session == "cpu_fp32")).key

@@ -21,7 +21,7 @@ from ...shared.causes import paddle_message
 from ...shared.records import file_sha256
 from ...shared.errors import HarnessFailure, UserError
 from ...shared.inputs import InputSpec, synthesize
-from ...shared.vocab import SETUP, Status
+from ...shared.vocab import QUANTIZED_MODES, SETUP, Precision, Status
 from ..base.context import CellContext
 from ..base.modes import ModeUnsupported
 from . import shared_setup
@@ -183,7 +183,7 @@ def _skip_reason(ctx: CellContext, api: Any) -> Optional[str]:
     """Why this cell does not run here (its mode, device or family), or None; a family's packages
     must be installed (the matrix's fault otherwise, in one line)."""
     cell = ctx.cell
-    reason = _not_trained_so(cell)
+    reason = _not_trained_so(cell) or _not_quantized(cell)
     reason = reason or ctx.mode.unsupported(api)
     if reason is None and cell.mode_requires_device == "gpu" and not api.gpu_available():
         reason = f"train mode {cell.mode} needs a GPU"
@@ -210,6 +210,17 @@ def _not_trained_so(cell: Any) -> Optional[str]:
     said = "; ".join(f"{mode}: {how}" for mode, how in declared.items()) or "none besides normal"
     return (f"its suite does not train {cell.model['name']} in {cell.mode} (models.{cell.model['name']}.modes "
             f"lists how it does: {said})")
+
+
+def _not_quantized(cell: Any) -> Optional[str]:
+    """oneDNN int8 runs quantized programs only: a cell of another mode would train, export and run
+    every stage but the session's own (a zoo model's cell at the cost of a cpu_fp32 one, measured),
+    for a skip. TensorRT int8 calibrates a plain program: it runs."""
+    session = cell.session
+    if session.backend == "onednn" and session.precision == Precision.INT8 and cell.mode not in QUANTIZED_MODES:
+        return (f"oneDNN int8 (enable_mkldnn_int8) runs quantized programs: train the model in a quantization-aware "
+                f"mode ({', '.join(QUANTIZED_MODES)}); this cell's mode is {cell.mode}")
+    return None
 
 
 def _build(ctx: CellContext, sources: Any) -> Tuple[Any, List[Any]]:
