@@ -184,6 +184,12 @@ class Matrix:
         chosen = modes or self.run["modes"]
         return [p for mode in chosen for p in self.data["modes"].get(mode, {}).get("packages", [])]
 
+    def zoo_sessions_of(self, mode: str) -> Optional[List[str]]:
+        """The sessions a zoo run deploys this mode's programs in (``modes.<name>.zoo_sessions``);
+        None: every session."""
+        chosen = self.data["modes"].get(mode, {}).get("zoo_sessions")
+        return list(chosen) if chosen is not None else None
+
     def tolerance(self, precision: str) -> Dict[str, float]:
         return dict(self.data["tolerances"][precision])
 

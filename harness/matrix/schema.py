@@ -47,7 +47,7 @@ _RUN_KEYS = {
 _PADDLE_KEYS = {"python", "packages", "gpu_packages", "gpu_base", "note"}
 _SESSION_KEYS = {"device", "backend", "precision", "paddle", "description", "tags", "runner", "packages", "packages_before",
                  "requires_paddle"}
-_MODE_KEYS = {"description", "requires_device", "packages"}
+_MODE_KEYS = {"description", "requires_device", "packages", "zoo_sessions"}
 _TOL_KEYS = {"atol", "rtol", "scaled_atol"}
 _TOL_REQUIRED = {"atol", "rtol"}
 _MODEL_KEYS = {"factory", "inputs", "tolerances", "description", "derive_shapes", "family", "task", "modes"}
@@ -224,6 +224,11 @@ def _validate_modes(path: Path, data: TomlTable, run: TomlTable) -> None:
             _fail(path, f"modes.{mode}.requires_device", f"expected one of {', '.join(devices())}.")
         if "packages" in entry:
             _str_list(path, f"modes.{mode}.packages", entry["packages"])
+        if "zoo_sessions" in entry:
+            _str_list(path, f"modes.{mode}.zoo_sessions", entry["zoo_sessions"])
+            unknown = sorted(set(entry["zoo_sessions"]) - set(data.get("sessions") or {}))
+            if unknown:
+                _fail(path, f"modes.{mode}.zoo_sessions", f"{unknown[0]!r} is not a session of [sessions].")
     for mode in run["modes"]:
         if mode not in modes:
             _fail(path, "run.modes", f"{mode!r} is not declared in [modes].")

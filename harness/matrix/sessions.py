@@ -133,9 +133,21 @@ def select(sessions: Sequence[NoxSession], tags: Iterable[str] = (), names: Iter
 
 
 def zoo_modes(matrix: Matrix, nox_session: NoxSession, modes: Optional[List[str]]) -> Optional[List[str]]:
-    """The train modes a session's cells run in: those asked, else a zoo session's [zoo] modes, else
-    the matrix's run.modes (None)."""
-    return modes or (list(matrix.zoo["modes"]) if nox_session.zoo else None)
+    """The train modes a session's cells run in: those asked; else a zoo session's [zoo] modes that
+    deploy in it (``modes.X.zoo_sessions``; ``zoo_modes_left_out`` says the others); else the matrix's
+    run.modes (None)."""
+    if modes or not nox_session.zoo:
+        return modes or None
+    return [m for m in matrix.zoo["modes"] if nox_session.session in (matrix.zoo_sessions_of(m) or [nox_session.session])]
+
+
+def zoo_modes_left_out(matrix: Matrix, nox_session: NoxSession, modes: Optional[List[str]]) -> List[str]:
+    """The [zoo] modes a zoo session leaves out when no mode is asked, each with why."""
+    if modes or not nox_session.zoo:
+        return []
+    return [f"{nox_session.name} × {m}: {m}'s programs deploy in {', '.join(matrix.zoo_sessions_of(m) or [])} "
+            f"(modes.{m}.zoo_sessions)" for m in matrix.zoo["modes"]
+            if m not in (zoo_modes(matrix, nox_session, modes) or [])]
 
 
 def cell_environment(matrix: Matrix, nox_session: NoxSession, modes: Optional[List[str]] = None,

@@ -38,7 +38,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from .envs import ensure
 from ..matrix import ZOO, Matrix
-from ..matrix.sessions import Environment, NoxSession, SessionKind, cell_environment, nox_sessions, select, zoo_modes
+from ..matrix.sessions import (Environment, NoxSession, SessionKind, cell_environment, nox_sessions, select, zoo_modes,
+                               zoo_modes_left_out)
 from ..shared.backends import shared_step
 from ..shared.errors import UserError
 from .runner import Progress
@@ -96,6 +97,7 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
             loaders[nox_session.version] = env.key
             continue
         versions.setdefault(nox_session.version, env.key)
+        left_out += zoo_modes_left_out(matrix, nox_session, options.modes)
         models = [ZOO] if nox_session.zoo else options.models
         for spec in session_cells(matrix, nox_session.session, nox_session.version, results, options.root_cause,
                                   modes=zoo_modes(matrix, nox_session, options.modes), models=models):

@@ -224,5 +224,10 @@ def test_the_zoo_runs_in_its_train_modes_and_only_a_mode_that_needs_packages_get
     slim = [p for p in shipped.mode_packages(["pact"]) if p.startswith("paddleslim")]
     assert slim and all(set(slim) <= set(env.packages) for i, env in cells.items() if "/pact/" in i)
     assert not any(set(slim) & set(env.packages) for i, env in cells.items() if "/pact/" not in i)
+    # A mode deploys in the sessions its programs are for (modes.X.zoo_sessions): the int8 session takes
+    # the quantized modes and not AMP's fp32 program, and says so.
+    assert {i.split("/")[2] for i in cells if i.startswith("cpu_onednn_int8/")} == {"normal", "qat", "pact"}
+    assert sorted(line.split(":")[0] for line in made.left_out) == ["cpu_onednn_int8-zoo × amp_o1",
+                                                                    "cpu_onednn_int8-zoo × amp_o2"]
     normal = cells["cpu_fp32/3.3.1/normal/pp_lcnet"]
     assert normal.key == cell_environment(shipped, next(s for s in zoo if s.session == "cpu_fp32")).key
