@@ -12,13 +12,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from ..shared.causes import at_word, run_words
 from ..shared.record_model import CellRecord
 from ..shared.releases import ReleaseSpan
 from ..shared.spec import version_order
 from ..shared.vocab import Status
+from .between import side_by_side, tallies
 from .model import Diagnosis, RunModel, workaround_words
 from .tables import _cause_labels
 
@@ -186,6 +187,7 @@ class Made:
     known: str
     made_by: str
     not_run: Sequence[str] = ()  # the matrix's sessions the publication has no cell of, each with why
+    earlier: Sequence[Tuple[str, str]] = ()  # (release, qualify's words) of each older release of the run
 
 
 def document(model: RunModel, run: Path, made: Made) -> str:
@@ -195,10 +197,12 @@ def document(model: RunModel, run: Path, made: Made) -> str:
     found = rows(model, run)
     counts = model.verdict_counts()
     tally = ", ".join(f"{n} {status.value}" for status, n in counts.items() if n)
-    head = [f"# Paddle {version}, qualified over the zoo", "",
+    older = [v for v, _ in made.earlier]
+    head = [f"# Paddle {version}, qualified over the zoo" + (f" beside {', '.join(older)}" if older else ""), "",
             f"Made by `{command}` ({made_by}); {len(model.records)} cells: {tally}.",
             f"The machine: {'; '.join(m.label for m in model.machines())}.", "",
-            "## Verdict", "", "```", run_words(verdict.strip(), run) or "(qualify printed nothing)", "```", "",
+            *(tallies(model, [version, *older]) + [""] if older else []),
+            "## Verdict", "", *_verdicts(version, verdict, made.earlier, run),
             f"Known issues (`python -m harness qualify --known {known}`): `{known}`.", "",
             "## At a glance", "", f"Every zoo model in every session, with the cause it met: [{zoo}]({zoo}).", "",
             f"## Causes ({len(found)})", "", *_placed(found), "",
@@ -211,8 +215,19 @@ def document(model: RunModel, run: Path, made: Made) -> str:
              for r in found]
     missing = ([f"## Sessions not in it ({len(made.not_run)})", "", *[f"- {_text(line, 400)}" for line in made.not_run], ""]
                if made.not_run else [])
-    return "\n".join([*head, *table, "", *_short_form_list(found), "## What changed", "", *_changed(found, version), "",
-                      *missing])
+    between = [f"## {older[0]} and {version}, side by side", "", *side_by_side(model, found, version, older[0]), ""] \
+        if older else []
+    return "\n".join([*head, *table, "", *_short_form_list(found), *between, "## What changed", "",
+                      *_changed(found, version), "", *missing])
+
+
+def _verdicts(version: str, verdict: str, earlier: Sequence[Tuple[str, str]], run: Path) -> List[str]:
+    """``qualify``'s words for the release qualified, then for each older release of the run (its own cells)."""
+    said: List[str] = []
+    for release, words in [(version, verdict), *earlier]:
+        said += ([f"Paddle {release}, over its own cells:", ""] if earlier else []) + \
+            ["```", run_words(words.strip(), run) or "(qualify printed nothing)", "```", ""]
+    return said
 
 
 __all__ = ["Made", "Row", "rows", "document"]

@@ -12,10 +12,12 @@ from __future__ import annotations
 import ast
 import importlib.util
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from collections import Counter
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..matrix import Matrix
 from ..shared.causes import at_word, run_words
+from ..shared.vocab import Status
 from .model import Diagnosis, RunModel
 from .tables import _cause_labels
 
@@ -56,7 +58,12 @@ def table(model: RunModel, matrix: Matrix, run: Path) -> str:
     by_cell = {(r.model, r.column, r.mode): r for r in model.records}
     # One column per (session, version) and train mode the run has: normal first, then the others.
     modes = sorted({r.mode for r in model.records}, key=lambda m: (m != "normal", m))
-    columns = [(s, v, m) for m in modes for s, v in columns]
+    # Only the (session, version, mode) the run asked: a mode's sessions are its own (modes.X.zoo_sessions).
+    asked = {(r.session, r.version, r.mode) for r in model.records}
+    columns = [(s, v, m) for m in modes for s, v in columns if (s, v, m) in asked]
+    # A column whose every cell skipped (AMP on CPU, int8 on a plain program) is said once, with its reasons.
+    skipped = [c for c in columns if _all_skips([by_cell.get((n, (c[0], c[1]), c[2])) for n in zoo])]
+    columns = [c for c in columns if c not in skipped]
     head = (["model", "family", "what is exported", "task", "train modes its suite uses (besides normal)"]
             + [f"{s} · {v}" + (f" · {m}" if m != "normal" else "") for s, v, m in columns])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -83,8 +90,24 @@ def table(model: RunModel, matrix: Matrix, run: Path) -> str:
               for label, cause in zip(labels.values(), model.causes())]
     families = sorted({str(matrix.data['models'].get(n, {}).get('family') or '') for n in zoo} - {""})
     machines = "; ".join(m.label for m in model.machines())
+    every_skip = [f"- {s} · {v} · {m}: {_reasons([by_cell.get((n, (s, v), m)) for n in zoo])}" for s, v, m in skipped]
     return "\n".join([f"{len(zoo)} models from {len(families)} families ({', '.join(families)}); the run's "
-                       f"machine: {machines}.", "", *lines, "", "Causes (the report's labels):", "", *causes, ""])
+                       f"machine: {machines}.", "", *lines, "",
+                       *([f"Columns whose every cell is a skip ({len(skipped)}), each with its reasons:", "", *every_skip, ""]
+                         if skipped else []),
+                       "Causes (the report's labels):", "", *causes, ""])
+
+
+def _all_skips(records: List[Any]) -> bool:
+    ran = [r for r in records if r is not None]
+    return bool(ran) and all(r.verdict.status is Status.SKIP for r in ran)
+
+
+def _reasons(records: List[Any]) -> str:
+    """The distinct skip reasons of a column, each with how many cells said it (a model's name cut out)."""
+    said = Counter(at_word(r.verdict.message.replace(r.model, "<model>").split(" (models.")[0], 160)
+                   for r in records if r is not None)
+    return "; ".join(f"{n}× {words}" for words, n in said.most_common())
 
 
 def write(path: Path, model: RunModel, matrix_path: Path, run: Path) -> Path:

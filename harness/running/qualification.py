@@ -122,6 +122,7 @@ def command(args: Any) -> int:
     out = args.out or run
     out.mkdir(parents=True, exist_ok=True)
     timings: List[str] = []
+    whole = time.monotonic()
     for name, argv in _steps(args, out):
         started, began = time.monotonic(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         print(f"[qualification] {name}: python -m harness {' '.join(argv)}", flush=True)
@@ -137,9 +138,32 @@ def command(args: Any) -> int:
     model = RunModel.load(run)
     if not model.records:
         raise UserError(f"{run}: the pool recorded no cell; nothing to qualify.")
-    version = max((r.version for r in model.records), key=_order)
+    # The newest release of the run is the one qualified; each older one (the zoo's [zoo] versions: the
+    # newest of the line before) is qualified over its own cells and published beside it.
+    versions = sorted({r.version for r in model.records}, key=_order, reverse=True)
+    version = versions[0]
     known = out / f"known-issues-{version}.toml"
     shutil.copyfile(run / KNOWN_FILE, known)
+    verdicts = {}
+    for release in versions:
+        said = _verdict(args, release, known)
+        if isinstance(said, int):
+            return said
+        verdicts[release] = said
+    first, words, code = verdicts[version]
+    timings.append(f"in all {time.monotonic() - whole:.0f} s")
+    text = document(model, run.resolve(), Made(version, _said(args), words, "zoo.md", known.name,
+                                               f"{_made_by()}; steps: {', '.join(timings)}", _not_run(args, model),
+                                               [(v, verdicts[v][1]) for v in versions[1:]]))
+    target = out / f"qualification-{version}.md"
+    target.write_text(text, encoding="utf-8")
+    print(f"[qualification] {target}: {first}; {(words.splitlines() + [''])[1]}")
+    return code
+
+
+def _verdict(args: Any, version: str, known: Path) -> Any:
+    """``qualify``'s verdict on one release's cells, bare and with the run's known issues: (its first
+    line bare, both said, the exit code with them), or the exit code of a ``qualify`` that failed."""
     asked = ["qualify", "--matrix", str(args.matrix), "--results", str(args.results), "--run", args.run_name,
              *_scope(args, version)]
     # The release as it stands, then with this run's known issues accepted (what the next run reads).
@@ -148,16 +172,8 @@ def command(args: Any) -> int:
         if answer.returncode not in ENDED_WELL["qualify"]:
             print(answer.stderr, file=sys.stderr, end="")
             return answer.returncode
-    said = _said(args)
     first = (bare.stdout.strip().splitlines() or ["(qualify printed nothing)"])[0]
-    text = document(model, run.resolve(), Made(version, said, f"without the known issues: {first}\n"
-                                                              f"with them ({known.name}): {verdict.stdout}", "zoo.md", known.name,
-                                               f"{_made_by()}; steps: {', '.join(timings)}",
-                                               _not_run(args, model)))
-    target = out / f"qualification-{version}.md"
-    target.write_text(text, encoding="utf-8")
-    print(f"[qualification] {target}: {first}; with the known issues: {(verdict.stdout.strip().splitlines() or [''])[0]}")
-    return verdict.returncode
+    return first, f"without the known issues: {first}\nwith them ({known.name}): {verdict.stdout}", verdict.returncode
 
 
 def _not_run(args: Any, model: Any) -> List[str]:
@@ -183,7 +199,16 @@ def _not_run(args: Any, model: Any) -> List[str]:
         else:
             why = "this machine can run it; the command did not ask for it (--session)"
         said.append(f"{name}: {why}")
-    return said
+    return said + _modes_left_out(args, matrix, ran)
+
+
+def _modes_left_out(args: Any, matrix: Any, ran: Any) -> List[str]:
+    """The run's sessions × the [zoo] modes they leave out (``modes.X.zoo_sessions``), each with why."""
+    from ..matrix.sessions import zoo_modes_left_out
+    from .pool import selection
+
+    chosen = selection(matrix, args.tag or ([] if args.session else ["zoo"]), args.session)
+    return [line for s in chosen if s.session in ran for line in zoo_modes_left_out(matrix, s, args.mode)]
 
 
 def _pool_floor(run: Path, began: str, jobs: Any) -> str:
