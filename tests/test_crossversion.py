@@ -402,6 +402,11 @@ def test_one_command_qualifies_the_run_and_publishes_each_cause_with_its_place_r
     ifparam = next(ln for ln in rows if f"cpu_fp32/{head}/normal/ifparam" in ln)
     assert f"first bad {head}, last good {OLD}" in ifparam, ifparam
     assert f"**new since {OLD}**" in text, text[-2000:]
+    # The older release qualified over its own cells beside it, and each cause side by side by the cells of both.
+    assert text.splitlines()[0].endswith(f"beside {OLD}") and f"Paddle {OLD}, over its own cells:" in text
+    beside = text.split(f"## {OLD} and {head}, side by side", 1)[1].split("## What changed", 1)[0]
+    side = next(ln for ln in beside.splitlines() if "ConvertPirAttribute2RuntimeAttribute" in ln)
+    assert f"**new in {head}**" in side and "pass" in side.rsplit("|", 2)[-2], side
     # The count the issue asks for, read from the spans: each exactly placed row counted, no other.
     exact = sum(1 for ln in rows if ", last good " in ln or "in every release asked" in ln)
     assert exact >= 2 and f"asked): **{exact} of {len(rows)}**." in text, text[:3000]

@@ -1,0 +1,55 @@
+"""Two releases side by side: each cause by the cells of both (new, gone, in both), and what the same
+cells did at the other release; every all-skip column of the zoo said once, with its reasons."""
+
+from pathlib import Path
+
+from harness.report.between import side_by_side, tallies
+from harness.report.model import RunModel
+from harness.report.publication import rows
+from tests.conftest import as_record
+
+
+def _cell(version, model, status="pass", stage=None, message=""):
+    stages = [{"name": "baseline", "status": "pass"}]
+    if stage:
+        stages.append({"name": stage, "status": status, "message": message})
+    return as_record({"id": f"cpu_onednn_fp32/{version}/normal/{model}", "cell": {"paddle": version, "model": {"name": model}, "session": {"name": "cpu_onednn_fp32"}},
+                      "paddle": {"version": version}, "stages": stages,
+                      "verdict": {"status": status, "first_failing_stage": stage, "message": message}})
+
+
+def test_each_cause_is_new_gone_or_in_both_by_the_cells_of_both_releases(tmp_path):
+    new = "NotImplementedError: (Unimplemented) ConvertPirAttribute2RuntimeAttribute not support"
+    gone = "RuntimeError: (PreconditionNotMet) oneDNN activation fuses require use_mkldnn=True"
+    both = "ValueError: Input dimension size should be equal to 5"
+    records = [_cell("3.3.1", "a", "error", "onednn_fp32", new), _cell("3.2.2", "a"),
+               _cell("3.3.1", "b"), _cell("3.2.2", "b", "error", "onednn_fp32", gone),
+               _cell("3.3.1", "c", "error", "onednn_fp32", both), _cell("3.2.2", "c", "error", "onednn_fp32", both),
+               _cell("3.3.1", "d", "error", "onednn_fp32", both)]  # d at 3.2.2: never run
+    model = RunModel(records, [], [])
+    found = rows(model, tmp_path)
+    said = "\n".join(side_by_side(model, found, "3.3.1", "3.2.2"))
+    assert said.startswith("Per cause, from the cells of both releases") and "1 new in 3.3.1, 1 gone from it" in said
+    line = {w: next(ln for ln in said.splitlines() if w[:30] in ln) for w in (new, gone, both)}
+    assert "| 1 | 0 | **new in 3.3.1** | 1 pass |" in line[new], line[new]
+    assert "| 0 | 1 | **gone in 3.3.1** | 1 pass |" in line[gone], line[gone]
+    assert "| 2 | 1 | in both | 1 not run |" in line[both], line[both]
+    assert tallies(model, ["3.3.1", "3.2.2"]) == ["- Paddle 3.3.1: 4 cells: 3 error, 1 pass",
+                                                  "- Paddle 3.2.2: 3 cells: 2 error, 1 pass"]
+
+
+def test_a_zoo_column_of_skips_only_is_said_once_with_its_reasons(tmp_path):
+    from harness.matrix import load
+    from harness.report import zoo
+
+    shipped = load(Path(__file__).resolve().parents[3] / "matrix" / "default.toml")
+    a, b = shipped.zoo["models"][:2]
+    skip = {"status": "skip", "first_failing_stage": "setup", "message": f"its suite does not train {a} in amp_o1 (models.{a}.modes)"}
+    records = [_cell("3.3.1", a), _cell("3.3.1", b),
+               as_record({"id": f"cpu_onednn_fp32/3.3.1/amp_o1/{a}", "cell": {"mode": "amp_o1", "model": {"name": a},
+                                                                     "session": {"name": "cpu_onednn_fp32"}},
+                          "verdict": skip})]
+    text = zoo.table(RunModel(records, [], []), shipped, tmp_path)
+    head = text.splitlines()[2]
+    assert "cpu_onednn_fp32 · 3.3.1 |" in head and "amp_o1" not in head, head
+    assert "- cpu_onednn_fp32 · 3.3.1 · amp_o1: 1× its suite does not train <model> in amp_o1" in text, text
