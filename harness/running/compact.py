@@ -122,6 +122,8 @@ def compact_form(script_text: str, title: str, eager: bool = False,
     model, tail = rest.split(MODEL_SOURCE_END, 1)
     if _STATEMENT in tail:  # a statement traced alone: its short form is its model without comments
         return _statement_form(head, model, tail, title), ""
+    if "def lite_train(" in tail:
+        return None, "a train mode's script: its preparation, training and export stay as they are"
     build = _between(tail, _INPUTS, _STATE)
     if build is None:
         return None, "its script builds the layer otherwise than the harness writes"

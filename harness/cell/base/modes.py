@@ -207,6 +207,27 @@ class Pact(TrainMode):
     SCRIPT_EXPORT = "quanter.save_quantized_model(layer, path, input_spec=spec)\n"
 
 
+def script_training(steps: int, seed: int, mode: "object | None" = None) -> str:
+    """The lines that train ``layer`` as the cell did: the harness's ``lite_train`` copied in, after
+    the mode's own preparation (``TrainMode.SCRIPT_PREPARE``: the layer in train mode, as its factory
+    returned it). They hold the harness's functions annotated with its types: the script needs
+    ``from __future__ import annotations``."""
+    import inspect
+    import textwrap
+
+    from . import structure
+
+    train = inspect.getsource(lite_train).replace("    from .structure import flatten_tensors\n", "")
+    prepare = getattr(mode, "SCRIPT_PREPARE", None) or ""
+    if prepare:
+        prepare = "layer.train()\n" + prepare
+    return ("\n\n" + inspect.getsource(structure.flatten_tensors) + "\n\n" + train + "\n\n" + prepare
+            + textwrap.dedent(f'''
+        paddle.seed({seed})
+        losses = lite_train(paddle, layer, [paddle.to_tensor(inputs[name]) for name in feed_names], {steps}, {seed})
+        '''))
+
+
 IMPORT_PROBE_TIMEOUT = 60.0
 
 

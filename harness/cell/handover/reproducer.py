@@ -44,6 +44,7 @@ from ...shared.vocab import Analysis, ProgramFormat, Status
 from ..base.context import CellContext
 from ..base.ledger import Ledger
 from . import inline, replay, source_repro
+from .formats import by_format
 from ..base.registry import runtime
 
 if TYPE_CHECKING:
@@ -288,8 +289,10 @@ def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: 
     that has its calls); where it does not reproduce at the cell's own release, the piece, else the
     whole model, rebuilt from their classes (``smaller`` says what the smaller one said)."""
     if not ctx.mode.reducible:  # the reduction's own criterion: the mode converts the model as it exports
-        return {"why": f"not written: train mode {ctx.cell.mode} converts the model when it exports; rebuilt from "
-                       f"its classes it would not be the program that failed (the program reproducer replays it)"}
+        if ctx.mode.SCRIPT_PREPARE is None or ctx.mode.SCRIPT_EXPORT is None:
+            return {"why": f"not written: train mode {ctx.cell.mode} converts the model when it exports and has no "
+                           f"script form; the program reproducer replays the program that failed"}
+        return _mode_source(ctx, plan, done, folder)
     smaller = None
     reduced = done.analysis(Analysis.REDUCE)
     piece = (reduced.get("piece") or {}) if reduced is not None else {}
@@ -309,6 +312,33 @@ def _source_reproducer(ctx: CellContext, plan: StagePlan, done: Ledger, folder: 
     standalone = _standalone(ctx, plan, done, folder / "standalone", reduced) if tried.get("verified") else None
     return dict(tried, program="piece" if reduced is not None and reduced.get("source_piece") else "model",
                 **({"smaller": smaller} if smaller else {}), **({"standalone": standalone} if standalone else {}))
+
+
+def _mode_source(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path) -> JsonObject:
+    """A quantization mode's stage failure from source: the factory's model at the cell's seed, prepared,
+    trained and exported the mode's way (its own calls), its fake-quant dygraph outputs the reference,
+    the export run with the stage's calls — the program the cell made, made again from the model's
+    classes by the Paddle that runs the script. The whole model: the mode converts it whole."""
+    from ...models import sources
+    from ..base.modes import script_training
+
+    setup, stage = done.setup, done.stage(plan.name)
+    try:
+        layer, input_spec = sources.build(ctx.cell.model["factory"], ctx.paddle, ctx.cell.seed, f"{ctx.where}.factory")
+        built = source_repro.whole_model(ctx.paddle, layer, input_spec, ctx.feeds(stage.failing_shape or 0))
+    except (source_repro.Unspellable, HarnessFailure) as why:
+        return {"why": f"not written: {why}"}
+    built.setup = replay.factory_setup(ctx.paddle, ctx.cell.model["factory"])
+    built.how = f"built by its factory at the cell's seed, prepared for {ctx.cell.mode} and trained as the cell trained it"
+    built.writer.lazy_annotations = True  # the harness's lite_train, copied in, is annotated with its types
+    built.trained = script_training(ctx.cell.train_steps, ctx.cell.seed, ctx.mode) + textwrap.dedent('''\
+        layer.eval()
+        with paddle.no_grad():  # the reference: the mode's own dygraph model (fake-quant), trained
+            dygraph = layer(*[paddle.to_tensor(inputs[name]) for name in feed_names])
+        ''')
+    built.exported = ctx.mode.SCRIPT_EXPORT
+    tolerances = [ctx.tolerance(plan, label).to_dict() for label in setup.output_labels] or [ctx.tolerance(plan).to_dict()]
+    return dict(_source_written(ctx, plan, done, folder, built, tolerances), program="model")
 
 
 def _standalone(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Path, reduced: Any) -> JsonObject:
@@ -395,7 +425,7 @@ def _source_written(ctx: CellContext, plan: StagePlan, done: Ledger, folder: Pat
         per_format[fmt.value] = (engine.reproducer_lines(source_repro.MODEL_PLACEHOLDER, source_repro.PARAMS_PLACEHOLDER,
                                                          same.config, {**export, "format": fmt.value})
                                  if same is not None else None)
-    run_lines = source_repro.by_format(per_format, plan.name)
+    run_lines = by_format(per_format, plan.name)
     compare = compare_code() if numeric else 'print("ran without error: not reproduced")\n'
     source_repro.write(folder, built, run_lines, engine.reproducer_imports, tolerances, compare)
     key = engine.cause_words(stage.message)

@@ -30,6 +30,7 @@ from ...shared.releases import BUILT, RunOutcome, outcome as run_outcome
 from ...shared.vocab import Status
 from . import inline, replay, source_repro
 from ..base.context import CellContext
+from ..base.modes import script_training
 from .reproducer import run_script
 
 REPO = Path(__file__).resolve().parents[3]  # what the statement's writer imports the harness from
@@ -280,20 +281,8 @@ def _training_script(folder: Path, source: source_repro.Source, steps: int, seed
     harness's own ``modes.lite_train`` (and the ``flatten_tensors`` it reads), copied in as written:
     the script trains exactly as the cell did. ``mode``: a quantization mode, whose preparation runs
     before the training and whose export after it (either raising is the reproduction)."""
-    import inspect
-
-    from ..base import modes, structure
-
-    train = inspect.getsource(modes.lite_train).replace("    from .structure import flatten_tensors\n", "")
-    prepare = getattr(mode, "SCRIPT_PREPARE", None) or ""
-    if prepare:  # the mode prepares the model as its factory returned it: in train mode
-        prepare = "layer.train()\n" + prepare
+    code = script_training(steps, seed, mode)
     export = getattr(mode, "SCRIPT_EXPORT", None) or ""
-    code = ("\n\n" + inspect.getsource(structure.flatten_tensors) + "\n\n" + train + "\n\n" + prepare
-            + textwrap.dedent(f'''
-        paddle.seed({seed})
-        losses = lite_train(paddle, layer, [paddle.to_tensor(inputs[name]) for name in feed_names], {steps}, {seed})
-        '''))
     if export:
         code += ("layer.eval()\nscratch = tempfile.TemporaryDirectory(prefix=\"source-repro-\")  # removed when the script exits\n"
                  "path = os.path.join(scratch.name, \"model\")\n" + export + 'print("trained and exported: not reproduced")\n')

@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...shared.releases import BUILT, MODEL_SOURCE, MODEL_SOURCE_END, NOT_RUNNABLE
+from ...shared.releases import BUILT, MODEL_SOURCE, MODEL_SOURCE_END
 from ...shared.json_types import JsonObject
 
 SCRIPT = "source_repro.py"
@@ -309,6 +309,8 @@ class Source:
         # Inputs of an eager call made after the reference and before the export: a cause that depends
         # on an earlier eager call at another shape (``eager.npz``).
         self.eager: Optional[Dict[str, np.ndarray]] = None
+        # A quantization mode's: its preparation and training before the reference, its export to ``path``.
+        self.trained, self.exported = "", ""
 
 
 def whole_model(paddle: Any, model: Any, input_spec: Sequence[Any], feeds: Dict[str, np.ndarray],
@@ -379,36 +381,6 @@ def _piece_class(module_source: str) -> str:
     return "import copy\n\n" + "".join(lines[first:])
 
 
-def by_format(lines: Dict[str, Optional[str]], stage: str) -> str:
-    """The runtime's lines for the program the running Paddle wrote (PIR or legacy), shared lines written once."""
-    pir, legacy = lines.get("pir"), lines.get("legacy")
-    if pir == legacy and pir is not None:
-        return pir
-    missing = "sys.exit({!r})\n"
-    a = (pir or missing.format(f"{NOT_RUNNABLE} the stage {stage} does not exist for a PIR program")).splitlines()
-    b = (legacy or missing.format(f"{NOT_RUNNABLE} the stage {stage} does not exist for a legacy program")).splitlines()
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    before, after = a[:head], a[len(a) - tail:]
-    only_a, only_b = a[head:len(a) - tail], b[head:len(b) - tail]
-    def indented(block: List[str]) -> List[str]:
-        return [f"    {ln}" if ln else "" for ln in block]
-
-    if only_a and only_b:
-        middle = ['if model_file.endswith(".json"):  # a PIR program: the stage as planned for PIR', *indented(only_a),
-                  "else:  # a legacy program (.pdmodel)", *indented(only_b)]
-    elif only_a:
-        middle = ['if model_file.endswith(".json"):  # a PIR program: its own calls', *indented(only_a)]
-    else:
-        middle = ['if not model_file.endswith(".json"):  # a legacy program (.pdmodel): its own calls',
-                  *indented(only_b)]
-    return "\n".join([*before, *middle, *after]) + "\n"
-
-
 # The cell exported after an eager call at another shape (its triage: the export depends on an earlier
 # eager call): that call, the last before the export. Left out of a minimized script that has no eager.npz.
 EAGER_CALL = textwrap.dedent('''\
@@ -472,11 +444,13 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
     said |= {ln.split("#")[0].strip() for ln in imports.splitlines()}
     script += imports + "\n" + MODEL_SOURCE + source.setup + source.writer.header(said) + \
         "\n\n" + source.writer.body() + MODEL_SOURCE_END + \
-        rebuilt(source) + textwrap.dedent('''\
+        rebuilt(source) + source.trained + textwrap.dedent('''\
         reference = [t.numpy() for t in paddle.utils.flatten(dygraph) if isinstance(t, paddle.Tensor)]
         scratch = tempfile.TemporaryDirectory(prefix="source-repro-")  # removed when the script exits
         out = scratch.name
-        paddle.jit.save(paddle.jit.to_static(layer, input_spec=spec, full_graph=True), os.path.join(out, "model"))
+        path = os.path.join(out, "model")
+        ''') + (source.exported or "paddle.jit.save(paddle.jit.to_static(layer, input_spec=spec, full_graph=True), path)\n") \
+        + textwrap.dedent('''\
         model_file = "model.json" if os.path.exists(os.path.join(out, "model.json")) else "model.pdmodel"
         params_file = os.path.join(out, "model.pdiparams")
         if not layer.state_dict() or not os.path.exists(params_file):
@@ -497,4 +471,4 @@ def write(folder: Path, source: Source, run_lines: str, imports: str, tolerances
 
 
 __all__ = ["SCRIPT", "MODEL_SOURCE", "MODEL_SOURCE_END", "Unspellable", "Writer", "Source", "whole_model", "piece", "op_program",
-           "by_format", "write", "rebuilt"]
+           "write", "rebuilt"]

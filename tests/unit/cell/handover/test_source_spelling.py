@@ -7,6 +7,7 @@ import paddle
 import pytest
 
 from harness.cell.handover import replay, source_repro
+from harness.cell.handover.formats import by_format
 from harness.models.construction import made_with, recording_construction
 from tests import factories
 
@@ -83,10 +84,10 @@ def test_values_spell_as_python_that_reads_back():
 def test_the_stage_per_program_format_shares_what_both_formats_call():
     pir = "config = C(m)\nconfig.enable_new_ir(True)\nconfig.disable_gpu()\n\npredictor = create(config)\n"
     legacy = "config = C(m)\nconfig.disable_gpu()\n\npredictor = create(config)\n"
-    text = source_repro.by_format({"pir": pir, "legacy": legacy}, "ir")
+    text = by_format({"pir": pir, "legacy": legacy}, "ir")
     assert text.count("config = C(m)") == 1 and text.count("predictor = create(config)") == 1
     assert 'if model_file.endswith(".json"):' in text and "    config.enable_new_ir(True)" in text
-    missing = source_repro.by_format({"pir": pir, "legacy": None}, "memory")
+    missing = by_format({"pir": pir, "legacy": None}, "memory")
     assert "cannot run here: the stage memory does not exist for a legacy program" in missing
 
 
