@@ -246,3 +246,25 @@ def test_a_pact_save_that_raises_is_handed_over_as_a_script_that_prepares_trains
     text = open(source["script"], encoding="utf-8").read()
     assert "quanter.quantize(layer)" in text and "quanter.save_quantized_model(layer, path, input_spec=spec)" in text
 
+
+
+def test_a_pact_program_that_computes_otherwise_is_handed_over_from_source_prepared_trained_and_saved(tmp_path, paddle_version):
+    """A PACT model whose saved program computes otherwise than its fake-quantized dygraph: the reduction
+    cannot cut what the mode converts whole, and the source reproducer makes the program again the
+    mode's way — the factory's model prepared, trained as the cell trained it, saved by PaddleSlim, its
+    fake-quant dygraph the reference — and mismatches as the cell did, at the cell's release."""
+    pytest.importorskip("paddleslim", reason="modes.pact.packages are installed by `nox -s tests`")
+    path = tmp_path / "matrix.toml"
+    path.write_text(matrix_text(paddle_version, {"stack": "tests.factories:conv_bn_stack"}, extra=INT8,
+                                inputs={"stack": "image = { shape = [1, 3, 8, 8] }"}, one_shape=["stack"]))
+    run_harness("run", "--matrix", str(path), "--session", "cpu_fp32", "--mode", "pact", "--results", str(tmp_path / "r"))
+    record = load_record(tmp_path / "r" / "default", f"cpu_fp32/{paddle_version}/pact/stack")
+    baseline = stages_by_name(record)["baseline"]
+    if baseline["status"] == "pass":
+        pytest.skip(f"PACT's saved program matches its dygraph at Paddle {paddle_version} here: nothing to hand over")
+    assert baseline["status"] == "fail", baseline
+    source = record["analysis"]["reproducer"]["source"]
+    assert source["verified"] is True and source["last_line"] == "MISMATCH: reproduced", source
+    text = open(source["script"], encoding="utf-8").read()
+    assert "quanter.quantize(layer)" in text and "def lite_train(" in text
+    assert "quanter.save_quantized_model(layer, path, input_spec=spec)" in text and "paddle.jit.save(" not in text
