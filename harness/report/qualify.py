@@ -241,7 +241,16 @@ def run(results: Path, matrix: Any, known_path: Optional[Path], strict: bool, pa
     model = RunModel.load(results)
     if not model.records and not model.unreadable:
         raise UserError(f"--results/--run: no result records under {results}; run the sessions first.")
-    result = qualify(model, load_known(known_path), required_cells(matrix, scope, models), strict, partial,
+    known = load_known(known_path)
+    if scope:
+        # A release is judged by its own cells: another version's in the same run (the release before,
+        # published beside it) neither blocks it nor makes its known entries stale.
+        every = model.records
+        records = [r for r in every if f"{r.session}@{r.version}" in set(scope)]
+        model = dataclasses.replace(model, records=records, _causes=None, hazard_probes=[
+            h for h in model.hazard_probes if h.paddle in {r.version for r in records}])
+        known = [k for k in known if any(k.matches(r) for r in model.records) or not any(k.matches(r) for r in every)]
+    result = qualify(model, known, required_cells(matrix, scope, models), strict, partial,
                      optional_sessions(matrix), precision_risk_sessions(matrix))
     print(render(result))
     return 0 if result.qualified else 1

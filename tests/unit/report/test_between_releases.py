@@ -53,3 +53,28 @@ def test_a_zoo_column_of_skips_only_is_said_once_with_its_reasons(tmp_path):
     head = text.splitlines()[2]
     assert "cpu_onednn_fp32 · 3.3.1 |" in head and "amp_o1" not in head, head
     assert "- cpu_onednn_fp32 · 3.3.1 · amp_o1: 1× its suite does not train <model> in amp_o1" in text, text
+
+
+def test_a_release_is_judged_by_its_own_cells_not_by_the_release_beside_it(tmp_path, capsys):
+    """``qualify --scope`` (what ``qualification`` asks per release): the older release's failing cell in
+    the same run neither blocks the newer release nor makes the known entry written for it stale."""
+    import json
+
+    from harness.matrix import load
+    from harness.report import qualify
+
+    shipped = load(Path(__file__).resolve().parents[3] / "matrix" / "default.toml")
+    model = shipped.zoo["models"][0]
+    run = tmp_path / "run"
+    for version, status in (("3.3.1", "pass"), ("3.2.2", "error")):
+        record = _cell(version, model, status, "onednn_fp32" if status == "error" else None, "RuntimeError: x")
+        path = run / f"{record.id}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record.to_dict()))
+    known = tmp_path / "known.toml"
+    known.write_text(f'[[known]]\ncell = "cpu_onednn_fp32/3.2.2/normal/{model}"\nreason = "x"\n')
+    newer = qualify.run(run, shipped, known, False, scope=["cpu_onednn_fp32@3.3.1"], models=[model])
+    said = capsys.readouterr().out
+    assert newer == 0 and said.startswith("QUALIFIED") and "Stale" not in said, said
+    assert qualify.run(run, shipped, None, False, scope=["cpu_onednn_fp32@3.2.2"], models=[model]) == 1
+    assert capsys.readouterr().out.startswith("NOT QUALIFIED")
