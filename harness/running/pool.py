@@ -98,7 +98,7 @@ def plan(matrix: Matrix, selected: List[NoxSession], results: Path, options: "Po
             continue
         versions.setdefault(nox_session.version, env.key)
         left_out += zoo_modes_left_out(matrix, nox_session, options.modes)
-        models = [ZOO] if nox_session.zoo else options.models
+        models = options.models or ([ZOO] if nox_session.zoo else None)  # a model asked for is the model run
         for spec in session_cells(matrix, nox_session.session, nox_session.version, results, options.root_cause,
                                   modes=zoo_modes(matrix, nox_session, options.modes), models=models):
             if spec.id not in env_of:

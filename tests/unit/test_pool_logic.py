@@ -231,3 +231,11 @@ def test_the_zoo_runs_in_its_train_modes_and_only_a_mode_that_needs_packages_get
                                                                     "cpu_onednn_int8-zoo × amp_o2"]
     normal = cells["cpu_fp32/3.3.1/normal/pp_lcnet"]
     assert normal.key == cell_environment(shipped, next(s for s in zoo if s.session == "cpu_fp32")).key
+
+
+def test_a_zoo_session_asked_for_a_model_runs_that_model(shipped, tmp_path):
+    from harness.running.pool import PoolOptions, plan
+
+    zoo = [s for s in select(nox_sessions(shipped), ["zoo"]) if s.session == "cpu_fp32" and s.version == "3.3.1"]
+    made = plan(shipped, zoo, tmp_path / "r", PoolOptions(models=["pp_lcnet"], modes=["normal"]), say=lambda _: None)
+    assert [job.spec.id for job in made.jobs if job.spec is not None] == ["cpu_fp32/3.3.1/normal/pp_lcnet"]
