@@ -386,7 +386,7 @@ def command(args: Any) -> int:
         envs_root = args.envs or default_envs_root()
         pythons = make_environments(the_plan, envs_root, args.python, say_line)
         say_line(f"[harness] {len(pythons)} environment(s) ready in {time.monotonic() - started:.1f} s; "
-                 f"{len(selected) - len(the_plan.left_out)} session(s), {len(the_plan.cells)} cell(s) "
+                 f"{len({(c.session.name, c.paddle) for c in the_plan.cells})} session(s), {len(the_plan.cells)} cell(s) "
                  f"({len(the_plan.recorded)} recorded earlier), {len(the_plan.jobs)} job(s) on {options.jobs} slot(s)")
         if args.envs_only:
             return 0
