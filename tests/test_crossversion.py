@@ -425,6 +425,15 @@ def test_one_command_qualifies_the_run_and_publishes_each_cause_with_its_place_r
     cpu = Path("/proc/cpuinfo").read_text()
     assert ("needs a CPU with bf16 instructions" in bf16) == ("avx512_bf16" not in cpu and "amx_bf16" not in cpu), bf16
     assert "- cpu_fp32:" not in missing and "- cpu_onednn_fp32:" not in missing, missing[:1500]
+    # Published again from the report on, over the run as it stands: no release asked again, said.
+    again = run_harness("qualification", "--matrix", str(two_versions["matrix"]), *sessions, "--model", "interp",
+                        "--model", "ifparam", "--results", str(two_versions["results"]), "--run", "default",
+                        "--envs", str(shared_envs), "--out", str(out), "--from", "report", timeout=600)
+    assert again.returncode in (0, 1) and "[qualification] releases:" not in again.stdout, again.stdout[-2000:]
+    republished = (out / f"qualification-{head}.md").read_text()
+    assert "releases not run (--from report)" in republished and "--from report" in republished.splitlines()[2]
+    assert [ln for ln in republished.splitlines() if ln.startswith("| C")] == \
+        [ln for ln in text.splitlines() if ln.startswith("| C")]  # the spans the first asked, as recorded
 
 
 def test_a_shard_runs_the_pool_over_its_share_of_the_models_and_stops(two_versions, shared_envs, tmp_path):

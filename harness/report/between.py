@@ -32,6 +32,7 @@ class Change:
     NEW = "new"
     GONE = "gone"
     BOTH = "in both"
+    UNASKED = "unasked"  # met at one release; none of its cells ran at the other
 
 
 def counterpart(record_id: str, version: str) -> str:
@@ -78,32 +79,37 @@ def side_by_side(model: RunModel, rows: Sequence[RowLike], newer: str, older: st
     for row in rows:
         at_new = [c for c in row.cells if c in by_id and by_id[c].version == newer]
         at_old = [c for c in row.cells if c in by_id and by_id[c].version == older]
-        change = _change(at_new, at_old)
+        asked = [counterpart(c, older) for c in at_new if counterpart(c, older) not in at_old] + \
+                [counterpart(c, newer) for c in at_old if counterpart(c, newer) not in at_new]
+        change = _change(at_new, at_old, any(cell in by_id for cell in asked))
         if change is None:
             continue
         counts[change] += 1
-        asked = [(counterpart(c, older), c) for c in at_new if counterpart(c, older) not in at_old] + \
-                [(counterpart(c, newer), c) for c in at_old if counterpart(c, newer) not in at_new]
-        other = Counter(there(cell) for cell, _ in asked)
+        other = Counter(there(cell) for cell in asked)
         said = "; ".join(f"{n} {what}" for what, n in other.most_common()) or "the same cells"
         lines.append(f"| {row.label} | {_label(at_word(' '.join(row.words.split()), 100))} | {len(at_new)} | "
                      f"{len(at_old)} | {_words(change, newer)} | {_label(said)} |")
     head = (f"Per cause, from the cells of both releases (the same session, mode and model at each): "
             f"{counts[Change.NEW]} new in {newer}, {counts[Change.GONE]} gone from it (met at {older} only), "
-            f"{counts[Change.BOTH]} in both.")
+            f"{counts[Change.BOTH]} in both, {counts[Change.UNASKED]} met at one release whose cells did not run "
+            f"at the other.")
     return [head, "", *lines] if len(lines) > 2 else [head]
 
 
-def _change(at_new: Sequence[str], at_old: Sequence[str]) -> Optional[str]:
+def _change(at_new: Sequence[str], at_old: Sequence[str], other_ran: bool) -> Optional[str]:
+    """How a cause changed; met at one release only, it is new or gone only where its cells ran at the other."""
     if at_new and at_old:
         return Change.BOTH
-    if at_new:
-        return Change.NEW
-    return Change.GONE if at_old else None
+    if not at_new and not at_old:
+        return None
+    if not other_ran:
+        return Change.UNASKED
+    return Change.NEW if at_new else Change.GONE
 
 
 def _words(change: str, newer: str) -> str:
-    return {Change.NEW: f"**new in {newer}**", Change.GONE: f"**gone in {newer}**", Change.BOTH: "in both"}[change]
+    return {Change.NEW: f"**new in {newer}**", Change.GONE: f"**gone in {newer}**", Change.BOTH: "in both",
+            Change.UNASKED: "its cells did not run at the other release"}[change]
 
 
 __all__ = ["Change", "counterpart", "side_by_side", "tallies"]

@@ -35,6 +35,7 @@ HARNESS_ROOT = Path(__file__).resolve().parent.parent.parent
 # qualify's a verdict of "not qualified", report's a record it could not read (said in the reports);
 # releases and workarounds end 0 whatever they found (a 1 there is Python's own: a traceback).
 ENDED_WELL = {"pool": (0, 1), "releases": (0,), "workarounds": (0,), "report": (0, 1), "qualify": (0, 1)}
+STEPS = ("pool", "releases", "workarounds", "report")  # in their order; qualify and the publication always end it
 
 
 def add_parser(sub: Any, default_matrix: Path) -> None:
@@ -59,6 +60,9 @@ def add_parser(sub: Any, default_matrix: Path) -> None:
     parser.add_argument("--envs", type=Path, default=None, help="where environments are kept (default: .nox/)")
     parser.add_argument("--releases", default=None, help="comma-separated releases `releases` bisects over "
                                                          "(default: every release the index serves)")
+    parser.add_argument("--from", dest="start", choices=STEPS, default=STEPS[0],
+                        help="begin the chain at this step, over the run as it stands (e.g. report: publish again "
+                             "after the harness's reports changed, without asking every release again)")
     parser.add_argument("--shard", type=shard_of, default=None, metavar="K/N",
                         help="run only the pool, over every N-th model from the K-th; merge the shards, then "
                              "run this command on the merged run")
@@ -124,6 +128,9 @@ def command(args: Any) -> int:
     timings: List[str] = []
     whole = time.monotonic()
     for name, argv in _steps(args, out):
+        if STEPS.index(name) < STEPS.index(args.start):
+            timings.append(f"{name} not run (--from {args.start})")
+            continue
         started, began = time.monotonic(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         print(f"[qualification] {name}: python -m harness {' '.join(argv)}", flush=True)
         code = _harness(argv).returncode
@@ -259,6 +266,7 @@ def _said(args: Any) -> str:
     parts += [f"--model {m}" for m in args.model] + [f"--mode {m}" for m in args.mode]
     parts += [f"--run {args.run_name}"] + ([f"--out {_shown(args.out)}"] if args.out else [])
     parts += [f"--releases {args.releases}"] if args.releases else []
+    parts += [f"--from {args.start}"] if args.start != STEPS[0] else []
     return " ".join(parts)
 
 

@@ -22,19 +22,22 @@ def test_each_cause_is_new_gone_or_in_both_by_the_cells_of_both_releases(tmp_pat
     new = "NotImplementedError: (Unimplemented) ConvertPirAttribute2RuntimeAttribute not support"
     gone = "RuntimeError: (PreconditionNotMet) oneDNN activation fuses require use_mkldnn=True"
     both = "ValueError: Input dimension size should be equal to 5"
+    unasked = "TypeError: bool(Tensor) is not supported in static graph mode"
     records = [_cell("3.3.1", "a", "error", "onednn_fp32", new), _cell("3.2.2", "a"),
                _cell("3.3.1", "b"), _cell("3.2.2", "b", "error", "onednn_fp32", gone),
                _cell("3.3.1", "c", "error", "onednn_fp32", both), _cell("3.2.2", "c", "error", "onednn_fp32", both),
-               _cell("3.3.1", "d", "error", "onednn_fp32", both)]  # d at 3.2.2: never run
+               _cell("3.3.1", "d", "error", "onednn_fp32", both),  # d at 3.2.2: never run
+               _cell("3.3.1", "e", "error", "onednn_fp32", unasked)]  # e: nothing at 3.2.2 to compare with
     model = RunModel(records, [], [])
     found = rows(model, tmp_path)
     said = "\n".join(side_by_side(model, found, "3.3.1", "3.2.2"))
-    assert said.startswith("Per cause, from the cells of both releases") and "1 new in 3.3.1, 1 gone from it" in said
-    line = {w: next(ln for ln in said.splitlines() if w[:30] in ln) for w in (new, gone, both)}
+    assert said.startswith("Per cause, from the cells of both releases") and "1 new in 3.3.1, 1 gone from it (met at 3.2.2 only), 1 in both, 1 met at one release" in said
+    line = {w: next(ln for ln in said.splitlines() if w[:30] in ln) for w in (new, gone, both, unasked)}
+    assert "| 1 | 0 | its cells did not run at the other release | 1 not run |" in line[unasked], line[unasked]
     assert "| 1 | 0 | **new in 3.3.1** | 1 pass |" in line[new], line[new]
     assert "| 0 | 1 | **gone in 3.3.1** | 1 pass |" in line[gone], line[gone]
     assert "| 2 | 1 | in both | 1 not run |" in line[both], line[both]
-    assert tallies(model, ["3.3.1", "3.2.2"]) == ["- Paddle 3.3.1: 4 cells: 3 error, 1 pass",
+    assert tallies(model, ["3.3.1", "3.2.2"]) == ["- Paddle 3.3.1: 5 cells: 4 error, 1 pass",
                                                   "- Paddle 3.2.2: 3 cells: 2 error, 1 pass"]
 
 
