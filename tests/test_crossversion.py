@@ -394,7 +394,8 @@ def test_one_command_qualifies_the_run_and_publishes_each_cause_with_its_place_r
     assert text.startswith(f"# Paddle {head}, qualified over the zoo"), text[:300]
     assert "python -m harness qualification --session cpu_fp32" in text and "steps: pool " in text
     assert str(tmp_path) not in text and "--out DIR" in text  # no path of this machine in what is published
-    rows = [ln for ln in text.splitlines() if ln.startswith("| C") or ln.startswith("| F")]
+    causes = text.split("\n## Causes", 1)[1].split("\n## ", 1)[0]  # the causes' table (the side-by-side one is its own)
+    rows = [ln for ln in causes.splitlines() if ln.startswith("| C") or ln.startswith("| F")]
     interp = next(ln for ln in rows if "ConvertPirAttribute2RuntimeAttribute" in ln)
     assert "op pd_op.bilinear_interp" in interp and "(verified)" in interp, interp
     assert f"first bad {head}, last good {OLD}" in interp, interp
