@@ -210,12 +210,19 @@ def _not_run(args: Any, model: Any) -> List[str]:
 
 
 def _modes_left_out(args: Any, matrix: Any, ran: Any) -> List[str]:
-    """The run's sessions × the [zoo] modes they leave out (``modes.X.zoo_sessions``), each with why."""
-    from ..matrix.sessions import zoo_modes_left_out
+    """The [zoo] modes the run's sessions leave out (``modes.X.zoo_sessions``): one line per mode, with
+    where its programs deploy and the sessions that left it out."""
+    from ..matrix.sessions import zoo_modes
     from .pool import selection
 
-    chosen = selection(matrix, args.tag or ([] if args.session else ["zoo"]), args.session)
-    return [line for s in chosen if s.session in ran for line in zoo_modes_left_out(matrix, s, args.mode)]
+    chosen = [s for s in selection(matrix, args.tag or ([] if args.session else ["zoo"]), args.session) if s.session in ran]
+    said = []
+    for mode in ([] if args.mode else matrix.zoo["modes"]):
+        out = [s.name for s in chosen if mode not in (zoo_modes(matrix, s, None) or [mode])]
+        if out:
+            said.append(f"{mode}: not run in {', '.join(out)}; its programs deploy in "
+                        f"{', '.join(matrix.zoo_sessions_of(mode) or [])} (modes.{mode}.zoo_sessions)")
+    return said
 
 
 def _pool_floor(run: Path, began: str, jobs: Any) -> str:

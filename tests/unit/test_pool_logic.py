@@ -239,3 +239,14 @@ def test_a_zoo_session_asked_for_a_model_runs_that_model(shipped, tmp_path):
     zoo = [s for s in select(nox_sessions(shipped), ["zoo"]) if s.session == "cpu_fp32" and s.version == "3.3.1"]
     made = plan(shipped, zoo, tmp_path / "r", PoolOptions(models=["pp_lcnet"], modes=["normal"]), say=lambda _: None)
     assert [job.spec.id for job in made.jobs if job.spec is not None] == ["cpu_fp32/3.3.1/normal/pp_lcnet"]
+
+
+def test_the_publication_says_each_left_out_mode_once_with_the_sessions_that_left_it_out(shipped):
+    import argparse
+
+    from harness.running.qualification import _modes_left_out
+
+    said = _modes_left_out(argparse.Namespace(tag=[], session=[], mode=[]), shipped, {"cpu_fp32", "cpu_onednn_int8"})
+    assert said == [f"{m}: not run in cpu_onednn_int8-zoo, cpu_onednn_int8-zoo@3.2.2; its programs deploy in "
+                    f"cpu_fp32, gpu_fp32, gpu_fp16, gpu_trt_fp16 (modes.{m}.zoo_sessions)" for m in ("amp_o1", "amp_o2")]
+    assert _modes_left_out(argparse.Namespace(tag=[], session=[], mode=["qat"]), shipped, {"cpu_ort_fp32"}) == []
