@@ -435,6 +435,15 @@ def test_one_command_qualifies_the_run_and_publishes_each_cause_with_its_place_r
     assert "releases not run (--from report)" in republished and "--from report" in republished.splitlines()[2]
     assert [ln for ln in republished.splitlines() if ln.startswith("| C")] == \
         [ln for ln in text.splitlines() if ln.startswith("| C")]  # the spans the first asked, as recorded
+    # Asked for the head's sessions alone, it publishes the head alone: the older cells in the run folder are not its.
+    alone = tmp_path / "alone"
+    head_only = run_harness("qualification", "--matrix", str(two_versions["matrix"]), "--session", "cpu_fp32",
+                            "--session", "cpu_onednn_fp32", "--model", "interp", "--model", "ifparam", "--results",
+                            str(two_versions["results"]), "--run", "default", "--envs", str(shared_envs), "--out",
+                            str(alone), "--from", "report", timeout=600)
+    assert head_only.returncode in (0, 1), head_only.stdout[-2000:]
+    assert (alone / f"qualification-{head}.md").read_text().splitlines()[0] == f"# Paddle {head}, qualified over the zoo"
+    assert f"· {OLD}" not in (alone / "zoo.md").read_text() and f"cpu_fp32 · {head}" in (alone / "zoo.md").read_text()
 
 
 def test_a_shard_runs_the_pool_over_its_share_of_the_models_and_stops(two_versions, shared_envs, tmp_path):

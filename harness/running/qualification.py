@@ -5,10 +5,11 @@
 runs, in order, each as its own ``python -m harness`` command (so each validates its input and says
 its own words): ``pool`` (the selected sessions in one job pool: by default every CPU session at the
 versions ``[zoo]`` names, i.e. ``--tag zoo``), ``releases`` (the release each cause appeared in),
-``workarounds`` (the smallest verified change per cause, and the known-issues file), ``report --zoo``
-(the reports and the zoo at a glance), ``qualify --known`` (the verdict), then publishes
+``workarounds`` (the smallest verified change per cause, and the known-issues file), ``report``
+(the run's reports), ``qualify --known`` (the verdict), then publishes
 ``qualification-<version>.md`` (``report/publication.py``) beside ``zoo.md`` and
-``known-issues-<version>.toml`` in ``--out`` (default: the run's folder). A pool that resumes finds
+``known-issues-<version>.toml`` in ``--out`` (default: the run's folder) — over the cells the command
+asked for (its sessions at their versions), not every record of the run folder. A pool that resumes finds
 its recorded cells and redoes only the rest; the steps after it always run again, over every record.
 Each step's time is said and published. A step that fails for the harness's or the user's reasons
 (exit 2, an interrupt) stops the chain with its code; a pool or verdict of failing cells does not.
@@ -21,6 +22,7 @@ the rest of the chain once, over all of them."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 import sys
@@ -94,7 +96,7 @@ def _steps(args: Any, out: Path) -> List[Tuple[str, List[str]]]:
         return [("pool", pool)]
     releases = ["releases", *common, *envs, *(["--releases", args.releases] if args.releases else [])]
     return [("pool", pool), ("releases", releases), ("workarounds", ["workarounds", *common, *envs]),
-            ("report", ["report", *common, "--matrix", str(args.matrix), "--zoo", str(out / "zoo.md")])]
+            ("report", ["report", *common, "--matrix", str(args.matrix)])]
 
 
 def _harness(argv: List[str], capture: bool = False) -> subprocess.CompletedProcess:
@@ -118,6 +120,7 @@ def _made_by() -> str:
 
 
 def command(args: Any) -> int:
+    from ..report import zoo
     from ..report.model import RunModel
     from ..report.publication import Made, document
     from ..report.workarounds import KNOWN_FILE
@@ -126,7 +129,7 @@ def command(args: Any) -> int:
     out = args.out or run
     out.mkdir(parents=True, exist_ok=True)
     timings: List[str] = []
-    whole = time.monotonic()
+    began_all = time.monotonic()
     for name, argv in _steps(args, out):
         if STEPS.index(name) < STEPS.index(args.start):
             timings.append(f"{name} not run (--from {args.start})")
@@ -142,9 +145,15 @@ def command(args: Any) -> int:
         print(f"[qualification] shard {args.shard[0]}/{args.shard[1]}: its cells are in {run}; join the shards with "
               f"`python -m harness merge --into DIR SHARD...`, then run qualification on DIR", flush=True)
         return 0
-    model = RunModel.load(run)
+    # What the command asked for, not every record of the run folder: another command's cells there (a
+    # release asked apart, a run half made) are neither published nor qualified here.
+    every = RunModel.load(run)
+    asked = set(_asked(args))
+    model = dataclasses.replace(every, records=[r for r in every.records if f"{r.session}@{r.version}" in asked],
+                                _causes=None)
     if not model.records:
         raise UserError(f"{run}: the pool recorded no cell; nothing to qualify.")
+    zoo.write(out / "zoo.md", model, args.matrix, run)
     # The newest release of the run is the one qualified; each older one (the zoo's [zoo] versions: the
     # newest of the line before) is qualified over its own cells and published beside it.
     versions = sorted({r.version for r in model.records}, key=_order, reverse=True)
@@ -158,7 +167,7 @@ def command(args: Any) -> int:
             return said
         verdicts[release] = said
     first, words, code = verdicts[version]
-    timings.append(f"in all {time.monotonic() - whole:.0f} s")
+    timings.append(f"in all {time.monotonic() - began_all:.0f} s")
     text = document(model, run.resolve(), Made(version, _said(args), words, "zoo.md", known.name,
                                                f"{_made_by()}; steps: {', '.join(timings)}", _not_run(args, model),
                                                [(v, verdicts[v][1]) for v in versions[1:]]))
@@ -238,18 +247,22 @@ def _pool_floor(run: Path, began: str, jobs: Any) -> str:
     return f" for {len(ran)} cells (their work floor {sum(ran) / slots:.0f} s: {sum(ran):.0f} cell-seconds over {slots} slots)"
 
 
-def _scope(args: Any, version: str) -> List[str]:
-    """What the pool was asked for, as qualify's required cells: each selected session at the version qualified,
-    the models asked (the zoo by default). Not the matrix's [qualify] table: that is the built-in matrix's."""
+def _asked(args: Any) -> List[str]:
+    """The (session, version) pairs the command asked for, as ``session@version``."""
     from ..matrix import load
     from ..matrix.sessions import SessionKind
     from .pool import selection
 
     chosen = selection(load(args.matrix), args.tag or ([] if args.session else ["zoo"]), args.session)
+    return list(dict.fromkeys(f"{s.session}@{s.version}" for s in chosen if s.kind in (SessionKind.CELLS, SessionKind.ZOO)))
+
+
+def _scope(args: Any, version: str) -> List[str]:
+    """What the pool was asked for, as qualify's required cells: each selected session at the version qualified,
+    the models asked (the zoo by default). Not the matrix's [qualify] table: that is the built-in matrix's."""
     # The release qualified is judged by its own cells: an older version's (a family that does not
     # install there is a skip) tell what changed, in the publication, and are not required of it.
-    pairs = dict.fromkeys(f"{s.session}@{s.version}" for s in chosen
-                          if s.kind in (SessionKind.CELLS, SessionKind.ZOO) and s.version == version)
+    pairs = [pair for pair in _asked(args) if pair.endswith(f"@{version}")]
     return [a for p in pairs for a in ("--scope", p)] + [a for m in (args.model or ["zoo"]) for a in ("--model", m)]
 
 
