@@ -226,7 +226,7 @@ def _modes_left_out(args: Any, matrix: Any, ran: Any) -> List[str]:
 
     chosen = [s for s in selection(matrix, args.tag or ([] if args.session else ["zoo"]), args.session) if s.session in ran]
     said = []
-    for mode in ([] if args.mode else matrix.zoo["modes"]):
+    for mode in ([] if args.mode else matrix.zoo.get("modes") or []):
         out = [s.name for s in chosen if mode not in (zoo_modes(matrix, s, None) or [mode])]
         if out:
             said.append(f"{mode}: not run in {', '.join(out)}; its programs deploy in "
