@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import List
 
 import pytest
 
@@ -282,9 +283,14 @@ def test_releases_place_each_cause_at_its_first_bad_release_and_the_drafts_say_i
     if not head.startswith("3.3"):
         pytest.skip("the interpolate error under oneDNN is measured on Paddle 3.3.x")
     results = two_versions["results"]
-    def releases(*versions: str, confirm: int = 3) -> subprocess.CompletedProcess:
+    def releases(*versions: str, confirm: int = 3, again: bool = False) -> subprocess.CompletedProcess:
         return run_harness("releases", "--results", str(results), "--releases", ",".join(dict.fromkeys(versions)),
-                           "--envs", str(shared_envs), "--python", "3.11", "--confirm", str(confirm), timeout=1800)
+                           "--envs", str(shared_envs), "--python", "3.11", "--confirm", str(confirm),
+                           *(["--again"] if again else []), timeout=1800)
+
+    def asked(proc: subprocess.CompletedProcess) -> List[str]:
+        """The releases a run of ``releases`` ran a script at."""
+        return re.findall(r"\] (\d+\.\d+\.\d+): (?:reproduced|not_reproduced|not_built|other|no_environment)", proc.stdout)
 
     # Four of the index's releases (the full nine are in docs/reference.md): those of 2.6.2 and the
     # head hold what the pool's venvs above hold, which are used (envs.ensure: the same resolution).
@@ -312,10 +318,19 @@ def test_releases_place_each_cause_at_its_first_bad_release_and_the_drafts_say_i
         assert words in text and "python source/source_repro.py" in text, text[:3000]
         assert str(results) not in text and not re.search(r"(?<![\w.])/(tmp|work|home|root)/", text), text
     assert "(since Paddle 3.3.0)" in (Path(default / interp["analysis"]["reproducer"]["folder"]) / "issue.md").read_text()
-    # A second run makes no environment: each release's was made once (the head alone, one run:
-    # the point is the environments, not the bisection again).
+    # The same releases asked again: each cause is its record's span, no script runs, nothing changes.
+    resumed = releases(OLD, "3.0.0", "3.3.0", head)
+    assert resumed.returncode == 0 and resumed.stdout.count("placed earlier: first bad") == 2, resumed.stdout[-2000:]
+    assert not asked(resumed), resumed.stdout[-2000:]
+    assert load_record(default, f"cpu_onednn_fp32/{head}/normal/interp")["analysis"]["releases"] == spans["interp"]
+    # Other releases are another question: asked. A second run makes no environment: each release's was
+    # made once (the head alone, one run: the point is the environments, not the bisection again).
     again = releases(head, confirm=1)
     assert again.returncode == 0 and "making the environment" not in again.stdout, again.stdout[-2000:]
+    assert "placed earlier" not in again.stdout and head in asked(again), again.stdout[-2000:]
+    # And --again asks a cause placed over the same releases.
+    forced = releases(head, confirm=1, again=True)
+    assert "placed earlier" not in forced.stdout and asked(forced).count(head) >= 2, forced.stdout[-2000:]
     # A release the index does not serve: one line, exit 2.
     assert "--releases 2.5.0" in one_line_error(run_harness("releases", "--results", str(results), "--releases", "2.5.0",
                                                             "--python", "3.11"))

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Sequence
 
 from ..shared.errors import UserError
 from ..shared.records import Unreadable, atomic_write_text, scan_records
+from ..shared.runfolder import RunFolder
 
 # The tag the noxfile gives every session that runs matrix cells (and no other session): shards
 # are chosen by what a session is, so a new benchmark, report or tool session never becomes a CI
@@ -79,7 +80,8 @@ def merge(into: Path, shards: Sequence[Path]) -> Dict[str, Any]:
             seen[record.id] = shard
     into.mkdir(parents=True, exist_ok=True)
     for shard, records in per_shard:
-        shutil.copytree(shard, into, dirs_exist_ok=True)
+        # A shard's store of repeated bytes is links to its cells' files: copied, it would be each once more.
+        shutil.copytree(shard, into, dirs_exist_ok=True, ignore=shutil.ignore_patterns(RunFolder(shard).stored.name))
         old, new = str(shard.resolve()), str(into.resolve())
         for record in records:
             target = into / record.path.resolve().relative_to(shard.resolve())

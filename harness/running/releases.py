@@ -20,8 +20,11 @@ reproduces on those runs moves the boundary older. A rate too low to tell that i
 the first that does not is ``fixed_in``.
 
 The answer (``shared/releases.ReleaseSpan``) is written into every record of the cause as
-``analysis.releases``, under the run's lock; the regress report, the HTML report and the drafts show
-it."""
+``analysis.releases`` as soon as the cause is placed, under the run's lock; the regress report, the HTML
+report and the drafts show it. A cause is placed once: a later ``releases`` over the same releases takes
+the span its record holds (a cell run again writes a record without one, so its cause is asked again),
+and an interrupted run keeps every cause it placed (at ~70 causes of the zoo, an hour of bisection lost
+with a full disk, measured). ``--again`` asks every cause again."""
 
 from __future__ import annotations
 
@@ -308,6 +311,7 @@ class Options:
     confirm: int = CONFIRMATIONS
     jobs: int = 2
     minimize_budget: float = 90.0  # seconds of minimization per cause's standalone script (0: none)
+    again: bool = False  # ask causes placed earlier again
 
 
 def run(results: Path, options: Options, say: Say = print) -> int:
@@ -343,6 +347,11 @@ def _run_locked(results: Path, options: Options, say: Say) -> int:
     def placed(numbered: Tuple[int, ReleaseCause]) -> ReleaseSpan:
         k, cause = numbered
         said: Say = lambda line: say(line.replace("[releases]", f"[releases {k}]", 1))  # noqa: E731
+        earlier = None if options.again else placed_earlier(cause, served, options.confirm)
+        if earlier is not None:
+            said(f"[releases] {shown[k - 1]}: placed earlier: {earlier.words()} (--again asks again)")
+            _write_span(results, cause, earlier)
+            return earlier
         said(f"[releases] {shown[k - 1]}: {len(cause.records)} cell(s), the source reproducer of {cause.home.id}")
         environments = Environments(options.envs_root, cause.home, options.python, said)
         made = standalone.prepare(cause, environments, said, options.minimize_budget)
@@ -351,17 +360,13 @@ def _run_locked(results: Path, options: Options, say: Say) -> int:
         span = dataclasses.replace(place(cause, served, environments, said, options.confirm), standalone=made.words,
                                    compact=made.compact)
         said(f"[releases] {shown[k - 1]}: {span.words()}")
+        _write_span(results, cause, span)  # now: a run cut off later keeps it
         return span
 
     # Causes are independent: each bisects in its own thread (its runs are processes); a release
     # environment two of them need is made once (``envs.ensure`` locks it).
     with ThreadPoolExecutor(max_workers=max(1, min(options.jobs, len(causes)))) as pool:
         spans = list(pool.map(placed, enumerate(causes, 1)))
-    for cause, span in zip(causes, spans):
-        for record in cause.records:
-            entry = AnalysisEntry.from_dict("releases", {**span.to_dict(), "stage": record.analysis.reproducer.stage})
-            write_record(results, dataclasses.replace(record, analysis=Analyses({**record.analysis.entries,
-                                                                                 "releases": entry})))
     unplaced = sum(1 for span in spans if span.outcome is SpanOutcome.NOT_AT_ITS_RELEASE)
     say(f"[releases] {len(causes) - unplaced} of {len(causes)} cause(s) placed in {time.perf_counter() - started:.0f} s"
         + (f"; {unplaced} not placed (said above)" if unplaced else ""))
@@ -371,6 +376,24 @@ def _run_locked(results: Path, options: Options, say: Say) -> int:
 
     refresh(results, say)  # the drafts and reports that showed these causes say their releases now
     return 0
+
+
+def placed_earlier(cause: ReleaseCause, served: Sequence[str], confirm: int) -> Optional[ReleaseSpan]:
+    """The span a cause's own record holds from an earlier ``releases`` over the same releases and
+    confirmations, else None. Its home record stands for the cause (its script was the one asked); a
+    record the cause gained since (another release's cell of it) takes the same span."""
+    span = cause.home.analysis.releases
+    if span is None or span.cause != cause.key or tuple(span.releases) != tuple(served) or span.confirmations != confirm:
+        return None
+    return span
+
+
+def _write_span(results: Path, cause: ReleaseCause, span: ReleaseSpan) -> None:
+    """``span`` into every record of ``cause`` (each record is one cause's: the threads write apart)."""
+    for record in cause.records:
+        entry = AnalysisEntry.from_dict("releases", {**span.to_dict(), "stage": record.analysis.reproducer.stage})
+        write_record(results, dataclasses.replace(record, analysis=Analyses({**record.analysis.entries,
+                                                                             "releases": entry})))
 
 
 def add_parser(sub: "argparse._SubParsersAction") -> None:
@@ -393,6 +416,8 @@ def add_parser(sub: "argparse._SubParsersAction") -> None:
                         help="causes bisected at once (default: the CPU count)")
     parser.add_argument("--minimize-budget", type=float, default=90.0,
                         help="seconds of minimization of each cause's standalone script (default: %(default)s; 0: none)")
+    parser.add_argument("--again", action="store_true",
+                        help="ask every cause again, also those placed earlier over the same releases")
 
 
 def _versions(text: str) -> List[str]:
@@ -414,8 +439,8 @@ def command(args: "argparse.Namespace") -> int:
 
     existing_run(args.results, args.run_name)  # before the lock: a typo writes nothing
     options = Options(args.envs or default_envs_root(), args.python, tuple(args.releases) if args.releases else None,
-                      args.pre, args.confirm, args.jobs or os.cpu_count() or 1, args.minimize_budget)
+                      args.pre, args.confirm, args.jobs or os.cpu_count() or 1, args.minimize_budget, args.again)
     return run(args.results / args.run_name, options)
 
 
-__all__ = ["Options", "index_releases", "causes_of", "place", "run", "command", "add_parser", "ReleaseCause", "Bisection"]
+__all__ = ["Options", "index_releases", "causes_of", "place", "placed_earlier", "run", "command", "add_parser", "ReleaseCause", "Bisection"]

@@ -30,7 +30,7 @@ from typing import List, Optional
 # after it (the scheduler waits for this file).
 PROGRAM_ENTRY = "setup.json"
 PROGRAM_WORK = "work.json"
-NOT_SESSION_FOLDERS = frozenset({"checkpoints", "programs", "portability", "tipc", "diff", "versions"})
+NOT_SESSION_FOLDERS = frozenset({"checkpoints", "programs", "portability", "tipc", "diff", "versions", ".stored"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +52,11 @@ class RunFolder:
 
     def hazard_files(self) -> List[Path]:
         return sorted(self.root.glob("versions/*/hazards-*.json")) + sorted(self.root.glob("*/*/hazards.json"))
+
+    @property
+    def stored(self) -> Path:
+        """One copy of each content its cells kept twice (``running/prune.py``), by digest."""
+        return self.root / ".stored"
 
     @property
     def checkpoints(self) -> Path:
