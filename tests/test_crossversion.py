@@ -450,13 +450,23 @@ def test_one_command_qualifies_the_run_and_publishes_each_cause_with_its_place_r
     assert "releases not run (--from report)" in republished and "--from report" in republished.splitlines()[2]
     assert [ln for ln in republished.splitlines() if ln.startswith("| C")] == \
         [ln for ln in text.splitlines() if ln.startswith("| C")]  # the spans the first asked, as recorded
-    # Asked for the head's sessions alone, it publishes the head alone: the older cells in the run folder are not its.
+    assert "Not complete" not in republished  # every cell asked is recorded
+    # Asked for the head's sessions alone, it publishes the head alone: the older cells in the run folder are
+    # not its. One of its cells without a record (a pool cut short) is said at the top, by its column.
     alone = tmp_path / "alone"
-    head_only = run_harness("qualification", "--matrix", str(two_versions["matrix"]), "--session", "cpu_fp32",
-                            "--session", "cpu_onednn_fp32", "--model", "interp", "--model", "ifparam", "--results",
-                            str(two_versions["results"]), "--run", "default", "--envs", str(shared_envs), "--out",
-                            str(alone), "--from", "report", timeout=600)
+    record = two_versions["results"] / "default" / f"cpu_fp32/{head}/normal/ifparam.json"
+    record.rename(record.with_suffix(".aside"))
+    try:
+        head_only = run_harness("qualification", "--matrix", str(two_versions["matrix"]), "--session", "cpu_fp32",
+                                "--session", "cpu_onednn_fp32", "--model", "interp", "--model", "ifparam", "--results",
+                                str(two_versions["results"]), "--run", "default", "--envs", str(shared_envs), "--out",
+                                str(alone), "--from", "report", timeout=600)
+    finally:
+        record.with_suffix(".aside").rename(record)
     assert head_only.returncode in (0, 1), head_only.stdout[-2000:]
+    assert (f"**Not complete:** 1 of the 4 cells asked have no record (the pool did not run); they are \"not run\" "
+            f"in the zoo's table, and every tally and verdict here covers the recorded cells only: 1 in cpu_fp32 · "
+            f"{head} · normal.") in (alone / f"qualification-{head}.md").read_text()
     assert (alone / f"qualification-{head}.md").read_text().splitlines()[0] == f"# Paddle {head}, qualified over the zoo"
     assert f"· {OLD}" not in (alone / "zoo.md").read_text() and f"cpu_fp32 · {head}" in (alone / "zoo.md").read_text()
 

@@ -188,6 +188,7 @@ class Made:
     made_by: str
     not_run: Sequence[str] = ()  # the matrix's sessions the publication has no cell of, each with why
     earlier: Sequence[Tuple[str, str]] = ()  # (release, qualify's words) of each older release of the run
+    unrecorded: str = ""  # the cells the command asked that have no record, said as a sentence ("" when none)
 
 
 def document(model: RunModel, run: Path, made: Made) -> str:
@@ -201,6 +202,7 @@ def document(model: RunModel, run: Path, made: Made) -> str:
     head = [f"# Paddle {version}, qualified over the zoo" + (f" beside {', '.join(older)}" if older else ""), "",
             f"Made by `{command}` ({made_by}); {len(model.records)} cells: {tally}.",
             f"The machine: {'; '.join(m.label for m in model.machines())}.", "",
+            *([f"**Not complete:** {made.unrecorded}", ""] if made.unrecorded else []),
             *(tallies(model, [version, *older]) + [""] if older else []),
             "## Verdict", "", *_verdicts(version, verdict, made.earlier, run),
             f"Known issues (`python -m harness qualify --known {known}`): `{known}`.", "",

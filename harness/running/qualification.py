@@ -22,6 +22,7 @@ the rest of the chain once, over all of them."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import shutil
 import subprocess
@@ -154,6 +155,7 @@ def command(args: Any) -> int:
     if not model.records:
         raise UserError(f"{run}: the pool recorded no cell; nothing to qualify.")
     zoo.write(out / "zoo.md", model, args.matrix, run)
+    unrecorded = _unrecorded(args, run)
     # The newest release of the run is the one qualified; each older one (the zoo's [zoo] versions: the
     # newest of the line before) is qualified over its own cells and published beside it.
     versions = sorted({r.version for r in model.records}, key=_order, reverse=True)
@@ -170,7 +172,7 @@ def command(args: Any) -> int:
     timings.append(f"in all {time.monotonic() - began_all:.0f} s")
     text = document(model, run.resolve(), Made(version, _said(args), words, "zoo.md", known.name,
                                                f"{_made_by()}; steps: {', '.join(timings)}", _not_run(args, model),
-                                               [(v, verdicts[v][1]) for v in versions[1:]]))
+                                               [(v, verdicts[v][1]) for v in versions[1:]], unrecorded))
     target = out / f"qualification-{version}.md"
     target.write_text(text, encoding="utf-8")
     print(f"[qualification] {target}: {first}; {(words.splitlines() + [''])[1]}")
@@ -232,6 +234,24 @@ def _modes_left_out(args: Any, matrix: Any, ran: Any) -> List[str]:
             said.append(f"{mode}: not run in {', '.join(out)}; its programs deploy in "
                         f"{', '.join(matrix.zoo_sessions_of(mode) or [])} (modes.{mode}.zoo_sessions)")
     return said
+
+
+def _unrecorded(args: Any, run: Path) -> str:
+    """The cells the command asked that have no record still describing them (the pool was cut short,
+    or not run: ``--from``), counted per session, release and mode; "" when every one has."""
+    from ..matrix import load
+    from .pool import PoolOptions, plan, selection
+
+    matrix = load(args.matrix)
+    chosen = selection(matrix, args.tag or ([] if args.session else ["zoo"]), args.session)
+    asked = plan(matrix, chosen, run, PoolOptions(modes=args.mode or None, models=_models(args)), lambda _line: None)
+    missing = collections.Counter(f"{c.session.name} · {c.paddle} · {c.mode}" for c in asked.cells if c.id not in asked.recorded)
+    if not missing:
+        return ""
+    return (f"{sum(missing.values())} of the {len(asked.cells)} cells asked have no record (the pool "
+            f"{'did not run' if args.start != STEPS[0] else 'was cut short'}); they are \"not run\" in the zoo's table, "
+            f"and every tally and verdict here covers the recorded cells only: "
+            + ", ".join(f"{n} in {column}" for column, n in sorted(missing.items())) + ".")
 
 
 def _pool_floor(run: Path, began: str, jobs: Any) -> str:
