@@ -49,7 +49,7 @@ except ModuleNotFoundError:  # Python < 3.11
 from ..shared.errors import UserError
 from ..shared.record_model import CellRecord
 from ..shared.records import Unreadable
-from ..shared.vocab import Status
+from ..shared.vocab import QUANTIZED_MODES, Status, runs_quantized_only
 from .model import RunModel
 
 _KNOWN_KEYS = {"cell", "stage", "reason", "link", "workaround"}
@@ -111,8 +111,19 @@ def required_cells(matrix: Any, scope: Optional[Sequence[str]] = None, models: O
         pairs = [(name, version) for name in table.get("sessions", list(matrix.sessions))
                  for version in table.get("versions", matrix.session(name).versions)
                  if version in matrix.session(name).versions]
+    chosen = list(models or []) or table.get("models")
     return [spec.id for name, version in pairs
-            for spec in matrix.expand(name, version, modes=table.get("modes"), models=list(models or []) or table.get("models"))]
+            for spec in matrix.expand(name, version, modes=table.get("modes") or _modes_run(matrix, name), models=chosen)
+            if spec.declared_skip is None]
+
+
+def _modes_run(matrix: Any, session: str) -> Optional[List[str]]:
+    """The modes a session's cells are required in when [qualify] names none: the run's (None), but
+    oneDNN int8's are the quantized modes the matrix has (it runs nothing else)."""
+    spec = matrix.session(session)
+    if runs_quantized_only(spec.backend, spec.precision):
+        return [mode for mode in QUANTIZED_MODES if mode in matrix.data["modes"]]
+    return None
 
 
 def precision_risk_sessions(matrix: Any) -> List[str]:

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from .vocab import Device, Precision, backend_stage_name
+from .vocab import QUANTIZED_MODES, Device, Precision, backend_stage_name, runs_quantized_only
 from .json_types import JsonObject
 
 import numpy as np
@@ -163,10 +163,46 @@ class CellSpec:
         return f"family:{family['name']}"
 
     @property
+    def declared_skip(self) -> Optional[str]:
+        """Why the matrix itself never runs this cell, or None: a mode its suite does not train the
+        model in (``models.X.modes``), a program oneDNN int8 cannot run (not quantized), a release
+        older than the model family needs. Known from the matrix alone: the cell's setup skips with
+        these words, and a qualification never requires such a cell (it would block on a skip the
+        matrix planned)."""
+        return _not_trained_so(self) or _not_quantized(self) or _family_too_new(self)
+
+    @property
     def session_stage(self) -> str:
         """The session's own stage: its backend at its precision (``onednn_bf16``, ``ort_fp32``),
         the stage whose skip means the session did not run."""
         return self.session.stage
+
+
+def _not_trained_so(cell: CellSpec) -> Optional[str]:
+    """A model whose matrix entry lists the modes its suite trains it in, in another mode."""
+    declared = cell.model.get("modes")
+    if declared is None or cell.mode == "normal" or cell.mode in declared:
+        return None
+    said = "; ".join(f"{mode}: {how}" for mode, how in declared.items()) or "none besides normal"
+    return (f"its suite does not train {cell.model['name']} in {cell.mode} (models.{cell.model['name']}.modes "
+            f"lists how it does: {said})")
+
+
+def _not_quantized(cell: CellSpec) -> Optional[str]:
+    """A cell of another mode would train, export and run every stage but the session's own (a zoo
+    model's cell at the cost of a cpu_fp32 one, measured), for a skip."""
+    if runs_quantized_only(cell.session.backend, cell.session.precision) and cell.mode not in QUANTIZED_MODES:
+        return (f"oneDNN int8 (enable_mkldnn_int8) runs quantized programs: train the model in a quantization-aware "
+                f"mode ({', '.join(QUANTIZED_MODES)}); this cell's mode is {cell.mode}")
+    return None
+
+
+def _family_too_new(cell: CellSpec) -> Optional[str]:
+    family = cell.model.get("family")
+    if not isinstance(family, dict) or at_least(cell.paddle, family.get("requires_paddle")):
+        return None
+    return (f"model family {family['name']} ({', '.join(family['packages'])}) needs Paddle >= "
+            f"{family['requires_paddle']}; this environment has {cell.paddle}")
 
 
 class OutputsFile:

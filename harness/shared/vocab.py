@@ -153,6 +153,12 @@ def cell_id(session: str, paddle: str, mode: str, model: str) -> str:
 
 # Train modes whose programs carry their own int8 scales (quantization-aware).
 QUANTIZED_MODES = ("qat", "pact")
+
+
+def runs_quantized_only(backend: str, precision: "Precision") -> bool:
+    """oneDNN int8 (``enable_mkldnn_int8``) runs quantized programs only: a session of it has cells in
+    the quantized modes alone. TensorRT int8 calibrates a plain program."""
+    return backend == "onednn" and precision == Precision.INT8
 # Modes whose cell imports a package before paddle (cell/modes.py, Pact.before_paddle: PaddleSlim
 # on 2.6.2 needs cv2 first): their workers get a fresh interpreter, never the fork server.
 IMPORT_ORDER_MODES = ("pact",)

@@ -21,7 +21,7 @@ from ...shared.causes import paddle_message
 from ...shared.records import file_sha256
 from ...shared.errors import HarnessFailure, UserError
 from ...shared.inputs import InputSpec, synthesize
-from ...shared.vocab import QUANTIZED_MODES, SETUP, Precision, Status
+from ...shared.vocab import SETUP, Status
 from ..base.context import CellContext
 from ..base.modes import ModeUnsupported
 from . import shared_setup
@@ -183,14 +183,10 @@ def _skip_reason(ctx: CellContext, api: Any) -> Optional[str]:
     """Why this cell does not run here (its mode, device or family), or None; a family's packages
     must be installed (the matrix's fault otherwise, in one line)."""
     cell = ctx.cell
-    reason = _not_trained_so(cell) or _not_quantized(cell)
-    reason = reason or ctx.mode.unsupported(api)
+    reason = cell.declared_skip or ctx.mode.unsupported(api)
     if reason is None and cell.mode_requires_device == "gpu" and not api.gpu_available():
         reason = f"train mode {cell.mode} needs a GPU"
     family = cell.model.get("family")
-    if reason is None and family and not api.at_least(family.get("requires_paddle")):
-        reason = (f"model family {family['name']} ({', '.join(family['packages'])}) needs Paddle >= "
-                  f"{family['requires_paddle']}; this environment has {ctx.paddle.__version__}")
     if reason is None and family and family.get("apart") and missing_package(family["packages"]):
         reason = (f"model family {family['name']} installs apart from the other families (families."
                   f"{family['name']}.apart: pins that fight theirs), not in this environment; `python -m harness "
@@ -199,28 +195,6 @@ def _skip_reason(ctx: CellContext, api: Any) -> Optional[str]:
         check_packages(ctx, family["packages"], f"families.{family['name']}.packages",
                        "nox installs a family's packages in its zoo sessions")
     return reason
-
-
-def _not_trained_so(cell: Any) -> Optional[str]:
-    """Why a model whose matrix entry lists the modes its suite trains it in (``models.X.modes``) is
-    not trained in this cell's mode, or None: a declared skip, never a silent absence."""
-    declared = cell.model.get("modes")
-    if declared is None or cell.mode == "normal" or cell.mode in declared:
-        return None
-    said = "; ".join(f"{mode}: {how}" for mode, how in declared.items()) or "none besides normal"
-    return (f"its suite does not train {cell.model['name']} in {cell.mode} (models.{cell.model['name']}.modes "
-            f"lists how it does: {said})")
-
-
-def _not_quantized(cell: Any) -> Optional[str]:
-    """oneDNN int8 runs quantized programs only: a cell of another mode would train, export and run
-    every stage but the session's own (a zoo model's cell at the cost of a cpu_fp32 one, measured),
-    for a skip. TensorRT int8 calibrates a plain program: it runs."""
-    session = cell.session
-    if session.backend == "onednn" and session.precision == Precision.INT8 and cell.mode not in QUANTIZED_MODES:
-        return (f"oneDNN int8 (enable_mkldnn_int8) runs quantized programs: train the model in a quantization-aware "
-                f"mode ({', '.join(QUANTIZED_MODES)}); this cell's mode is {cell.mode}")
-    return None
 
 
 def _build(ctx: CellContext, sources: Any) -> Tuple[Any, List[Any]]:

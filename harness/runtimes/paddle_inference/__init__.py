@@ -41,7 +41,7 @@ from typing import List, Tuple
 
 from ...shared.config import PredictorConfig, TensorRT
 from ...shared.runtime import Backend, DeployOptions, LadderContext, Requirement, StagePlan, register, search_space
-from ...shared.vocab import QUANTIZED_MODES, Device, Precision, ProgramFormat, Reference, Stage
+from ...shared.vocab import QUANTIZED_MODES, Device, Precision, ProgramFormat, Reference, Stage, runs_quantized_only
 
 PIR, LEGACY = ProgramFormat.PIR, ProgramFormat.LEGACY
 
@@ -84,7 +84,7 @@ class PaddleBackend(Backend):
         precision = ladder.precision
         deploy = self.deploy(ladder.fmt, precision, ladder.options)
         skip = self.unsupported(precision)
-        if skip is None and precision == Precision.INT8 and self.word == "onednn" and not ladder.quantized:
+        if skip is None and runs_quantized_only(self.word, precision) and not ladder.quantized:
             skip = ("oneDNN int8 (enable_mkldnn_int8) runs quantized programs: train the model in a "
                     f"quantization-aware mode ({', '.join(QUANTIZED_MODES)})")
         elif skip is None and precision == Precision.INT8 and deploy.trt is not None and ladder.quantized:

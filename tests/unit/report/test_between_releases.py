@@ -81,3 +81,28 @@ def test_a_release_is_judged_by_its_own_cells_not_by_the_release_beside_it(tmp_p
     assert newer == 0 and said.startswith("QUALIFIED") and "Stale" not in said, said
     assert qualify.run(run, shipped, None, False, scope=["cpu_onednn_fp32@3.2.2"], models=[model]) == 1
     assert capsys.readouterr().out.startswith("NOT QUALIFIED")
+
+
+def test_a_release_requires_no_cell_the_matrix_itself_never_runs_and_int8_in_its_quantized_modes():
+    """Over the shipped zoo: oneDNN int8's required cells are its qat/pact cells (a normal-mode cell
+    skips by the matrix's own design: required, it blocked the release on 73 planned skips), and no
+    required cell is one the matrix declares skipped (a mode its suite does not train the model in,
+    a family newer than the release)."""
+    from harness.matrix import load
+    from harness.report.qualify import required_cells
+    from harness.shared.vocab import QUANTIZED_MODES
+
+    shipped = load(Path(__file__).resolve().parents[3] / "matrix" / "default.toml")
+    scope = ["cpu_onednn_int8@3.3.1", "cpu_fp32@3.3.1", "cpu_fp32@3.2.2"]
+    required = required_cells(shipped, scope, ["zoo"])
+    int8 = [cell for cell in required if cell.startswith("cpu_onednn_int8/")]
+    assert int8 and {cell.split("/")[2] for cell in int8} <= set(QUANTIZED_MODES), int8
+    every = {spec.id: spec for pair in scope for spec in shipped.expand(*pair.split("@"), modes=list(shipped.data["modes"]),
+                                                                         models=["zoo"])}
+    assert not [cell for cell in required if every[cell].declared_skip], required
+    planned = [cell for cell, spec in every.items() if spec.declared_skip]
+    assert any("/3.2.2/normal/" in cell and "needs Paddle >= 3.3.0" in every[cell].declared_skip for cell in planned)
+    assert any(cell.startswith("cpu_onednn_int8/3.3.1/normal/") for cell in planned)
+    # A zoo model its suite quantizes is required in int8 (qat or pact), as its suite trains it.
+    quantized = [m for m in shipped.zoo["models"] if set(shipped.data["models"][m].get("modes") or {}) & set(QUANTIZED_MODES)]
+    assert quantized and all(any(c.startswith("cpu_onednn_int8/") and c.endswith(f"/{m}") for c in int8) for m in quantized)
