@@ -448,6 +448,10 @@ def test_one_command_qualifies_the_run_and_publishes_each_cause_with_its_place_r
     assert again.returncode in (0, 1) and "[qualification] releases:" not in again.stdout, again.stdout[-2000:]
     republished = (out / f"qualification-{head}.md").read_text()
     assert "releases not run (--from report)" in republished and "--from report" in republished.splitlines()[2]
+    # The pool it did not run still has a cost: the recorded cells' own seconds over the slots.
+    floor = re.search(r"pool not run \(--from report\); its (\d+) recorded cells took (\d+) cell-seconds, a work floor "
+                      r"of (\d+) s over (\d+) slots", republished)
+    assert floor and int(floor[1]) >= 4 and int(floor[2]) > 0, republished.splitlines()[2]
     assert [ln for ln in republished.splitlines() if ln.startswith("| C")] == \
         [ln for ln in text.splitlines() if ln.startswith("| C")]  # the spans the first asked, as recorded
     assert "Not complete" not in republished  # every cell asked is recorded

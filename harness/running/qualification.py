@@ -133,7 +133,7 @@ def command(args: Any) -> int:
     began_all = time.monotonic()
     for name, argv in _steps(args, out):
         if STEPS.index(name) < STEPS.index(args.start):
-            timings.append(f"{name} not run (--from {args.start})")
+            timings.append(f"{name} not run (--from {args.start})" + (_recorded_floor(args, run) if name == "pool" else ""))
             continue
         started, began = time.monotonic(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         print(f"[qualification] {name}: python -m harness {' '.join(argv)}", flush=True)
@@ -265,6 +265,21 @@ def _pool_floor(run: Path, began: str, jobs: Any) -> str:
     if not ran:
         return ""
     return f" for {len(ran)} cells (their work floor {sum(ran) / slots:.0f} s: {sum(ran):.0f} cell-seconds over {slots} slots)"
+
+
+def _recorded_floor(args: Any, run: Path) -> str:
+    """For a pool not run by this command: the work floor of the cells it asks that are recorded (by
+    earlier commands over the run), so the publication still says what the whole costs on these slots."""
+    from ..shared.records import load_records
+    from .runner import default_jobs
+
+    asked = set(_asked(args))
+    seconds = [r.seconds for r in load_records(run) if f"{r.session}@{r.version}" in asked] if run.is_dir() else []
+    if not seconds:
+        return ""
+    slots = args.jobs or default_jobs(1)
+    return (f"; its {len(seconds)} recorded cells took {sum(seconds):.0f} cell-seconds, a work floor of "
+            f"{sum(seconds) / slots:.0f} s over {slots} slots")
 
 
 def _asked(args: Any) -> List[str]:
