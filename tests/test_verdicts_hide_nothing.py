@@ -18,6 +18,8 @@ from .conftest import chromium, load_record, matrix_text, needs_chromium, run_ha
 
 INT8 = '\n[sessions.cpu_onednn_int8]\ndevice = "cpu"\nbackend = "onednn"\nprecision = "int8"\n' \
        '[tolerances.int8]\natol = 0.05\nrtol = 0.05\n'
+# A GPU session run in a venv on this GPU-less machine: its cells train and export, its stages skip.
+GPU = '\n[sessions.gpu_fp32]\ndevice = "gpu"\nbackend = "native"\nprecision = "fp32"\n'
 RUN = "xv"
 
 
@@ -33,11 +35,12 @@ def made(tmp_path_factory):
     here = tmp_path_factory.mktemp("user")
     matrix = here / "matrix.toml"
     matrix.write_text(matrix_text(version, {"gru": "tests.factories:conv_then_gru", "clean": "tests.factories:clean"},
-                                  inputs={"gru": "series = { shape = [2, 12, 4] }"}, extra=INT8))
+                                  inputs={"gru": "series = { shape = [2, 12, 4] }"}, extra=INT8 + GPU))
     runs = {}
-    for session, model in (("cpu_onednn_fp32", "gru"), ("cpu_onednn_bf16", "clean"), ("cpu_onednn_int8", "clean")):
+    for session, model in (("cpu_onednn_fp32", "gru"), ("cpu_onednn_bf16", "clean"), ("cpu_onednn_int8", "clean"),
+                           ("gpu_fp32", "clean")):
         runs[session] = run_harness("run", "--matrix", str(matrix), "--session", session, "--model", model,
-                                    "--run", RUN, cwd=here)
+                                    "--run", RUN, "--runner", "venv", cwd=here)
     return here, matrix, runs, version
 
 
@@ -68,21 +71,30 @@ def test_a_session_whose_own_stage_did_not_run_reads_skip_and_does_not_qualify(m
     assert int8["verdict"]["status"] == "skip" and int8["verdict"]["first_failing_stage"] == "setup", int8["verdict"]
     assert "quantization-aware" in int8["verdict"]["message"] and "mode is normal" in int8["verdict"]["message"]
     assert all(s["status"] == "skip" for s in int8["stages"]) and "1 cells: 1 skip" in runs["cpu_onednn_int8"].stdout
-    required = '\n[qualify]\nsessions = ["cpu_onednn_int8"]\nmodels = ["clean"]\n'
+    # No GPU here: the GPU session's own stages skip, said by Paddle's build.
+    gpu = load_record(here / "results" / RUN, f"gpu_fp32/{version}/normal/clean")
+    assert gpu["verdict"]["status"] == "skip" and stages_by_name(gpu)["gpu_fp32"]["status"] == "skip", gpu["verdict"]
+    assert "CUDA" in stages_by_name(gpu)["gpu_fp32"]["message"]
+    required = '\n[qualify]\nsessions = ["gpu_fp32", "cpu_onednn_int8"]\nmodels = ["clean"]\n'
     strict_matrix = here / "qualify.toml"
     strict_matrix.write_text(matrix.read_text() + required)
     known = here / "known.toml"  # the run's other cell, the oneDNN finding, is expected here
     known.write_text('[[known]]\ncell = "cpu_onednn_fp32/*/normal/gru"\nreason = "std::exception under oneDNN"\n')
     refused = run_harness("qualify", "--matrix", str(strict_matrix), "--run", RUN, "--known", str(known), cwd=here)
     assert refused.returncode == 1 and refused.stdout.startswith("NOT QUALIFIED"), refused.stdout
-    assert "did not run" in refused.stdout and "cpu_onednn_int8/" in refused.stdout
+    sections = re.split(r"\n(?=\S)", refused.stdout)
+    unrun = next(part for part in sections if part.startswith("Required cells that did not run"))
+    assert f"gpu_fp32/{version}/normal/clean" in unrun, refused.stdout
+    # The int8 cell in normal mode is one the matrix never runs (spec.declared_skip): reported, never required.
+    assert f"cpu_onednn_int8/{version}/normal/clean" not in unrun, refused.stdout
+    assert f"cpu_onednn_int8/{version}/normal/clean" in next(p for p in sections if p.startswith("Skipped cells"))
     accepting = here / "optional.toml"
-    accepting.write_text(matrix.read_text() + required + 'optional = ["cpu_onednn_int8"]\n')
+    accepting.write_text(matrix.read_text() + required + 'optional = ["gpu_fp32"]\n')
     accepted = run_harness("qualify", "--matrix", str(accepting), "--run", RUN, "--known", str(known), cwd=here)
     assert accepted.returncode == 0 and accepted.stdout.startswith("QUALIFIED"), accepted.stdout
-    # The int8 cell, and the bf16 one on a CPU without bf16 (a skip of a session not required here).
+    # The GPU and int8 cells, and the bf16 one on a CPU without bf16 (a skip of a session not required here).
     bf16 = load_record(here / "results" / RUN, f"cpu_onednn_bf16/{version}/normal/clean")
-    skipped = 1 + (bf16["verdict"]["status"] == "skip")
+    skipped = 2 + (bf16["verdict"]["status"] == "skip")
     assert f"Skipped cells ({skipped}, reported)" in accepted.stdout, accepted.stdout
 
     # bf16 on this machine: either branch, each checked for what it says.

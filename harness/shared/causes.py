@@ -223,14 +223,16 @@ _PREFIX = re.compile(r"^(?:[A-Za-z]*(?:Error|Exception):\s*|\([A-Za-z]+\)\s*)+")
 # How ``paddle_message`` names a call that raised with no words of its own, and the stage it was under.
 _CALLED = re.compile(r"^\S+\(\) raised (?=\w)")
 _UNDER = re.compile(r"(?: with no message)?(?: under \w+)?$")
+# What the ladder appends to a stage's message when another shape failed first: its note, not the cause.
+PRIMARY_NOTE = "; at the primary shape: "
 
 
 def stage_cause(message: str) -> str:
     """The cause of a stage's message, comparable with the same error met another way (a probe,
     a script run alone): without the shape the ladder names first (``at <shape>:``), without
-    Paddle's source location (`` (at <file>:<line>)``) and without the exception type and
-    category prefixes, which differ by how the error reached Python."""
-    text = str(message or "")
+    Paddle's source location (`` (at <file>:<line>)``), the exception type and category prefixes,
+    which differ by how the error reached Python, and the ladder's note of the primary shape."""
+    text = str(message or "").split(PRIMARY_NOTE)[0]
     if text.startswith("at ") and ": " in text:
         text = text.split(": ", 1)[1]
     if _CALLED.match(text):  # what the call raised is what a script running it alone prints

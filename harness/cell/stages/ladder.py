@@ -16,7 +16,7 @@ import numpy as np
 
 from ...shared.json_types import JsonMapping, JsonObject
 from ...shared.runtime import StagePlan
-from ...shared.causes import raised_status
+from ...shared.causes import PRIMARY_NOTE, raised_status
 from ...shared.compare import Comparison, compare_tol, worst
 
 from ...shared.record_model import ShapeResult
@@ -235,7 +235,7 @@ def at_shapes(ctx: CellContext, plan: StagePlan, session: Any, variants: List[Tu
             result["worst"] = first.worst.named(at_shape=first.label).to_dict()
         what = first.message or f"out of tolerance, {first.worst.output if first.worst else None}"
         primary = result.get("message")
-        result["message"] = f"at {first.label}: {what}" + (f"; at the primary shape: {primary}" if primary else "")
+        result["message"] = f"at {first.label}: {what}" + (f"{PRIMARY_NOTE}{primary}" if primary else "")
 
 
 def stage_reference(ctx: CellContext, plan: StagePlan, labels: List[str],

@@ -38,6 +38,12 @@ def test_a_wordless_exception_from_a_marked_call_is_theirs_and_named_by_the_call
     assert message == "predictor.run() raised RuntimeError: std::exception under onednn_fp32"
     # What a reproducer running the call alone prints is what a trial and a script are matched on.
     assert stage_cause(message) == "std::exception"
+    # Raised at a second shape while the primary passed within bf16's floor: the ladder's message
+    # (shape first, the primary's note after) has the same cause its reproducer prints.
+    from harness.shared.causes import PRIMARY_NOTE
+
+    at_shape = f"at image=2x3x97x97: {message}{PRIMARY_NOTE}within what bf16 explains (output: max abs 8.58)"
+    assert stage_cause(at_shape) == "std::exception"
 
 
 def test_the_same_words_raised_by_the_harness_itself_stay_the_harness_s():
