@@ -112,6 +112,8 @@ class Writer:
             return self._module_name(value.__name__)
         if isinstance(value, paddle.Tensor):
             return self.tensor(value)
+        if type(value) is paddle.ParamAttr:
+            return self.param_attr(value)
         if type(value).__name__ == "DataType" or type(value).__name__ == "VarType":  # a paddle dtype
             return f"paddle.{str(value).split('.')[-1].lower()}"
         if callable(getattr(value, "to_dict", None)) and _installed(type(value).__module__):
@@ -124,6 +126,16 @@ class Writer:
             own = _beyond_defaults(type(value), data)
             return f"{self.reference(type(value))}({'**' + self.value(own) if own else ''})"
         raise Unspellable(f"an argument of type {type(value).__module__}.{type(value).__qualname__} has no source form")
+
+    PARAM_ATTR_DEFAULTS = {"learning_rate": 1.0, "trainable": True, "do_model_average": True, "need_clip": True}
+
+    def param_attr(self, attr: Any) -> str:
+        """A ``ParamAttr`` by what shapes the program: its initializer, regularizer and name are left
+        out — the script sets the trained weights after the layer is built and trains nothing, and
+        Paddle names each parameter apart (set_state_dict matches by the layers' paths)."""
+        self.imports["import paddle"] = ""
+        own = {k: getattr(attr, k) for k, default in self.PARAM_ATTR_DEFAULTS.items() if getattr(attr, k) != default}
+        return f"paddle.ParamAttr({', '.join(f'{k}={self.value(v)}' for k, v in own.items())})"
 
     TENSOR_LITERAL = 1024  # values of a tensor spelled at most: a larger one would be a script of numbers
     def tensor(self, value: Any) -> str:

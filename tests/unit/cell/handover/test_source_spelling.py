@@ -155,3 +155,15 @@ def test_a_class_whose_package_rebinds_its_module_s_name_is_reached_through_impo
     assert "_shadowsuite_models_net_net = importlib.import_module('shadowsuite.models.net.net')" in writer.header()
     rebuilt = _rebuilt(writer, expression)
     assert type(rebuilt) is Net and list(rebuilt.fc.weight.shape) == [4, 4]
+
+
+def test_a_param_attr_is_spelled_by_what_shapes_the_program_and_its_layer_rebuilds():
+    """Paddle3D's PointPillars hands ``ParamAttr(initializer=..., regularizer=...)`` to its convs: the
+    script sets the trained weights after building, so the initializer and regularizer are left out."""
+    writer = source_repro.Writer(paddle)
+    attr = paddle.ParamAttr(name="w", initializer=paddle.nn.initializer.Normal(0.0, 0.01),
+                            regularizer=paddle.regularizer.L2Decay(1e-4), learning_rate=2.0, trainable=False)
+    assert writer.value(attr) == "paddle.ParamAttr(learning_rate=2.0, trainable=False)"
+    assert writer.value(paddle.ParamAttr()) == "paddle.ParamAttr()"
+    conv = _rebuilt(writer, f"paddle.nn.Conv2D(3, 4, 3, weight_attr={writer.value(attr)})")
+    assert list(conv.weight.shape) == [4, 3, 3, 3] and conv.weight.stop_gradient
