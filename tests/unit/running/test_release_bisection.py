@@ -472,3 +472,22 @@ def test_causes_the_report_counts_apart_are_placed_apart_though_their_words_are_
 
     causes, _ = releases.causes_of([record("hgnet", "pad3d"), record("smoke", "relu"), record("ocr", "pad3d")])
     assert sorted((c.home.id.rsplit("/", 1)[1], len(c.records)) for c in causes) == [("hgnet", 2), ("smoke", 1)]
+
+
+def test_a_cause_placed_earlier_is_its_records_span_only_over_the_same_releases_and_confirmations():
+    """``releases`` asks a cause again unless its home record holds a span of the same cause, over the
+    very releases and confirmations asked now (the run of scripts: ``tests/test_crossversion.py``)."""
+    import types
+
+    from harness.shared.releases import ReleaseSpan
+
+    span = ReleaseSpan(SpanOutcome.FOUND, "words", "source_repro.py", tuple(SERVED), (), "3.3.0", "3.2.2",
+                       confirmations=3)
+    cause = types.SimpleNamespace(key="words", home=types.SimpleNamespace(analysis=types.SimpleNamespace(releases=span)))
+    assert releases.placed_earlier(cause, SERVED, 3) is span
+    assert releases.placed_earlier(cause, SERVED[-1:], 3) is None  # other releases: another question
+    assert releases.placed_earlier(cause, SERVED, 1) is None  # other confirmations
+    other = types.SimpleNamespace(key="other words", home=cause.home)  # the record's span is another cause's
+    assert releases.placed_earlier(other, SERVED, 3) is None
+    unplaced = types.SimpleNamespace(key="words", home=types.SimpleNamespace(analysis=types.SimpleNamespace(releases=None)))
+    assert releases.placed_earlier(unplaced, SERVED, 3) is None
