@@ -55,12 +55,15 @@ class Launched:
 
 
 def _read_line(connection: socket.socket) -> str:
+    """One line, and not a byte past it: a conversion that ends at once has its exit code sent right
+    after its pid, and a larger read took both as the pid ("invalid literal for int() with base 10:
+    '13746\\n1'", a trial said untestable under CI's load) and left none for ``wait``."""
     data = b""
     while not data.endswith(b"\n"):
-        chunk = connection.recv(64)
-        if not chunk:
+        byte = connection.recv(1)  # lines of a few bytes: the pid, an exit code, one request
+        if not byte:
             raise OSError("the launcher hung up")
-        data += chunk
+        data += byte
     return data.decode().strip()
 
 
